@@ -1,0 +1,48 @@
+# skein — two setup commands on a fresh clone: `make start` and `make test`.
+SHELL := /bin/bash
+NODE ?= node
+STATE ?= .state
+
+.PHONY: all deps build start demo test test-unit test-e2e lint format bench clean
+
+all: build
+
+# Install npm dependencies when the lockfile changed (or on a fresh clone).
+node_modules/.package-lock.json: package.json package-lock.json
+	npm ci --no-audit --no-fund
+	@touch $@
+
+deps: node_modules/.package-lock.json
+
+build: deps
+	npx tsc -p tsconfig.json
+
+# Runs the controller on the bundled example mesh; no cluster needed.
+start: build
+	$(NODE) dist/cmd/skein-controller/main.js --local examples/bookstore --state-dir $(STATE) --insecure-ads-port 15129
+
+# Controller plus proxyless gRPC bookstore apps on loopback, with live counts.
+demo: build
+	$(NODE) dist/test/demo/main.js
+
+test: build
+	$(NODE) --test --test-concurrency=2 $$(find dist/pkg dist/cmd -name '*.test.js' | sort) $$(find dist/test -name '*.test.js' | sort)
+
+test-unit: build
+	$(NODE) --test $$(find dist/pkg dist/cmd -name '*.test.js' | sort)
+
+test-e2e: build
+	$(NODE) --test --test-concurrency=1 $$(find dist/test -name '*.test.js' | sort)
+
+lint: deps
+	npx tsc -p tsconfig.json --noEmit
+	npx biome check .
+
+format: deps
+	npx biome check --write .
+
+bench: build
+	$(NODE) dist/test/bench/main.js $(BENCH_ARGS)
+
+clean:
+	rm -rf dist

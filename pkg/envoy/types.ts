@@ -1,0 +1,57 @@
+import type { MeshView, ProxyContext } from '../catalog/types.js';
+import type { SecretSource } from '../certificate/types.js';
+
+export const TypeUrl = {
+  Listener: 'type.googleapis.com/envoy.config.listener.v3.Listener',
+  RouteConfiguration: 'type.googleapis.com/envoy.config.route.v3.RouteConfiguration',
+  Cluster: 'type.googleapis.com/envoy.config.cluster.v3.Cluster',
+  ClusterLoadAssignment: 'type.googleapis.com/envoy.config.endpoint.v3.ClusterLoadAssignment',
+  Secret: 'type.googleapis.com/envoy.extensions.transport_sockets.tls.v3.Secret',
+} as const;
+export type TypeUrl = (typeof TypeUrl)[keyof typeof TypeUrl];
+
+/** Make-before-break order (xDS rule 10): CDS → EDS → LDS → RDS, SDS with clusters. */
+export const PUSH_ORDER: readonly TypeUrl[] = [
+  TypeUrl.Cluster,
+  TypeUrl.ClusterLoadAssignment,
+  TypeUrl.Secret,
+  TypeUrl.Listener,
+  TypeUrl.RouteConfiguration,
+];
+
+/** Wildcard subscriptions exist only for LDS and CDS (xDS rule 6). */
+export function isWildcardType(typeUrl: string): boolean {
+  return typeUrl === TypeUrl.Listener || typeUrl === TypeUrl.Cluster;
+}
+
+/** A plain object in protobufjs `fromObject` form with proto field names (snake_case); Anys carry `@type`. */
+export type ProtoObject = { [field: string]: ProtoValue };
+export type ProtoValue = string | number | boolean | null | ProtoObject | ProtoValue[];
+
+/** One xDS resource before encoding. */
+export interface Resource {
+  name: string;
+  typeUrl: TypeUrl;
+  message: ProtoObject;
+}
+
+export interface GenerationContext {
+  mesh: MeshView;
+  secrets: SecretSource;
+}
+
+/**
+ * Builds one xDS type for one proxy. Contract: a pure function of its inputs
+ * (no I/O, no clock), output sorted by name with unique names. `requested` is
+ * the set of names the proxy subscribed to, or undefined for a wildcard
+ * subscription; generators may return more than requested (the server
+ * filters) but must return every requested name that exists.
+ */
+export interface ResourceGenerator {
+  readonly typeUrl: TypeUrl;
+  generate(
+    proxy: ProxyContext,
+    ctx: GenerationContext,
+    requested: ReadonlySet<string> | undefined,
+  ): Resource[];
+}

@@ -1,0 +1,24 @@
+import { type Logger, pino } from 'pino';
+
+export type { Logger };
+
+/**
+ * The process logger: JSON lines, or pretty output when attached to a terminal.
+ * Level from SKEIN_LOG_LEVEL (default info).
+ */
+export function createLogger(options: { level?: string; pretty?: boolean } = {}): Logger {
+  const level = options.level ?? process.env['SKEIN_LOG_LEVEL'] ?? 'info';
+  const pretty = options.pretty ?? process.stdout.isTTY === true;
+  if (pretty) {
+    return pino({
+      level,
+      transport: { target: 'pino-pretty', options: { colorize: true, translateTime: 'HH:MM:ss.l' } },
+    });
+  }
+  return pino({ level });
+}
+
+/** A logger that drops everything, for tests. */
+export function silentLogger(): Logger {
+  return pino({ level: 'silent' });
+}

@@ -1,0 +1,190 @@
+// Kubernetes-shaped objects the controller understands. Both registries (local
+// manifests and the Kubernetes API) produce exactly these shapes, so nothing
+// downstream knows where an object came from.
+
+export interface ObjectMeta {
+  name: string;
+  namespace?: string;
+  labels?: Record<string, string>;
+  annotations?: Record<string, string>;
+  uid?: string;
+  resourceVersion?: string;
+  generation?: number;
+}
+
+export interface KubeObject<K extends string = string, S = unknown> {
+  apiVersion: string;
+  kind: K;
+  metadata: ObjectMeta;
+  spec: S;
+}
+
+// ---- core/v1 ---------------------------------------------------------------
+
+export type Namespace = KubeObject<'Namespace', Record<string, never> | undefined>;
+
+export interface ServicePort {
+  name?: string;
+  port: number;
+  targetPort?: number | string;
+  protocol?: 'TCP' | 'UDP' | 'SCTP';
+  appProtocol?: string;
+}
+export interface ServiceSpec {
+  selector?: Record<string, string>;
+  ports?: ServicePort[];
+  clusterIP?: string;
+  type?: string;
+}
+export type Service = KubeObject<'Service', ServiceSpec>;
+
+export interface ContainerPort {
+  name?: string;
+  containerPort: number;
+  protocol?: string;
+}
+export interface Container {
+  name: string;
+  image?: string;
+  ports?: ContainerPort[];
+}
+export interface PodSpec {
+  serviceAccountName?: string;
+  nodeName?: string;
+  hostNetwork?: boolean;
+  containers?: Container[];
+}
+export interface PodStatus {
+  phase?: string;
+  podIP?: string;
+  podIPs?: { ip: string }[];
+  conditions?: { type: string; status: string }[];
+}
+export interface Pod extends KubeObject<'Pod', PodSpec> {
+  status?: PodStatus;
+}
+
+export type ServiceAccount = KubeObject<'ServiceAccount', undefined>;
+
+// ---- discovery.k8s.io/v1 ----------------------------------------------------
+
+export interface EndpointSliceEndpoint {
+  addresses: string[];
+  conditions?: { ready?: boolean; serving?: boolean; terminating?: boolean };
+  targetRef?: { kind: string; name: string; namespace?: string };
+  nodeName?: string;
+}
+export interface EndpointSlicePort {
+  name?: string;
+  port?: number;
+  protocol?: string;
+  appProtocol?: string;
+}
+// EndpointSlice has no spec; its fields live at the top level.
+export interface EndpointSlice {
+  apiVersion: string;
+  kind: 'EndpointSlice';
+  metadata: ObjectMeta;
+  addressType: 'IPv4' | 'IPv6' | 'FQDN';
+  endpoints: EndpointSliceEndpoint[];
+  ports?: EndpointSlicePort[];
+}
+
+// ---- SMI ---------------------------------------------------------------------
+
+export interface IdentityRef {
+  kind: 'ServiceAccount';
+  name: string;
+  namespace?: string;
+}
+export interface TrafficTargetRule {
+  kind: 'HTTPRouteGroup' | 'TCPRoute';
+  name: string;
+  matches?: string[];
+}
+export interface TrafficTargetSpec {
+  destination: IdentityRef;
+  sources?: IdentityRef[];
+  rules?: TrafficTargetRule[];
+}
+export type TrafficTarget = KubeObject<'TrafficTarget', TrafficTargetSpec>;
+
+export interface HTTPMatch {
+  name: string;
+  pathRegex?: string;
+  methods?: string[];
+  headers?: Record<string, string>;
+}
+export type HTTPRouteGroup = KubeObject<'HTTPRouteGroup', { matches?: HTTPMatch[] }>;
+
+export interface TCPMatch {
+  name?: string;
+  ports?: number[];
+}
+export type TCPRoute = KubeObject<'TCPRoute', { matches?: TCPMatch }>;
+
+export interface TrafficSplitBackend {
+  service: string;
+  weight: number;
+}
+export interface TrafficSplitSpec {
+  service: string;
+  backends: TrafficSplitBackend[];
+  matches?: { kind: string; name: string; apiGroup?: string }[];
+}
+export type TrafficSplit = KubeObject<'TrafficSplit', TrafficSplitSpec>;
+
+// ---- skein MeshConfig (config.skein.dev/v1alpha1) -----------------------------
+
+export interface MeshConfigSpec {
+  traffic?: {
+    /** Permissive: every meshed service may reach every other. Default false (SMI mode). */
+    permissive?: boolean;
+  };
+  certificate?: {
+    /** Validity of proxy and service certificates, a Go-style duration ("24h", "90m"). */
+    validity?: string;
+    trustDomain?: string;
+  };
+  xds?: {
+    /** Minimum interval between pushes to one proxy, a Go-style duration. */
+    minPushInterval?: string;
+  };
+  observability?: {
+    logLevel?: string;
+    enableDebugServer?: boolean;
+  };
+}
+export type MeshConfig = KubeObject<'MeshConfig', MeshConfigSpec>;
+
+export type AnyObject =
+  | Namespace
+  | Service
+  | Pod
+  | ServiceAccount
+  | EndpointSlice
+  | TrafficTarget
+  | HTTPRouteGroup
+  | TCPRoute
+  | TrafficSplit
+  | MeshConfig;
+
+export type ObjectKind = AnyObject['kind'];
+
+export const OBJECT_KINDS: readonly ObjectKind[] = [
+  'Namespace',
+  'Service',
+  'Pod',
+  'ServiceAccount',
+  'EndpointSlice',
+  'TrafficTarget',
+  'HTTPRouteGroup',
+  'TCPRoute',
+  'TrafficSplit',
+  'MeshConfig',
+];
+
+/** The store key of an object: `<namespace>/<name>`, or `<name>` for cluster-scoped kinds. */
+export function objectKey(obj: { metadata: ObjectMeta }): string {
+  return obj.metadata.namespace ? `${obj.metadata.namespace}/${obj.metadata.name}` : obj.metadata.name;
+}
