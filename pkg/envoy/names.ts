@@ -1,0 +1,51 @@
+// Resource names, following OSM's conventions (reference.md section 2) so
+// operators coming from OSM recognise them.
+import type { MeshService, MeshServicePort } from '../catalog/types.js';
+
+export const OUTBOUND_LISTENER = 'outbound-listener';
+export const INBOUND_LISTENER = 'inbound-listener';
+export const PASSTHROUGH_CLUSTER = 'passthrough-outbound';
+
+export function outboundFilterChainName(svc: MeshService, port: MeshServicePort): string {
+  return `outbound_${svc.key}_${port.port}_${port.protocol}`;
+}
+export function inboundFilterChainName(svc: MeshService, port: MeshServicePort): string {
+  return `inbound_${svc.key}_${port.targetPort}_${port.protocol}`;
+}
+export function outboundRouteConfigName(port: number): string {
+  return `rds-outbound.${port}`;
+}
+export function inboundRouteConfigName(port: number): string {
+  return `rds-inbound.${port}`;
+}
+/** Upstream cluster `<ns>/<svc>|<port>`; also its EDS service name. */
+export function upstreamClusterName(svc: MeshService, port: number): string {
+  return `${svc.key}|${port}`;
+}
+/** Local (inbound) cluster `<ns>/<svc>|<port>|local`. */
+export function localClusterName(svc: MeshService, targetPort: number): string {
+  return `${svc.key}|${targetPort}|local`;
+}
+export function serviceCertSecretName(identityKey: string): string {
+  return `service-cert:${identityKey}`;
+}
+export function inboundRootSecretName(identityKey: string): string {
+  return `root-cert-for-mtls-inbound:${identityKey}`;
+}
+export function outboundRootSecretName(serviceKey: string): string {
+  return `root-cert-for-mtls-outbound:${serviceKey}`;
+}
+
+// ---- proxyless gRPC -----------------------------------------------------------
+
+/** Client listener name for `xds:///<svc>.<ns>.svc.cluster.local:<port>`. */
+export function proxylessClientListenerName(svc: MeshService, port: number): string {
+  return `${svc.fqdn}:${port}`;
+}
+/** Server listener name requested by grpc-js-xds XdsServer (bootstrap template). */
+export function proxylessServerListenerName(ip: string, port: number): string {
+  const host = ip.includes(':') ? `[${ip}]` : ip;
+  return `grpc/server?xds.resource.listening_address=${host}:${port}`;
+}
+/** gRFC A29 certificate provider instance name in the proxyless bootstrap. */
+export const PROXYLESS_CERT_PROVIDER = 'default';
