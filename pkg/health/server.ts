@@ -60,7 +60,10 @@ export class HealthServer {
   private handle(req: IncomingMessage, res: ServerResponse): void {
     const path = (req.url ?? '/').split('?')[0] ?? '/';
     const handler = this.routes.get(path);
-    if (!handler) return send(res, 404, 'not found\n');
+    if (!handler) {
+      send(res, 404, 'not found\n');
+      return;
+    }
     try {
       handler(req, res);
     } catch (err) {
