@@ -1,0 +1,130 @@
+// A proxyless gRPC workload for the demo and the end-to-end tests: either a server
+// that answers with its own name, or a caller that dials an `xds:///` target and
+// reports per-backend successes and per-code failures as JSON lines on stdout.
+//
+//   workload server --name bookstore-v1 --listen 127.0.0.21:14001
+//   workload caller --target xds:///bookstore.bookstore.svc.cluster.local:14001 [--count N]
+//
+// The xDS bootstrap comes from GRPC_XDS_BOOTSTRAP (one identity per process).
+import { parseArgs } from 'node:util';
+
+// Must be set before grpc-js-xds loads (reference.md section 4).
+process.env['GRPC_XDS_EXPERIMENTAL_RBAC'] = 'true';
+const grpc = await import('@grpc/grpc-js');
+const xds = await import('@grpc/grpc-js-xds');
+xds.register();
+
+export const WHO_METHOD = '/skein.test.Echo/Who';
+const passthrough = {
+  requestSerialize: (b: Buffer) => b,
+  requestDeserialize: (b: Buffer) => b,
+  responseSerialize: (b: Buffer) => b,
+  responseDeserialize: (b: Buffer) => b,
+};
+const serviceDefinition = {
+  Who: { path: WHO_METHOD, requestStream: false, responseStream: false, ...passthrough },
+};
+
+const { values, positionals } = parseArgs({
+  allowPositionals: true,
+  options: {
+    name: { type: 'string' },
+    listen: { type: 'string' },
+    target: { type: 'string' },
+    count: { type: 'string' },
+    'interval-ms': { type: 'string', default: '2' },
+    'report-ms': { type: 'string', default: '250' },
+    'deadline-ms': { type: 'string', default: '2000' },
+  },
+});
+
+function emit(line: Record<string, unknown>): void {
+  process.stdout.write(`${JSON.stringify(line)}\n`);
+}
+
+async function runServer(): Promise<void> {
+  const name = values.name ?? 'server';
+  const listen = values.listen;
+  if (!listen) throw new Error('--listen ip:port is required');
+  // Old connections keep the policy they were accepted under (reference.md
+  // section 4): recycle them so RBAC changes reach every caller.
+  const server = new xds.XdsServer({ 'grpc.max_connection_age_ms': 2000, 'grpc.max_connection_age_grace_ms': 500 });
+  server.addService(serviceDefinition, {
+    Who: (_call: unknown, callback: (err: null, res: Buffer) => void) => callback(null, Buffer.from(name)),
+  });
+  const creds = new xds.XdsServerCredentials(grpc.ServerCredentials.createInsecure());
+  await new Promise<void>((resolve, reject) =>
+    server.bindAsync(listen, creds, (err) => (err ? reject(err) : resolve())),
+  );
+  emit({ type: 'listening', name, listen });
+  const stop = () => server.tryShutdown(() => process.exit(0));
+  process.on('SIGTERM', stop);
+  process.on('SIGINT', stop);
+}
+
+async function runCaller(): Promise<void> {
+  const target = values.target;
+  if (!target) throw new Error('--target xds:///host:port is required');
+  const count = values.count ? Number(values.count) : Number.POSITIVE_INFINITY;
+  const intervalMs = Number(values['interval-ms']);
+  const deadlineMs = Number(values['deadline-ms']);
+  const Client = grpc.makeGenericClientConstructor(serviceDefinition, 'Echo');
+  const client = new Client(target, new xds.XdsChannelCredentials(grpc.credentials.createInsecure()));
+  const who = (): Promise<string> =>
+    new Promise((resolve, reject) => {
+      const method = WHO_METHOD;
+      client.makeUnaryRequest(
+        method,
+        (b: Buffer) => b,
+        (b: Buffer) => b,
+        Buffer.alloc(0),
+        { deadline: Date.now() + deadlineMs },
+        (err, res) => (err || !res ? reject(err) : resolve(res.toString())),
+      );
+    });
+
+  let ok: Record<string, number> = {};
+  let errors: Record<string, number> = {};
+  const total = { ok: {} as Record<string, number>, errors: {} as Record<string, number> };
+  const report = setInterval(() => {
+    emit({ type: 'stats', ok, errors });
+    ok = {};
+    errors = {};
+  }, Number(values['report-ms']));
+  let stopping = false;
+  process.on('SIGTERM', () => {
+    stopping = true;
+  });
+  for (let i = 0; i < count && !stopping; i++) {
+    try {
+      const backend = await who();
+      ok[backend] = (ok[backend] ?? 0) + 1;
+      total.ok[backend] = (total.ok[backend] ?? 0) + 1;
+    } catch (err) {
+      const code = codeName(err);
+      errors[code] = (errors[code] ?? 0) + 1;
+      total.errors[code] = (total.errors[code] ?? 0) + 1;
+    }
+    if (intervalMs > 0) await new Promise((r) => setTimeout(r, intervalMs));
+  }
+  clearInterval(report);
+  emit({ type: 'stats', ok, errors });
+  emit({ type: 'done', ...total });
+  client.close();
+  process.exit(0);
+}
+
+function codeName(err: unknown): string {
+  if (err && typeof err === 'object' && 'code' in err && typeof err.code === 'number') {
+    return grpc.status[err.code] ?? String(err.code);
+  }
+  return 'UNKNOWN';
+}
+
+const mode = positionals[0];
+if (mode === 'server') await runServer();
+else if (mode === 'caller') await runCaller();
+else {
+  process.stderr.write('usage: workload server|caller [flags]\n');
+  process.exit(2);
+}
