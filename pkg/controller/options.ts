@@ -1,0 +1,106 @@
+import { parseArgs } from 'node:util';
+import { DEFAULT_MESH_NAME, PORT_ADS, PORT_CONTROLLER_HTTP } from '../mesh/constants.js';
+import { parseDuration } from '../mesh/duration.js';
+
+export interface ControllerOptions {
+  /** Local mode: directory of manifests. */
+  localDir?: string;
+  stateDir: string;
+  meshName: string;
+  /** Control-plane namespace (where the MeshConfig lives). */
+  namespace: string;
+  host: string;
+  adsPort: number;
+  /** Plaintext ADS for proxyless gRPC; only when asked for. */
+  insecureAdsPort?: number;
+  httpPort: number;
+  minPushIntervalMs?: number;
+  logLevel: string;
+}
+
+export const CONTROLLER_USAGE = `skein-controller — the skein service-mesh control plane
+
+Usage:
+  skein-controller --local <dir> [flags]
+
+Flags:
+  --local <dir>               Local mode: read Kubernetes-style manifests from <dir> and watch it
+  --state-dir <dir>           Where local mode keeps the CA, workload certs and bootstraps (default .state)
+  --mesh-name <name>          Mesh name; namespaces join with skein.dev/monitored-by=<name> (default ${DEFAULT_MESH_NAME})
+  --namespace <ns>            Control-plane namespace holding the MeshConfig (default skein-system)
+  --host <ip>                 Address to listen on (default 0.0.0.0)
+  --ads-port <port>           ADS over mTLS (default ${PORT_ADS})
+  --insecure-ads-port <port>  Also serve plaintext ADS for proxyless gRPC (off unless given)
+  --http-port <port>          Health endpoints /healthz, /readyz (default ${PORT_CONTROLLER_HTTP})
+  --min-push-interval <dur>   Minimum interval between pushes to one proxy (default from MeshConfig, else 100ms)
+  --log-level <level>         trace|debug|info|warn|error (default info)
+  -h, --help                  Show this help
+`;
+
+export class UsageError extends Error {
+  override name = 'UsageError';
+}
+
+function port(name: string, value: string | undefined, fallback?: number): number | undefined {
+  if (value === undefined) return fallback;
+  const n = Number(value);
+  if (!Number.isInteger(n) || n < 0 || n > 65535)
+    throw new UsageError(`--${name}: ${JSON.stringify(value)} is not a port`);
+  return n;
+}
+
+/** Parses controller flags; returns 'help' for -h/--help. Throws UsageError with the flag at fault. */
+export function parseControllerArgs(argv: string[]): ControllerOptions | 'help' {
+  let parsed: ReturnType<typeof parse>;
+  try {
+    parsed = parse(argv);
+  } catch (err) {
+    throw new UsageError(err instanceof Error ? err.message : String(err));
+  }
+  const v = parsed.values;
+  if (v.help) return 'help';
+  if (!v.local)
+    throw new UsageError('--local <dir> is required (the Kubernetes registry is not available yet)');
+  let minPushIntervalMs: number | undefined;
+  if (v['min-push-interval'] !== undefined) {
+    try {
+      minPushIntervalMs = parseDuration(v['min-push-interval']);
+    } catch (err) {
+      throw new UsageError(`--min-push-interval: ${err instanceof Error ? err.message : String(err)}`);
+    }
+  }
+  const options: ControllerOptions = {
+    localDir: v.local,
+    stateDir: v['state-dir'] ?? '.state',
+    meshName: v['mesh-name'] ?? DEFAULT_MESH_NAME,
+    namespace: v.namespace ?? 'skein-system',
+    host: v.host ?? '0.0.0.0',
+    adsPort: port('ads-port', v['ads-port'], PORT_ADS) ?? PORT_ADS,
+    httpPort: port('http-port', v['http-port'], PORT_CONTROLLER_HTTP) ?? PORT_CONTROLLER_HTTP,
+    logLevel: v['log-level'] ?? 'info',
+  };
+  const insecure = port('insecure-ads-port', v['insecure-ads-port']);
+  if (insecure !== undefined) options.insecureAdsPort = insecure;
+  if (minPushIntervalMs !== undefined) options.minPushIntervalMs = minPushIntervalMs;
+  return options;
+}
+
+function parse(argv: string[]) {
+  return parseArgs({
+    args: argv,
+    strict: true,
+    options: {
+      local: { type: 'string' },
+      'state-dir': { type: 'string' },
+      'mesh-name': { type: 'string' },
+      namespace: { type: 'string' },
+      host: { type: 'string' },
+      'ads-port': { type: 'string' },
+      'insecure-ads-port': { type: 'string' },
+      'http-port': { type: 'string' },
+      'min-push-interval': { type: 'string' },
+      'log-level': { type: 'string' },
+      help: { type: 'boolean', short: 'h' },
+    },
+  });
+}
