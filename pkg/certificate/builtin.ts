@@ -193,7 +193,7 @@ export class BuiltinCA implements CertificateAuthority {
       },
       crypto,
     );
-    return BuiltinCA.fromPem(cert.toString('pem'), pkcs8Pem(keys.privateKey));
+    return BuiltinCA.#load(cert.toString('pem'), pkcs8Pem(keys.privateKey), false);
   }
 
   /**
@@ -201,7 +201,11 @@ export class BuiltinCA implements CertificateAuthority {
    * SEC1, PKCS#1). Throws if the certificate is not a CA, has expired, or the key
    * does not belong to it.
    */
-  static async fromPem(certPem: string, keyPem: string): Promise<BuiltinCA> {
+  static fromPem(certPem: string, keyPem: string): Promise<BuiltinCA> {
+    return BuiltinCA.#load(certPem, keyPem, true);
+  }
+
+  static async #load(certPem: string, keyPem: string, requireUnexpired: boolean): Promise<BuiltinCA> {
     let nodeCert: NodeX509Certificate;
     try {
       nodeCert = new NodeX509Certificate(certPem);
@@ -210,7 +214,7 @@ export class BuiltinCA implements CertificateAuthority {
     }
     if (!nodeCert.ca)
       throw new Error(`certificate ${nodeCert.subject} is not a CA (basicConstraints CA:false)`);
-    if (Date.parse(nodeCert.validTo) <= Date.now()) {
+    if (requireUnexpired && Date.parse(nodeCert.validTo) <= Date.now()) {
       throw new Error(`CA certificate ${nodeCert.subject} expired at ${nodeCert.validTo}`);
     }
     let keyObject: KeyObject;
