@@ -1,0 +1,27 @@
+// Numeric values of the Envoy enums skein's generators set. encodeMessage runs
+// protobufjs `verify`, which accepts enum fields only as numbers (a name such
+// as 'EDS' fails with "enum value expected"); enums.test.ts checks every value
+// here against the loaded protos so a typo cannot slip through.
+
+/** envoy.config.core.v3.ApiVersion */
+export const ApiVersion = { V3: 2 } as const;
+/** envoy.config.cluster.v3.Cluster.DiscoveryType */
+export const DiscoveryType = { STATIC: 0, EDS: 3, ORIGINAL_DST: 4 } as const;
+/** envoy.config.cluster.v3.Cluster.LbPolicy */
+export const LbPolicy = { ROUND_ROBIN: 0, CLUSTER_PROVIDED: 6 } as const;
+/** envoy.config.core.v3.HealthStatus */
+export const HealthStatus = { HEALTHY: 1 } as const;
+/** envoy.config.core.v3.TrafficDirection */
+export const TrafficDirection = { INBOUND: 1, OUTBOUND: 2 } as const;
+/** envoy.config.rbac.v3.RBAC.Action */
+export const RbacAction = { ALLOW: 0, DENY: 1 } as const;
+
+/** Proto enum full name → the values above, for the test. */
+export const ENUMS_BY_PROTO_NAME: Readonly<Record<string, Readonly<Record<string, number>>>> = {
+  'envoy.config.core.v3.ApiVersion': ApiVersion,
+  'envoy.config.cluster.v3.Cluster.DiscoveryType': DiscoveryType,
+  'envoy.config.cluster.v3.Cluster.LbPolicy': LbPolicy,
+  'envoy.config.core.v3.HealthStatus': HealthStatus,
+  'envoy.config.core.v3.TrafficDirection': TrafficDirection,
+  'envoy.config.rbac.v3.RBAC.Action': RbacAction,
+};

@@ -1,0 +1,121 @@
+// What a source identity may call, resolved to upstream clusters: the one
+// computation LDS, RDS, CDS, EDS and SDS share for a proxy. Memoised per
+// (immutable) MeshView and identity, since all five generators ask for it.
+import type { MeshService, MeshServicePort, MeshView } from '../../catalog/types.js';
+import { type Identity, identityKey } from '../../mesh/identity.js';
+import { upstreamClusterName } from '../names.js';
+
+/** One upstream cluster of an outbound service port. */
+export interface UpstreamTarget {
+  cluster: string;
+  /** The service behind the cluster (a split backend, or the service itself). */
+  service: MeshService;
+  /** Only for split apexes: the backend's weight, always > 0. */
+  weight?: number;
+}
+
+/** One port of one service the source may call, and where its traffic goes. */
+export interface OutboundPort {
+  service: MeshService;
+  port: MeshServicePort;
+  /** One target, or several weighted ones for a split apex; never empty. */
+  targets: UpstreamTarget[];
+}
+
+/** An upstream cluster `<ns>/<svc>|<port>` the proxy needs. */
+export interface UpstreamCluster {
+  name: string;
+  service: MeshService;
+  port: MeshServicePort;
+}
+
+export interface OutboundPlan {
+  /** Sorted by service key, then port. */
+  ports: OutboundPort[];
+  /** Every cluster a route or tcp_proxy points at, by name. */
+  clusters: ReadonlyMap<string, UpstreamCluster>;
+  /** Services behind those clusters, by key (the outbound SDS validation contexts). */
+  upstreamServices: ReadonlyMap<string, MeshService>;
+}
+
+const cache = new WeakMap<MeshView, Map<string, OutboundPlan>>();
+
+export function outboundPlan(mesh: MeshView, source: Identity): OutboundPlan {
+  let byIdentity = cache.get(mesh);
+  if (!byIdentity) {
+    byIdentity = new Map();
+    cache.set(mesh, byIdentity);
+  }
+  const key = identityKey(source);
+  let plan = byIdentity.get(key);
+  if (!plan) {
+    plan = computePlan(mesh, source);
+    byIdentity.set(key, plan);
+  }
+  return plan;
+}
+
+function computePlan(mesh: MeshView, source: Identity): OutboundPlan {
+  const ports: OutboundPort[] = [];
+  const clusters = new Map<string, UpstreamCluster>();
+  const upstreamServices = new Map<string, MeshService>();
+  const addCluster = (service: MeshService, port: MeshServicePort): string => {
+    const name = upstreamClusterName(service, port.port);
+    if (!clusters.has(name)) {
+      clusters.set(name, { name, service, port });
+      upstreamServices.set(service.key, service);
+    }
+    return name;
+  };
+
+  const services = [...mesh.outboundServices(source)].sort((a, b) => compare(a.key, b.key));
+  for (const service of services) {
+    const backends = mesh.split(service.key);
+    for (const port of [...service.ports].sort((a, b) => a.port - b.port)) {
+      const targets = backends && backends.length > 0 ? splitTargets(backends, port.port) : [];
+      if (targets.length > 0) {
+        // Routes point at the backends (which must exist even when the source
+        // could not call them directly); the apex itself gets no cluster.
+        for (const t of targets) {
+          const backendPort = t.service.ports.find((p) => p.port === port.port);
+          if (backendPort) addCluster(t.service, backendPort);
+        }
+      } else {
+        // Not a split, or no backend left: the apex's own endpoints take the
+        // traffic (as without a mesh), matching the proxyless generators.
+        targets.push({ cluster: addCluster(service, port), service });
+      }
+      ports.push({ service, port, targets });
+    }
+  }
+  return { ports, clusters, upstreamServices };
+}
+
+/**
+ * Backends of a split on one apex port number (SMI: backends serve the apex's
+ * ports). Zero-weight backends and backends without that port are left out;
+ * a backend listed twice (merged splits) gets the sum of its weights.
+ */
+function splitTargets(
+  backends: readonly { service: MeshService; weight: number }[],
+  port: number,
+): UpstreamTarget[] {
+  const byCluster = new Map<string, UpstreamTarget>();
+  for (const b of backends) {
+    if (!(b.weight > 0) || !b.service.ports.some((p) => p.port === port)) continue;
+    const cluster = upstreamClusterName(b.service, port);
+    const seen = byCluster.get(cluster);
+    if (seen) seen.weight = (seen.weight ?? 0) + b.weight;
+    else byCluster.set(cluster, { cluster, service: b.service, weight: b.weight });
+  }
+  return [...byCluster.values()].sort((a, b) => compare(a.cluster, b.cluster));
+}
+
+export function compare(a: string, b: string): number {
+  return a < b ? -1 : a > b ? 1 : 0;
+}
+
+/** Sorts resources by name (the generator contract) in place and returns them. */
+export function byName<T extends { name: string }>(items: T[]): T[] {
+  return items.sort((a, b) => compare(a.name, b.name));
+}

@@ -1,0 +1,61 @@
+// Small building blocks shared by the sidecar and proxyless generators: Any
+// type URLs, well-known extension names and config sources.
+import type { ProtoObject } from '../types.js';
+import { ApiVersion } from './enums.js';
+
+const T = 'type.googleapis.com/';
+
+/** `@type` URLs of the Any payloads skein emits. */
+export const AnyType = {
+  HttpConnectionManager: `${T}envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager`,
+  TcpProxy: `${T}envoy.extensions.filters.network.tcp_proxy.v3.TcpProxy`,
+  NetworkRbac: `${T}envoy.extensions.filters.network.rbac.v3.RBAC`,
+  HttpRbac: `${T}envoy.extensions.filters.http.rbac.v3.RBAC`,
+  Router: `${T}envoy.extensions.filters.http.router.v3.Router`,
+  OriginalDst: `${T}envoy.extensions.filters.listener.original_dst.v3.OriginalDst`,
+  TlsInspector: `${T}envoy.extensions.filters.listener.tls_inspector.v3.TlsInspector`,
+  UpstreamTlsContext: `${T}envoy.extensions.transport_sockets.tls.v3.UpstreamTlsContext`,
+  DownstreamTlsContext: `${T}envoy.extensions.transport_sockets.tls.v3.DownstreamTlsContext`,
+  HttpProtocolOptions: `${T}envoy.extensions.upstreams.http.v3.HttpProtocolOptions`,
+} as const;
+
+/** Extension (filter / transport socket) names Envoy knows them by. */
+export const ExtName = {
+  HttpConnectionManager: 'envoy.filters.network.http_connection_manager',
+  TcpProxy: 'envoy.filters.network.tcp_proxy',
+  NetworkRbac: 'envoy.filters.network.rbac',
+  HttpRbac: 'envoy.filters.http.rbac',
+  Router: 'envoy.filters.http.router',
+  OriginalDst: 'envoy.filters.listener.original_dst',
+  TlsInspector: 'envoy.filters.listener.tls_inspector',
+  Tls: 'envoy.transport_sockets.tls',
+  /** Key of `typed_extension_protocol_options` for HttpProtocolOptions. */
+  HttpProtocolOptions: 'envoy.extensions.upstreams.http.v3.HttpProtocolOptions',
+} as const;
+
+/** An Any in fromObject form. */
+export function typed(typeUrl: string, body: ProtoObject = {}): ProtoObject {
+  return { '@type': typeUrl, ...body };
+}
+
+/** Config source "over this same ADS stream", v3 resources. */
+export function adsConfigSource(): ProtoObject {
+  return { ads: {}, resource_api_version: ApiVersion.V3 };
+}
+
+export function socketAddress(address: string, port: number): ProtoObject {
+  return { socket_address: { address, port_value: port } };
+}
+
+/** Upstream HTTP/2 (gRPC needs it end to end); HTTP/1.1 is Envoy's default otherwise. */
+export function http2ProtocolOptions(): ProtoObject {
+  return {
+    [ExtName.HttpProtocolOptions]: typed(AnyType.HttpProtocolOptions, {
+      explicit_http_config: { http2_protocol_options: {} },
+    }),
+  };
+}
+
+export function durationSeconds(seconds: number): ProtoObject {
+  return { seconds };
+}
