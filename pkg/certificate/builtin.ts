@@ -303,8 +303,11 @@ export class BuiltinCA implements CertificateAuthority {
 
     const keys = await crypto.subtle.generateKey(LEAF_KEY_ALGORITHM, true, ['sign', 'verify']);
     const now = Date.now();
-    // A leaf must not outlive its root: validators reject the chain after the root expires anyway.
-    const notAfter = new Date(Math.min(now + req.validityMs, this.notAfter.getTime()));
+    // X.509 times have one-second precision: round up so the leaf lives at least validityMs,
+    // but never past its root (validators reject the chain after the root expires anyway).
+    const notAfter = new Date(
+      Math.min(Math.ceil((now + req.validityMs) / 1000) * 1000, this.notAfter.getTime()),
+    );
     const names: x509.JsonGeneralName[] = [
       ...dnsSans.map((value): x509.JsonGeneralName => ({ type: 'dns', value })),
       ...ipSans.map((value): x509.JsonGeneralName => ({ type: 'ip', value })),

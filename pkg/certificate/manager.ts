@@ -1,0 +1,331 @@
+import { EventEmitter } from 'node:events';
+import type { Logger } from '../logger/logger.js';
+import {
+  type Identity,
+  identityKey,
+  type ProxyIdentity,
+  proxyCommonName,
+  serviceIdentityName,
+  spiffeId,
+} from '../mesh/identity.js';
+import type { CertificateAuthority, IssuedCertificate, SecretSource } from './types.js';
+
+export interface CertificateManagerOptions {
+  ca: CertificateAuthority;
+  /** Validity of workload certificates (MeshConfig `certificate.serviceCertValidityDuration`). */
+  validityMs: number;
+  trustDomain: string;
+  logger: Logger;
+  /** Wall clock in ms; tests may replace it. */
+  now?: () => number;
+  /**
+   * Renew at least this long before expiry, so a failing CA leaves time to
+   * retry (default 1 min). Never pulls renewal earlier than half the lifetime.
+   */
+  minRenewMarginMs?: number;
+  /** First retry delay after a failed renewal (default 1 s), doubling up to `retryMaxMs` (default 1 min). */
+  retryInitialMs?: number;
+  retryMaxMs?: number;
+}
+
+/** What `list()` shows about a managed certificate: never the key. */
+export interface ManagedCertificateInfo {
+  identityKey: string;
+  commonName: string;
+  uriSans: string[];
+  dnsSans: string[];
+  serialNumber: string;
+  notBefore: Date;
+  notAfter: Date;
+  renewAt: Date;
+}
+
+export interface CertificateManagerEvents {
+  /** Every issuance of a managed certificate, the first and each renewal. */
+  issued: [identityKey: string, certificate: IssuedCertificate];
+  /** A renewal round replaced these identities' certificates. */
+  rotated: [identityKeys: string[]];
+}
+
+interface Entry {
+  key: string;
+  identity: Identity;
+  cert?: IssuedCertificate;
+  /** The trust domain `cert` was issued for; a mismatch forces renewal. */
+  certTrustDomain?: string;
+  inflight?: Promise<IssuedCertificate>;
+  renewAt: number;
+  /** Lifetime of `cert` as scheduled, for batching renewals that are nearly due. */
+  lifetimeMs: number;
+  failures: number;
+}
+
+const DEFAULT_MIN_RENEW_MARGIN_MS = 60 * 1000;
+const DEFAULT_RETRY_INITIAL_MS = 1000;
+const DEFAULT_RETRY_MAX_MS = 60 * 1000;
+// setTimeout fires immediately for delays above 2^31-1 ms; longer waits re-arm.
+const MAX_TIMER_DELAY_MS = 2 ** 31 - 1;
+const RENEW_FRACTION = 0.75;
+const BATCH_FRACTION = 0.05;
+
+/**
+ * Issues and renews the workload certificate of every identity the mesh
+ * serves. SDS reads them synchronously through `serviceCertificate`; the
+ * `rotated` event tells it when to push.
+ */
+export class CertificateManager extends EventEmitter<CertificateManagerEvents> implements SecretSource {
+  readonly #ca: CertificateAuthority;
+  readonly #log: Logger;
+  readonly #now: () => number;
+  readonly #minRenewMarginMs: number;
+  readonly #retryInitialMs: number;
+  readonly #retryMaxMs: number;
+  readonly #entries = new Map<string, Entry>();
+  #validityMs: number;
+  #trustDomain: string;
+  #timer: NodeJS.Timeout | undefined;
+  #timerAt = Number.POSITIVE_INFINITY;
+  #stopped = false;
+
+  constructor(opts: CertificateManagerOptions) {
+    super();
+    assertValidity(opts.validityMs);
+    this.#ca = opts.ca;
+    this.#validityMs = opts.validityMs;
+    this.#trustDomain = opts.trustDomain;
+    this.#log = opts.logger;
+    this.#now = opts.now ?? Date.now;
+    this.#minRenewMarginMs = opts.minRenewMarginMs ?? DEFAULT_MIN_RENEW_MARGIN_MS;
+    this.#retryInitialMs = opts.retryInitialMs ?? DEFAULT_RETRY_INITIAL_MS;
+    this.#retryMaxMs = opts.retryMaxMs ?? DEFAULT_RETRY_MAX_MS;
+  }
+
+  get trustBundlePem(): string {
+    return this.#ca.trustBundlePem;
+  }
+
+  get trustDomain(): string {
+    return this.#trustDomain;
+  }
+
+  get validityMs(): number {
+    return this.#validityMs;
+  }
+
+  serviceCertificate(key: string): IssuedCertificate | undefined {
+    return this.#entries.get(key)?.cert;
+  }
+
+  /**
+   * The workload certificate of an identity, issued on first call and renewed
+   * from then on. Concurrent first calls share one issuance; a failed first
+   * issuance rejects and the next call tries again.
+   */
+  ensure(identity: Identity): Promise<IssuedCertificate> {
+    const key = identityKey(identity);
+    const existing = this.#entries.get(key);
+    if (existing?.cert) return Promise.resolve(existing.cert);
+    if (existing?.inflight) return existing.inflight;
+    const entry: Entry = {
+      key,
+      identity: { namespace: identity.namespace, serviceAccount: identity.serviceAccount },
+      renewAt: Number.POSITIVE_INFINITY,
+      lifetimeMs: 0,
+      failures: 0,
+    };
+    this.#entries.set(key, entry);
+    return this.#issue(entry).catch((err: unknown) => {
+      if (this.#entries.get(key) === entry && entry.cert === undefined) this.#entries.delete(key);
+      throw err;
+    });
+  }
+
+  /**
+   * A proxy's bootstrap certificate (CN `<uuid>.<kind>.<sa>.<ns>.<trust-domain>`,
+   * the identity's SPIFFE URI SAN). Not managed: the caller owns its lifetime.
+   */
+  issueProxyCertificate(p: Omit<ProxyIdentity, 'cn'>, validityMs?: number): Promise<IssuedCertificate> {
+    return this.#ca.issue({
+      commonName: proxyCommonName(p),
+      uriSans: [spiffeId(p, p.trustDomain)],
+      validityMs: validityMs ?? this.#validityMs,
+      usage: 'both',
+    });
+  }
+
+  /** New certificates use this validity; existing ones keep theirs until renewed. */
+  setValidity(ms: number): void {
+    assertValidity(ms);
+    if (ms === this.#validityMs) return;
+    this.#log.info({ validityMs: ms }, 'service certificate validity changed');
+    this.#validityMs = ms;
+  }
+
+  /** Certificates name the trust domain, so every managed certificate is renewed now. */
+  setTrustDomain(trustDomain: string): void {
+    if (trustDomain === this.#trustDomain) return;
+    this.#log.info({ trustDomain }, 'trust domain changed, renewing all service certificates');
+    this.#trustDomain = trustDomain;
+    const now = this.#now();
+    for (const entry of this.#entries.values()) entry.renewAt = now;
+    this.#schedule();
+  }
+
+  /** Stops managing an identity; its certificate is no longer served. */
+  forget(key: string): boolean {
+    const removed = this.#entries.delete(key);
+    if (removed) this.#schedule();
+    return removed;
+  }
+
+  list(): ManagedCertificateInfo[] {
+    const out: ManagedCertificateInfo[] = [];
+    for (const entry of this.#entries.values()) {
+      const cert = entry.cert;
+      if (cert === undefined) continue;
+      out.push({
+        identityKey: entry.key,
+        commonName: cert.commonName,
+        uriSans: [...cert.uriSans],
+        dnsSans: [...cert.dnsSans],
+        serialNumber: cert.serialNumber,
+        notBefore: cert.notBefore,
+        notAfter: cert.notAfter,
+        renewAt: new Date(entry.renewAt),
+      });
+    }
+    return out.sort((a, b) => a.identityKey.localeCompare(b.identityKey));
+  }
+
+  /** Stops renewing; certificates already issued stay readable. */
+  stop(): void {
+    this.#stopped = true;
+    this.#clearTimer();
+  }
+
+  #issue(entry: Entry): Promise<IssuedCertificate> {
+    const trustDomain = this.#trustDomain;
+    const validityMs = this.#validityMs;
+    const promise = this.#ca
+      .issue({
+        commonName: serviceIdentityName(entry.identity, trustDomain),
+        uriSans: [spiffeId(entry.identity, trustDomain)],
+        validityMs,
+        usage: 'both',
+      })
+      .then(
+        (cert) => {
+          entry.inflight = undefined;
+          // Forgotten meanwhile: hand the certificate to whoever waited, but do not manage it.
+          if (this.#entries.get(entry.key) !== entry) return cert;
+          const issuedAt = this.#now();
+          entry.cert = cert;
+          entry.certTrustDomain = trustDomain;
+          entry.failures = 0;
+          entry.lifetimeMs = lifetimeOf(issuedAt, cert, validityMs);
+          entry.renewAt =
+            trustDomain === this.#trustDomain ? this.#renewTime(issuedAt, entry.lifetimeMs) : issuedAt;
+          this.#log.debug(
+            { identity: entry.key, serial: cert.serialNumber, notAfter: cert.notAfter },
+            'issued service certificate',
+          );
+          this.#emitSafely('issued', () => this.emit('issued', entry.key, cert));
+          this.#schedule();
+          return cert;
+        },
+        (err: unknown) => {
+          entry.inflight = undefined;
+          throw err;
+        },
+      );
+    entry.inflight = promise;
+    return promise;
+  }
+
+  /** Renew at 75% of the lifetime, earlier if that leaves less than the margin. */
+  #renewTime(issuedAt: number, lifetime: number): number {
+    const delay = Math.max(
+      lifetime / 2,
+      Math.min(lifetime * RENEW_FRACTION, lifetime - this.#minRenewMarginMs),
+    );
+    return issuedAt + delay;
+  }
+
+  #schedule(): void {
+    if (this.#stopped) return;
+    let next = Number.POSITIVE_INFINITY;
+    for (const entry of this.#entries.values()) {
+      if (entry.cert !== undefined && entry.inflight === undefined) next = Math.min(next, entry.renewAt);
+    }
+    if (next === this.#timerAt && this.#timer !== undefined) return;
+    this.#clearTimer();
+    if (next === Number.POSITIVE_INFINITY) return;
+    const delay = Math.min(Math.max(0, next - this.#now()), MAX_TIMER_DELAY_MS);
+    this.#timerAt = next;
+    this.#timer = setTimeout(() => {
+      this.#timer = undefined;
+      this.#timerAt = Number.POSITIVE_INFINITY;
+      this.#renewDue().catch((err: unknown) => this.#log.error({ err }, 'certificate renewal round failed'));
+    }, delay);
+    // Renewal must not keep the process alive on its own.
+    this.#timer.unref();
+  }
+
+  #clearTimer(): void {
+    if (this.#timer !== undefined) clearTimeout(this.#timer);
+    this.#timer = undefined;
+    this.#timerAt = Number.POSITIVE_INFINITY;
+  }
+
+  async #renewDue(): Promise<void> {
+    if (this.#stopped) return;
+    const now = this.#now();
+    // Certificates issued together come due milliseconds apart; renewing those within 5% of their
+    // lifetime in the same round gives one `rotated` event (one SDS push) instead of many.
+    const due = [...this.#entries.values()].filter(
+      (e) =>
+        e.cert !== undefined && e.inflight === undefined && e.renewAt - e.lifetimeMs * BATCH_FRACTION <= now,
+    );
+    const results = await Promise.allSettled(due.map((entry) => this.#issue(entry)));
+    const rotated: string[] = [];
+    results.forEach((result, i) => {
+      const entry = due[i];
+      if (entry === undefined || this.#entries.get(entry.key) !== entry) return;
+      if (result.status === 'fulfilled') {
+        rotated.push(entry.key);
+        return;
+      }
+      entry.failures += 1;
+      const backoff = Math.min(this.#retryInitialMs * 2 ** (entry.failures - 1), this.#retryMaxMs);
+      entry.renewAt = this.#now() + backoff;
+      this.#log.error(
+        { err: result.reason, identity: entry.key, attempt: entry.failures, retryInMs: backoff },
+        'renewing service certificate failed',
+      );
+    });
+    if (rotated.length > 0) {
+      this.#log.info({ identities: rotated }, 'rotated service certificates');
+      this.#emitSafely('rotated', () => this.emit('rotated', rotated));
+    }
+    this.#schedule();
+  }
+
+  // A throwing listener must not break renewal of the other identities.
+  #emitSafely(event: keyof CertificateManagerEvents, emit: () => void): void {
+    try {
+      emit();
+    } catch (err) {
+      this.#log.error({ err, event }, 'certificate event listener threw');
+    }
+  }
+}
+
+/** The CA may shorten a certificate (root expiry), so trust notAfter when it is lower. */
+function lifetimeOf(issuedAt: number, cert: IssuedCertificate, validityMs: number): number {
+  return Math.max(0, Math.min(validityMs, cert.notAfter.getTime() - issuedAt));
+}
+
+function assertValidity(ms: number): void {
+  if (!Number.isFinite(ms) || ms <= 0)
+    throw new RangeError(`certificate validity must be positive ms, got ${ms}`);
+}
