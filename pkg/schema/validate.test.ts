@@ -175,6 +175,9 @@ describe('validateObject: SMI kinds', () => {
       reasonOf(mc({ traffic: { permissive: 'yes' } })),
       'spec.traffic.permissive: must be boolean',
     );
+    const empty = validateObject(mc(undefined));
+    assert.ok(empty.ok && empty.object.kind === 'MeshConfig');
+    assert.deepEqual(empty.object.spec, {});
   });
 });
 

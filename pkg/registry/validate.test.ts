@@ -1,0 +1,144 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import type { AnyObject } from '../model/objects.js';
+import { regexProblem, semanticProblems, validateManifest } from './validate.js';
+
+const meta = (namespace: string, name = 'x') => ({ name, namespace });
+
+describe('semanticProblems', () => {
+  it('requires a TrafficTarget to live in its destination namespace (OSM rule)', () => {
+    const tt = (destNs: string | undefined): AnyObject => ({
+      apiVersion: 'access.smi-spec.io/v1alpha3',
+      kind: 'TrafficTarget',
+      metadata: meta('bookstore'),
+      spec: {
+        destination: { kind: 'ServiceAccount', name: 'bookstore', ...(destNs ? { namespace: destNs } : {}) },
+        // Rules that name nothing existing are the policy engine's business.
+        rules: [{ kind: 'TCPRoute', name: 'does-not-exist' }],
+      },
+    });
+    assert.deepEqual(semanticProblems(tt('bookstore')), []);
+    assert.deepEqual(semanticProblems(tt(undefined)), []);
+    assert.deepEqual(semanticProblems(tt('other')), [
+      'spec.destination.namespace "other" differs from the TrafficTarget\'s namespace "bookstore"; a TrafficTarget must live in its destination\'s namespace',
+    ]);
+  });
+
+  it('rejects TrafficSplits with only zero weights or duplicate backends', () => {
+    const ts = (backends: { service: string; weight: number }[]): AnyObject => ({
+      apiVersion: 'split.smi-spec.io/v1alpha2',
+      kind: 'TrafficSplit',
+      metadata: meta('bookstore'),
+      spec: { service: 'bookstore', backends },
+    });
+    assert.deepEqual(
+      semanticProblems(
+        ts([
+          { service: 'a', weight: 0 },
+          { service: 'b', weight: 1 },
+        ]),
+      ),
+      [],
+    );
+    assert.deepEqual(
+      semanticProblems(
+        ts([
+          { service: 'a', weight: 0 },
+          { service: 'b', weight: 0 },
+        ]),
+      ),
+      ['spec.backends: all weights are 0'],
+    );
+    assert.deepEqual(
+      semanticProblems(
+        ts([
+          { service: 'a', weight: 1 },
+          { service: 'a', weight: 2 },
+        ]),
+      ),
+      ['spec.backends: service "a" is listed twice'],
+    );
+  });
+
+  it('checks HTTPRouteGroup match names and RE2-compatible regexes', () => {
+    const hrg: AnyObject = {
+      apiVersion: 'specs.smi-spec.io/v1alpha4',
+      kind: 'HTTPRouteGroup',
+      metadata: meta('bookstore'),
+      spec: {
+        matches: [
+          { name: 'a', pathRegex: '/books(/.*)?' },
+          { name: 'a', pathRegex: '/(?!admin)' },
+          { name: 'b', headers: { 'x-id': '(unclosed' } },
+        ],
+      },
+    };
+    const problems = semanticProblems(hrg);
+    assert.equal(problems.length, 3);
+    assert.equal(problems[0], 'spec.matches[1].name: "a" is used twice');
+    assert.equal(problems[1], 'spec.matches[1].pathRegex: lookaround is not supported (RE2)');
+    assert.match(problems[2] ?? '', /^spec.matches\[2\].headers\["x-id"\]: invalid regular expression/);
+  });
+
+  it('regexProblem: backreferences, but not escapes inside classes or escaped backslashes', () => {
+    assert.equal(regexProblem('(a)\\1'), 'backreferences are not supported (RE2)');
+    assert.equal(regexProblem('[\\1]'), undefined);
+    assert.equal(regexProblem('\\\\1'), undefined);
+    assert.equal(regexProblem('[(?=]x'), undefined);
+    assert.equal(regexProblem('.*'), undefined);
+  });
+
+  it('applies apiserver port rules to Services', () => {
+    const svc = (ports: { name?: string; port: number }[]): AnyObject => ({
+      apiVersion: 'v1',
+      kind: 'Service',
+      metadata: meta('n'),
+      spec: { ports },
+    });
+    assert.deepEqual(semanticProblems(svc([{ port: 80 }])), []);
+    assert.deepEqual(semanticProblems(svc([{ name: 'a', port: 80 }, { port: 81 }])), [
+      'spec.ports[1].name: required when a Service has several ports',
+    ]);
+    assert.deepEqual(
+      semanticProblems(
+        svc([
+          { name: 'a', port: 80 },
+          { name: 'a', port: 80 },
+        ]),
+      ),
+      ['spec.ports[1].name: "a" is used twice', 'spec.ports[1]: port 80/TCP is used twice'],
+    );
+  });
+
+  it('rejects a zero certificate validity', () => {
+    const mc: AnyObject = {
+      apiVersion: 'config.skein.dev/v1alpha1',
+      kind: 'MeshConfig',
+      metadata: meta('skein-system', 'skein'),
+      spec: { certificate: { validity: '0s' }, xds: { minPushInterval: '0s' } },
+    };
+    assert.deepEqual(semanticProblems(mc), ['spec.certificate.validity: must be longer than 0']);
+  });
+});
+
+describe('validateManifest', () => {
+  it('runs the schema first, then the semantic checks', () => {
+    const base = {
+      apiVersion: 'split.smi-spec.io/v1alpha4',
+      kind: 'TrafficSplit',
+      metadata: meta('bookstore'),
+    };
+    const schemaBad = validateManifest({ ...base, spec: { service: 'a', backends: [{ service: 'b' }] } });
+    assert.deepEqual(schemaBad, { ok: false, reason: 'spec.backends[0].weight: required field is missing' });
+    const semanticBad = validateManifest({
+      ...base,
+      spec: { service: 'a', backends: [{ service: 'b', weight: 0 }] },
+    });
+    assert.deepEqual(semanticBad, { ok: false, reason: 'spec.backends: all weights are 0' });
+    const good = validateManifest({
+      ...base,
+      spec: { service: 'a', backends: [{ service: 'b', weight: 1 }] },
+    });
+    assert.equal(good.ok, true);
+  });
+});

@@ -1,0 +1,148 @@
+// Checks beyond the schemas: rules that span fields, which an OpenAPI schema
+// cannot express. Shared by both registries; a reference to an object that does
+// not exist is never a problem here (the policy engine handles missing refs).
+import { parseDuration } from '../mesh/duration.js';
+import type {
+  AnyObject,
+  HTTPRouteGroup,
+  MeshConfig,
+  Service,
+  TrafficSplit,
+  TrafficTarget,
+} from '../model/objects.js';
+import { type ValidateOptions, type ValidationResult, validateObject } from '../schema/validate.js';
+
+/** Reasons why a schema-valid object still cannot be used; empty when it can. */
+export function semanticProblems(obj: AnyObject): string[] {
+  switch (obj.kind) {
+    case 'TrafficTarget':
+      return trafficTargetProblems(obj);
+    case 'TrafficSplit':
+      return trafficSplitProblems(obj);
+    case 'HTTPRouteGroup':
+      return httpRouteGroupProblems(obj);
+    case 'Service':
+      return serviceProblems(obj);
+    case 'MeshConfig':
+      return meshConfigProblems(obj);
+    default:
+      return [];
+  }
+}
+
+/** Schema validation (pkg/schema) followed by `semanticProblems`. */
+export function validateManifest(obj: unknown, options?: ValidateOptions): ValidationResult {
+  const result = validateObject(obj, options);
+  if (!result.ok) return result;
+  const problems = semanticProblems(result.object);
+  return problems.length === 0 ? result : { ok: false, reason: problems.join('; ') };
+}
+
+function trafficTargetProblems(tt: TrafficTarget): string[] {
+  const destNs = tt.spec.destination.namespace;
+  const ns = tt.metadata.namespace;
+  // SMI access is enforced at the destination; OSM rejected a TrafficTarget
+  // outside its destination's namespace, so that only that namespace's owners
+  // can open it up.
+  if (destNs !== undefined && ns !== undefined && destNs !== ns)
+    return [
+      `spec.destination.namespace ${JSON.stringify(destNs)} differs from the TrafficTarget's namespace ${JSON.stringify(ns)}; a TrafficTarget must live in its destination's namespace`,
+    ];
+  return [];
+}
+
+function trafficSplitProblems(ts: TrafficSplit): string[] {
+  const out: string[] = [];
+  const seen = new Set<string>();
+  for (const b of ts.spec.backends) {
+    if (seen.has(b.service)) out.push(`spec.backends: service ${JSON.stringify(b.service)} is listed twice`);
+    seen.add(b.service);
+  }
+  // With every weight zero there is nowhere to send traffic to the apex.
+  if (ts.spec.backends.length > 0 && ts.spec.backends.every((b) => b.weight === 0))
+    out.push('spec.backends: all weights are 0');
+  return out;
+}
+
+function httpRouteGroupProblems(g: HTTPRouteGroup): string[] {
+  const out: string[] = [];
+  const names = new Set<string>();
+  (g.spec.matches ?? []).forEach((m, i) => {
+    // TrafficTarget rules pick matches by name: a name must mean one match.
+    if (names.has(m.name)) out.push(`spec.matches[${i}].name: ${JSON.stringify(m.name)} is used twice`);
+    names.add(m.name);
+    if (m.pathRegex !== undefined) {
+      const p = regexProblem(m.pathRegex);
+      if (p) out.push(`spec.matches[${i}].pathRegex: ${p}`);
+    }
+    for (const [header, value] of Object.entries(m.headers ?? {})) {
+      const p = regexProblem(value);
+      if (p) out.push(`spec.matches[${i}].headers[${JSON.stringify(header)}]: ${p}`);
+    }
+  });
+  return out;
+}
+
+/**
+ * Envoy matches these with RE2, which lacks lookaround and backreferences; a
+ * pattern using them would be NACKed by every proxy, so catch it here.
+ */
+export function regexProblem(pattern: string): string | undefined {
+  try {
+    new RegExp(pattern);
+  } catch (err) {
+    return `invalid regular expression: ${err instanceof Error ? err.message : String(err)}`;
+  }
+  let inClass = false;
+  for (let i = 0; i < pattern.length; i++) {
+    const c = pattern[i];
+    if (c === '\\') {
+      const next = pattern[i + 1] ?? '';
+      if (!inClass && /[1-9]/.test(next)) return 'backreferences are not supported (RE2)';
+      i++;
+    } else if (inClass) {
+      if (c === ']') inClass = false;
+    } else if (c === '[') {
+      inClass = true;
+    } else if (c === '(' && /^\(\?(=|!|<=|<!)/.test(pattern.slice(i))) {
+      return 'lookaround is not supported (RE2)';
+    }
+  }
+  return undefined;
+}
+
+function serviceProblems(svc: Service): string[] {
+  const out: string[] = [];
+  const ports = svc.spec.ports ?? [];
+  const names = new Set<string>();
+  const numbers = new Set<string>();
+  ports.forEach((p, i) => {
+    // The apiserver's rules, which local manifests never went through.
+    if (ports.length > 1 && !p.name)
+      out.push(`spec.ports[${i}].name: required when a Service has several ports`);
+    if (p.name) {
+      if (names.has(p.name)) out.push(`spec.ports[${i}].name: ${JSON.stringify(p.name)} is used twice`);
+      names.add(p.name);
+    }
+    const key = `${p.port}/${p.protocol ?? 'TCP'}`;
+    if (numbers.has(key)) out.push(`spec.ports[${i}]: port ${key} is used twice`);
+    numbers.add(key);
+  });
+  return out;
+}
+
+function meshConfigProblems(mc: MeshConfig): string[] {
+  const out: string[] = [];
+  const check = (field: string, text: string | undefined, positive: boolean): void => {
+    if (text === undefined) return;
+    try {
+      const ms = parseDuration(text);
+      if (positive && ms <= 0) out.push(`${field}: must be longer than 0`);
+    } catch (err) {
+      out.push(`${field}: ${err instanceof Error ? err.message : String(err)}`);
+    }
+  };
+  check('spec.certificate.validity', mc.spec.certificate?.validity, true);
+  check('spec.xds.minPushInterval', mc.spec.xds?.minPushInterval, false);
+  return out;
+}
