@@ -1,0 +1,110 @@
+import { createHash } from 'node:crypto';
+import protobuf from 'protobufjs';
+import type { Resource } from '../../envoy/types.js';
+import { encodeMessage } from '../proto/codec.js';
+
+/** One xDS resource, encoded once and shared by every stream that sends it. */
+export interface EncodedResource {
+  readonly typeUrl: string;
+  readonly name: string;
+  /** sha256 over the name and the encoded message: identifies the content. */
+  readonly hash: string;
+  /**
+   * The resource as one complete `DiscoveryResponse.resources` entry (field 2:
+   * tag, length, `Any{type_url, value}`), so responses are plain concatenations.
+   */
+  readonly framed: Uint8Array;
+}
+
+// DiscoveryResponse.resources = 2 and Any.type_url = 1 / Any.value = 2, all length-delimited.
+const TAG_RESOURCES = (2 << 3) | 2;
+const TAG_ANY_TYPE_URL = (1 << 3) | 2;
+const TAG_ANY_VALUE = (2 << 3) | 2;
+
+/** Wraps already-encoded message bytes as a framed `resources` entry. */
+export function frameAny(typeUrl: string, value: Uint8Array): Uint8Array {
+  return protobuf.Writer.create()
+    .uint32(TAG_RESOURCES)
+    .fork()
+    .uint32(TAG_ANY_TYPE_URL)
+    .string(typeUrl)
+    .uint32(TAG_ANY_VALUE)
+    .bytes(value)
+    .ldelim()
+    .finish();
+}
+
+export function hashContent(name: string, value: Uint8Array): string {
+  return createHash('sha256').update(name).update('\0').update(value).digest('base64url');
+}
+
+/** Encodes one resource (no sharing); throws when the message does not fit its type. */
+export function encodeResource(resource: Resource): EncodedResource {
+  const value = encodeMessage(resource.typeUrl, resource.message);
+  return {
+    typeUrl: resource.typeUrl,
+    name: resource.name,
+    hash: hashContent(resource.name, value),
+    framed: frameAny(resource.typeUrl, value),
+  };
+}
+
+interface InternEntry {
+  resource: EncodedResource;
+  /** Last epoch in which some generation produced this content. */
+  epoch: number;
+}
+
+/**
+ * Interns encoded resources by (typeUrl, content hash): identical resources
+ * generated for different proxy groups or view versions share one byte array.
+ * Eviction is a generation sweep: `advance()` starts a new epoch and drops
+ * entries nobody produced during the previous one, so memory follows the
+ * live configuration rather than its history.
+ */
+export class ResourceInterner {
+  private readonly entries = new Map<string, InternEntry>();
+  // Generators may return the same (immutable) message object to many proxies
+  // within a view; skip re-encoding it.
+  private readonly byMessage = new WeakMap<object, EncodedResource>();
+  private epoch = 0;
+
+  intern(resource: Resource): EncodedResource {
+    const known = this.byMessage.get(resource.message);
+    if (known && known.name === resource.name && known.typeUrl === resource.typeUrl) {
+      this.touch(known);
+      return known;
+    }
+    const encoded = encodeResource(resource);
+    const key = `${encoded.typeUrl} ${encoded.hash}`;
+    const entry = this.entries.get(key);
+    const shared = entry ? entry.resource : encoded;
+    if (entry) entry.epoch = this.epoch;
+    else this.entries.set(key, { resource: encoded, epoch: this.epoch });
+    this.byMessage.set(resource.message, shared);
+    return shared;
+  }
+
+  /** Starts a new epoch; drops entries not produced in the previous or current one. Returns how many. */
+  advance(): number {
+    this.epoch++;
+    let evicted = 0;
+    for (const [key, entry] of this.entries) {
+      if (entry.epoch < this.epoch - 1) {
+        this.entries.delete(key);
+        evicted++;
+      }
+    }
+    return evicted;
+  }
+
+  get size(): number {
+    return this.entries.size;
+  }
+
+  private touch(resource: EncodedResource): void {
+    const entry = this.entries.get(`${resource.typeUrl} ${resource.hash}`);
+    if (entry) entry.epoch = this.epoch;
+    else this.entries.set(`${resource.typeUrl} ${resource.hash}`, { resource, epoch: this.epoch });
+  }
+}

@@ -1,0 +1,95 @@
+import type { ProxyContext } from '../../catalog/types.js';
+import type { GenerationContext, Resource } from '../../envoy/types.js';
+import type { EncodedResource, ResourceInterner } from './encoded.js';
+import { contentVersion } from './version.js';
+
+/** What one stream subscribed to for one type. */
+export interface Subscription {
+  /** undefined = wildcard (LDS/CDS only). */
+  readonly names: ReadonlySet<string> | undefined;
+  /** Stable key of `names` ('*' for a wildcard); computed when the subscription changes. */
+  readonly key: string;
+}
+
+export function subscriptionKey(names: ReadonlySet<string> | undefined): string {
+  return names === undefined ? '*' : `[${[...names].sort().join('\n')}]`;
+}
+
+/** A ready-to-send resource set for one type: filtered, de-duplicated, sorted, versioned. */
+export interface GeneratedSet {
+  readonly resources: readonly EncodedResource[];
+  readonly version: string;
+  /** Names the generator returned more than once (a generator bug; the first one is kept). */
+  readonly duplicateNames: readonly string[];
+}
+
+/**
+ * Caches generator output per (view version, typeUrl, proxy group, requested
+ * names): proxies of one group share the work and the result. Only the
+ * current view version is kept; a new version drops the old entries and
+ * sweeps the interner.
+ */
+export class GenerationCache {
+  private readonly entries = new Map<string, GeneratedSet>();
+  private viewVersion: number | undefined;
+  private trustBundle: string | undefined;
+  private readonly uncached: ReadonlySet<string>;
+  hits = 0;
+  misses = 0;
+
+  constructor(
+    private readonly interner: ResourceInterner,
+    uncachedTypes: readonly string[] = [],
+  ) {
+    this.uncached = new Set(uncachedTypes);
+  }
+
+  get(
+    typeUrl: string,
+    proxy: ProxyContext,
+    ctx: GenerationContext,
+    subscription: Subscription,
+    generate: () => Resource[],
+  ): GeneratedSet {
+    // A CA rotation changes what generators embed without a new view version.
+    if (ctx.mesh.version !== this.viewVersion || ctx.secrets.trustBundlePem !== this.trustBundle) {
+      this.entries.clear();
+      this.viewVersion = ctx.mesh.version;
+      this.trustBundle = ctx.secrets.trustBundlePem;
+      this.interner.advance();
+    }
+    if (this.uncached.has(typeUrl)) return this.build(generate(), subscription.names);
+    const key = `${typeUrl} ${proxy.groupKey} ${subscription.key}`;
+    const cached = this.entries.get(key);
+    if (cached) {
+      this.hits++;
+      return cached;
+    }
+    this.misses++;
+    const built = this.build(generate(), subscription.names);
+    this.entries.set(key, built);
+    return built;
+  }
+
+  get size(): number {
+    return this.entries.size;
+  }
+
+  private build(resources: Resource[], names: ReadonlySet<string> | undefined): GeneratedSet {
+    const seen = new Set<string>();
+    const duplicateNames: string[] = [];
+    const out: EncodedResource[] = [];
+    for (const r of resources) {
+      // Generators may return more than requested; send only what was asked for.
+      if (names !== undefined && !names.has(r.name)) continue;
+      if (seen.has(r.name)) {
+        duplicateNames.push(r.name); // xDS rule 9: no duplicate names in one response
+        continue;
+      }
+      seen.add(r.name);
+      out.push(this.interner.intern(r));
+    }
+    out.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+    return { resources: out, version: contentVersion(out), duplicateNames };
+  }
+}

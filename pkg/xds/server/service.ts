@@ -1,0 +1,136 @@
+import type { ServiceDefinition } from '@grpc/grpc-js';
+import protobuf from 'protobufjs';
+import type { EncodedResource } from '../cache/encoded.js';
+import { messageType } from '../proto/root.js';
+import type { DiscoveryRequest } from './types.js';
+
+export const ADS_SERVICE = 'envoy.service.discovery.v3.AggregatedDiscoveryService';
+export const ADS_SOTW_PATH = `/${ADS_SERVICE}/StreamAggregatedResources`;
+
+const REQUEST_TYPE = 'envoy.service.discovery.v3.DiscoveryRequest';
+const RESPONSE_TYPE = 'envoy.service.discovery.v3.DiscoveryResponse';
+
+function record(v: unknown): Record<string, unknown> | undefined {
+  return typeof v === 'object' && v !== null && !Array.isArray(v)
+    ? Object.fromEntries(Object.entries(v))
+    : undefined;
+}
+function str(v: unknown): string {
+  return typeof v === 'string' ? v : '';
+}
+
+/** Decodes a DiscoveryRequest; throws on malformed bytes. */
+export function decodeDiscoveryRequest(bytes: Uint8Array): DiscoveryRequest {
+  const type = messageType(REQUEST_TYPE);
+  const obj = record(type.toObject(type.decode(bytes), { longs: Number, arrays: true }));
+  if (obj === undefined) throw new Error('DiscoveryRequest did not decode to an object');
+  const names = obj['resource_names'];
+  const req: DiscoveryRequest = {
+    versionInfo: str(obj['version_info']),
+    resourceNames: Array.isArray(names) ? names.map(str) : [],
+    typeUrl: str(obj['type_url']),
+    responseNonce: str(obj['response_nonce']),
+  };
+  const node = record(obj['node']);
+  if (node) req.node = { id: str(node['id']), cluster: str(node['cluster']) };
+  const err = record(obj['error_detail']);
+  if (err)
+    req.errorDetail = {
+      code: typeof err['code'] === 'number' ? err['code'] : 0,
+      message: str(err['message']),
+    };
+  return req;
+}
+
+/** Encodes a DiscoveryRequest (used by test clients and tools). */
+export function encodeDiscoveryRequest(req: DiscoveryRequest): Uint8Array {
+  const type = messageType(REQUEST_TYPE);
+  const msg: Record<string, unknown> = {
+    version_info: req.versionInfo,
+    resource_names: req.resourceNames,
+    type_url: req.typeUrl,
+    response_nonce: req.responseNonce,
+  };
+  if (req.node) msg['node'] = { id: req.node.id, cluster: req.node.cluster };
+  if (req.errorDetail) msg['error_detail'] = { code: req.errorDetail.code, message: req.errorDetail.message };
+  return type.encode(type.fromObject(msg)).finish();
+}
+
+export interface DiscoveryResponseParts {
+  versionInfo: string;
+  resources: readonly EncodedResource[];
+  typeUrl: string;
+  nonce: string;
+  controlPlaneId: string;
+}
+
+/**
+ * Writes a DiscoveryResponse around pre-encoded resources: the head and tail
+ * are a few bytes, the resources are copied once into the frame.
+ */
+export function encodeDiscoveryResponse(parts: DiscoveryResponseParts): Buffer {
+  const head = protobuf.Writer.create()
+    .uint32((1 << 3) | 2)
+    .string(parts.versionInfo)
+    .finish();
+  const tail = protobuf.Writer.create()
+    .uint32((4 << 3) | 2)
+    .string(parts.typeUrl)
+    .uint32((5 << 3) | 2)
+    .string(parts.nonce)
+    .uint32((6 << 3) | 2) // control_plane: ControlPlane { identifier = 1 }
+    .fork()
+    .uint32((1 << 3) | 2)
+    .string(parts.controlPlaneId)
+    .ldelim()
+    .finish();
+  return Buffer.concat([head, ...parts.resources.map((r) => r.framed), tail]);
+}
+
+/** A decoded DiscoveryResponse (for test clients and tools). */
+export interface DecodedDiscoveryResponse {
+  versionInfo: string;
+  typeUrl: string;
+  nonce: string;
+  controlPlaneId: string;
+  /** Resource type URL and message bytes, in response order. */
+  resources: { typeUrl: string; value: Uint8Array }[];
+}
+
+export function decodeDiscoveryResponse(bytes: Uint8Array): DecodedDiscoveryResponse {
+  const type = messageType(RESPONSE_TYPE);
+  const obj = record(type.toObject(type.decode(bytes), { longs: Number, arrays: true, bytes: Array }));
+  if (obj === undefined) throw new Error('DiscoveryResponse did not decode to an object');
+  const resources = Array.isArray(obj['resources']) ? obj['resources'] : [];
+  return {
+    versionInfo: str(obj['version_info']),
+    typeUrl: str(obj['type_url']),
+    nonce: str(obj['nonce']),
+    controlPlaneId: str(record(obj['control_plane'])?.['identifier']),
+    resources: resources.map((a: unknown) => {
+      const any = record(a) ?? {};
+      const value = any['value'];
+      return {
+        typeUrl: str(any['type_url']),
+        value: Array.isArray(value) ? Uint8Array.from(value) : new Uint8Array(),
+      };
+    }),
+  };
+}
+
+/**
+ * The hand-built grpc-js definition of the SotW ADS method: requests are
+ * decoded with protobufjs, responses arrive already encoded (a Buffer from
+ * encodeDiscoveryResponse) and pass through untouched.
+ */
+export const adsServiceDefinition: ServiceDefinition = {
+  StreamAggregatedResources: {
+    path: ADS_SOTW_PATH,
+    requestStream: true,
+    responseStream: true,
+    requestSerialize: (req: DiscoveryRequest): Buffer => Buffer.from(encodeDiscoveryRequest(req)),
+    requestDeserialize: (bytes: Buffer): DiscoveryRequest => decodeDiscoveryRequest(bytes),
+    responseSerialize: (res: Buffer): Buffer => res,
+    responseDeserialize: (bytes: Buffer): Buffer => bytes,
+  },
+};

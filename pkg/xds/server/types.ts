@@ -1,0 +1,85 @@
+import type { ProxyContext } from '../../catalog/types.js';
+import type { GenerationContext, ResourceGenerator } from '../../envoy/types.js';
+import type { Logger } from '../../logger/logger.js';
+import type { ProxyIdentity } from '../../mesh/identity.js';
+
+/** What the ADS server needs from the rest of skein. */
+export interface ProxyConfigSource {
+  /** Called when a stream's first request arrives (after auth). Throw to refuse (e.g. unknown proxy). */
+  proxyConnected(identity: ProxyIdentity, streamId: string, remote?: string): void;
+  proxyDisconnected(streamId: string): void;
+  /** Current ProxyContext for an identity (pod, services, groupKey) at the current view. */
+  proxyContext(identity: ProxyIdentity): ProxyContext;
+  /** Current MeshView + SecretSource. */
+  generationContext(): GenerationContext;
+  generators: ReadonlyMap<string /* typeUrl */, ResourceGenerator>;
+  /** Subscribe a stream to push triggers (the repeater; already coalesced per stream). Returns unsubscribe. */
+  onPush(streamId: string, push: () => void): () => void;
+}
+
+export interface AdsTlsOptions {
+  /** CA bundle that client certificates must chain to. */
+  caPem: string;
+  /** The server's own certificate and key. */
+  certPem: string;
+  keyPem: string;
+}
+
+export interface AdsServerOptions {
+  source: ProxyConfigSource;
+  tls: AdsTlsOptions;
+  /** Trust domain every proxy CN must carry. */
+  trustDomain: string;
+  logger: Logger;
+  /** Address to bind; default 0.0.0.0. */
+  host?: string;
+  /** mTLS port; 0 = ephemeral. */
+  port: number;
+  /**
+   * Plaintext port for proxyless gRPC clients (identity = node.id). Off unless
+   * set; 0 = ephemeral.
+   */
+  insecurePort?: number;
+  /** DiscoveryResponse.control_plane.identifier; default "skein". */
+  controlPlaneId?: string;
+  /**
+   * Types whose generator output is NOT shared per group and view version,
+   * because it depends on more than the MeshView (default: SDS, which reads
+   * the certificate manager).
+   */
+  uncachedTypes?: readonly string[];
+  /** Bytes written but not yet flushed to a stream before it counts as blocked; default 4 MiB. */
+  maxBufferedBytes?: number;
+}
+
+/** Per-type state of one stream, for the debug endpoint. */
+export interface TypeStatus {
+  sentVersion?: string;
+  ackedVersion?: string;
+  nackedVersion?: string;
+  lastNackMessage?: string;
+  subscribed: string[] | '*';
+}
+
+/** One connected stream, for the debug endpoint. */
+export interface StreamStatus {
+  streamId: string;
+  identity: ProxyIdentity;
+  /** ISO time of the first request. */
+  connectedAt: string;
+  remote?: string;
+  /** node.id of the first request (xDS rule 5). */
+  nodeId?: string;
+  types: { [typeUrl: string]: TypeStatus };
+}
+
+/** A decoded DiscoveryRequest, reduced to what the server reads. */
+export interface DiscoveryRequest {
+  versionInfo: string;
+  node?: { id: string; cluster: string };
+  resourceNames: string[];
+  typeUrl: string;
+  responseNonce: string;
+  /** Present on a NACK. */
+  errorDetail?: { code: number; message: string };
+}
