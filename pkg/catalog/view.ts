@@ -1,0 +1,358 @@
+import { LABEL_MONITORED_BY } from '../mesh/constants.js';
+import { type Identity, identityKey } from '../mesh/identity.js';
+import type { EndpointSlice, MeshConfig, Pod, Service } from '../model/objects.js';
+import type { MeshStore } from '../registry/store.js';
+import { selectMeshConfig } from './meshconfig.js';
+import { compareStrings, PodIndex, selectorMatches } from './pods.js';
+import { type CompiledTarget, compileTrafficTargets, ruleForPort } from './policy.js';
+import { type PolicyProblem, ProblemList } from './problems.js';
+import {
+  LABEL_SERVICE_NAME,
+  parseServiceHost,
+  podIdentities,
+  serviceKey,
+  sliceEndpoints,
+  toMeshService,
+} from './services.js';
+import { mergeSplits, type SplitTable } from './split.js';
+import type { Endpoint, InboundRule, MeshService, MeshView, SplitBackend } from './types.js';
+
+export interface BuildMeshViewOptions {
+  meshName: string;
+  /**
+   * The view this one replaces. Used to return it unchanged when the store did
+   * not move, and to keep MeshService objects whose content did not change
+   * identical (===), so caches keyed by them stay warm.
+   */
+  previous?: MeshView;
+}
+
+/**
+ * Computes the MeshView of a store (the policy engine). Everything is read
+ * from the store here, so the view stays consistent while the store moves on;
+ * expensive answers are computed on first use and memoized.
+ */
+export function buildMeshView(store: MeshStore, opts: BuildMeshViewOptions): MeshView {
+  const prev = opts.previous instanceof CatalogView ? opts.previous : undefined;
+  if (prev && prev.store === store && prev.meshName === opts.meshName && prev.version === store.version) {
+    return prev;
+  }
+  return new CatalogView(store, opts.meshName, prev?.computedServices());
+}
+
+/** Semantic problems found while building the view (missing route objects, split apexes/backends, …). */
+export function policyProblems(view: MeshView): readonly PolicyProblem[] {
+  return view instanceof CatalogView ? view.problems : [];
+}
+
+/** Namespaces of the mesh, sorted. */
+export function monitoredNamespaces(view: MeshView): readonly string[] {
+  return view instanceof CatalogView ? view.namespaces : [];
+}
+
+/** The MeshConfig the view's settings came from, if any. */
+export function meshConfigOf(view: MeshView): MeshConfig | undefined {
+  return view instanceof CatalogView ? view.meshConfig : undefined;
+}
+
+const EMPTY: readonly never[] = Object.freeze([]);
+
+class CatalogView implements MeshView {
+  readonly version: number;
+  readonly permissive: boolean;
+  readonly trustDomain: string;
+  readonly meshConfig: MeshConfig | undefined;
+  readonly problems: readonly PolicyProblem[];
+  readonly namespaces: readonly string[];
+
+  private readonly rawServices: ReadonlyMap<string, Service>;
+  private readonly serviceKeysByNs = new Map<string, string[]>();
+  private readonly pods: PodIndex;
+  private readonly slicesByService = new Map<string, EndpointSlice[]>();
+  /** Compiled TrafficTargets by destination identity key (`ns/sa`), in origin order. */
+  private readonly targetsByDest = new Map<string, CompiledTarget[]>();
+  private readonly splits: SplitTable;
+
+  // Lazily computed, then fixed for the life of the view.
+  private reuse: ReadonlyMap<string, MeshService> | undefined;
+  private meshServices: { list: readonly MeshService[]; byKey: Map<string, MeshService> } | undefined;
+  private readonly selectedPods = new Map<string, readonly Pod[]>();
+  private readonly ownIdentities = new Map<string, readonly Identity[]>();
+  private readonly identities = new Map<string, readonly Identity[]>();
+  private readonly endpointMemo = new Map<string, readonly Endpoint[]>();
+  private readonly inboundMemo = new Map<string, readonly InboundRule[]>();
+  private readonly outboundMemo = new Map<string, readonly MeshService[]>();
+  private readonly splitMemo = new Map<string, readonly SplitBackend[] | undefined>();
+  private readonly podServices = new WeakMap<Pod, readonly MeshService[]>();
+  private reachable: Map<string, Set<string>> | undefined;
+
+  constructor(
+    readonly store: MeshStore,
+    readonly meshName: string,
+    reuse: ReadonlyMap<string, MeshService> | undefined,
+  ) {
+    this.version = store.version;
+    this.reuse = reuse;
+    const problems = new ProblemList();
+
+    const monitored = new Set(
+      store
+        .list('Namespace')
+        .filter((n) => n.metadata.labels?.[LABEL_MONITORED_BY] === meshName)
+        .map((n) => n.metadata.name),
+    );
+    this.namespaces = Object.freeze([...monitored].sort(compareStrings));
+    const inMesh = (o: { metadata: { namespace?: string } }) => monitored.has(o.metadata.namespace ?? '');
+
+    const settings = selectMeshConfig(store.list('MeshConfig'), meshName, problems);
+    this.permissive = settings.permissive;
+    this.trustDomain = settings.trustDomain;
+    this.meshConfig = settings.config;
+
+    const services = new Map<string, Service>();
+    for (const s of store.list('Service').filter(inMesh)) {
+      const key = serviceKey(s.metadata.namespace ?? '', s.metadata.name);
+      services.set(key, s);
+    }
+    for (const key of [...services.keys()].sort(compareStrings)) {
+      const ns = key.slice(0, key.indexOf('/'));
+      const list = this.serviceKeysByNs.get(ns);
+      if (list) list.push(key);
+      else this.serviceKeysByNs.set(ns, [key]);
+    }
+    this.rawServices = services;
+
+    this.pods = new PodIndex(store.list('Pod').filter(inMesh));
+
+    for (const slice of store.list('EndpointSlice').filter(inMesh)) {
+      const owner = slice.metadata.labels?.[LABEL_SERVICE_NAME];
+      if (owner === undefined) continue;
+      const key = serviceKey(slice.metadata.namespace ?? '', owner);
+      const list = this.slicesByService.get(key);
+      if (list) list.push(slice);
+      else this.slicesByService.set(key, [slice]);
+    }
+
+    const targets = compileTrafficTargets(
+      store.list('TrafficTarget').filter(inMesh),
+      {
+        // Route objects are only meaningful inside the mesh too.
+        httpRouteGroup: (ns, name) =>
+          monitored.has(ns) ? store.get('HTTPRouteGroup', `${ns}/${name}`) : undefined,
+        tcpRoute: (ns, name) => (monitored.has(ns) ? store.get('TCPRoute', `${ns}/${name}`) : undefined),
+      },
+      problems,
+    );
+    for (const t of targets) {
+      const k = `${t.namespace}/${t.destination}`;
+      const list = this.targetsByDest.get(k);
+      if (list) list.push(t);
+      else this.targetsByDest.set(k, [t]);
+    }
+    this.splits = mergeSplits(store.list('TrafficSplit').filter(inMesh), (k) => services.has(k), problems);
+    this.problems = Object.freeze(problems.items);
+  }
+
+  /** The MeshService map if this view has computed it (for reuse by the next view). */
+  computedServices(): ReadonlyMap<string, MeshService> | undefined {
+    return this.meshServices?.byKey;
+  }
+
+  services(): readonly MeshService[] {
+    return this.serviceTable().list;
+  }
+
+  service(key: string): MeshService | undefined {
+    return this.serviceTable().byKey.get(key);
+  }
+
+  serviceByHost(host: string): MeshService | undefined {
+    const parsed = parseServiceHost(host);
+    return parsed ? this.service(serviceKey(parsed.namespace, parsed.name)) : undefined;
+  }
+
+  endpoints(key: string, port: number): readonly Endpoint[] {
+    const memoKey = `${key}|${port}`;
+    let eps = this.endpointMemo.get(memoKey);
+    if (eps === undefined) {
+      const svc = this.service(key);
+      const sp = svc?.ports.find((p) => p.port === port);
+      eps = svc && sp ? Object.freeze(sliceEndpoints(svc, sp, this.slicesByService.get(key) ?? [])) : EMPTY;
+      this.endpointMemo.set(memoKey, eps);
+    }
+    return eps;
+  }
+
+  serviceIdentities(key: string): readonly Identity[] {
+    let ids = this.identities.get(key);
+    if (ids === undefined) {
+      const backends = this.splits.get(key);
+      if (!backends) ids = this.directIdentities(key);
+      else {
+        // A client of an apex talks to the backends' pods: their SANs must match too.
+        const all = new Map<string, Identity>();
+        for (const k of [key, ...backends.keys()]) {
+          for (const id of this.directIdentities(k)) all.set(identityKey(id), id);
+        }
+        ids = Object.freeze([...all.entries()].sort(([a], [b]) => compareStrings(a, b)).map(([, id]) => id));
+      }
+      this.identities.set(key, ids);
+    }
+    return ids;
+  }
+
+  podOfProxy(uuid: string): Pod | undefined {
+    return this.pods.proxyPod(uuid);
+  }
+
+  servicesOfPod(pod: Pod): readonly MeshService[] {
+    let out = this.podServices.get(pod);
+    if (out === undefined) {
+      const phase = pod.status?.phase;
+      const keys =
+        phase === 'Succeeded' || phase === 'Failed' ? [] : this.serviceKeysIn(pod.metadata.namespace);
+      const list: MeshService[] = [];
+      for (const k of keys) {
+        const svc = this.service(k);
+        if (svc && selectorMatches(svc.selector, pod.metadata.labels)) list.push(svc);
+      }
+      out = Object.freeze(list);
+      this.podServices.set(pod, out);
+    }
+    return out;
+  }
+
+  outboundServices(source: Identity): readonly MeshService[] {
+    if (this.permissive) return this.services();
+    const key = identityKey(source);
+    let out = this.outboundMemo.get(key);
+    if (out === undefined) {
+      const allowed = this.reachableBySource().get(key) ?? new Set<string>();
+      const result = new Set(allowed);
+      for (const [apex, backends] of this.splits) {
+        for (const b of backends.keys()) {
+          if (allowed.has(b)) {
+            result.add(apex);
+            break;
+          }
+        }
+      }
+      out = Object.freeze(
+        [...result]
+          .sort(compareStrings)
+          .map((k) => this.service(k))
+          .filter((s): s is MeshService => s !== undefined),
+      );
+      this.outboundMemo.set(key, out);
+    }
+    return out;
+  }
+
+  split(apexKey: string): readonly SplitBackend[] | undefined {
+    if (this.splitMemo.has(apexKey)) return this.splitMemo.get(apexKey);
+    const table = this.splits.get(apexKey);
+    let out: readonly SplitBackend[] | undefined;
+    if (table) {
+      const list: SplitBackend[] = [];
+      for (const k of [...table.keys()].sort(compareStrings)) {
+        const svc = this.service(k);
+        const weight = table.get(k) ?? 0;
+        if (svc && weight > 0) list.push({ service: svc, weight });
+      }
+      out = list.length > 0 ? Object.freeze(list) : undefined;
+    }
+    this.splitMemo.set(apexKey, out);
+    return out;
+  }
+
+  inboundRules(key: string, port: number): readonly InboundRule[] {
+    const memoKey = `${key}|${port}`;
+    let rules = this.inboundMemo.get(memoKey);
+    if (rules === undefined) {
+      rules = this.computeInbound(key, port);
+      this.inboundMemo.set(memoKey, rules);
+    }
+    return rules;
+  }
+
+  private computeInbound(key: string, port: number): readonly InboundRule[] {
+    const sp = this.service(key)?.ports.find((p) => p.port === port);
+    if (!sp) return EMPTY;
+    if (this.permissive) return Object.freeze([{ sources: 'any', http: 'all', origin: 'permissive' }]);
+    // A TrafficTarget applies to the services backed by pods of its destination
+    // identity. Apex identities are not included: traffic to an apex lands on
+    // backend pods, whose own rules decide.
+    const rules: InboundRule[] = [];
+    for (const id of this.directIdentities(key)) {
+      for (const t of this.targetsByDest.get(identityKey(id)) ?? []) {
+        const r = ruleForPort(t, sp);
+        if (r) rules.push(r);
+      }
+    }
+    return Object.freeze(rules.sort((a, b) => compareStrings(a.origin, b.origin)));
+  }
+
+  /** source identity key → keys of services it has an inbound rule on (some port). */
+  private reachableBySource(): Map<string, Set<string>> {
+    if (this.reachable) return this.reachable;
+    const bySource = new Map<string, Set<string>>();
+    for (const svc of this.services()) {
+      for (const sp of svc.ports) {
+        for (const rule of this.inboundRules(svc.key, sp.port)) {
+          if (rule.sources === 'any') continue;
+          for (const id of rule.sources) {
+            const k = identityKey(id);
+            const set = bySource.get(k);
+            if (set) set.add(svc.key);
+            else bySource.set(k, new Set([svc.key]));
+          }
+        }
+      }
+    }
+    this.reachable = bySource;
+    return bySource;
+  }
+
+  private serviceKeysIn(namespace: string | undefined): readonly string[] {
+    return this.serviceKeysByNs.get(namespace ?? '') ?? EMPTY;
+  }
+
+  private podsOf(key: string): readonly Pod[] {
+    let pods = this.selectedPods.get(key);
+    if (pods === undefined) {
+      const svc = this.rawServices.get(key);
+      pods = svc
+        ? Object.freeze(this.pods.select(svc.metadata.namespace ?? '', svc.spec?.selector ?? {}))
+        : EMPTY;
+      this.selectedPods.set(key, pods);
+    }
+    return pods;
+  }
+
+  private directIdentities(key: string): readonly Identity[] {
+    let ids = this.ownIdentities.get(key);
+    if (ids === undefined) {
+      ids = Object.freeze(podIdentities(this.podsOf(key)));
+      this.ownIdentities.set(key, ids);
+    }
+    return ids;
+  }
+
+  private serviceTable(): { list: readonly MeshService[]; byKey: Map<string, MeshService> } {
+    if (this.meshServices) return this.meshServices;
+    const byKey = new Map<string, MeshService>();
+    const list: MeshService[] = [];
+    for (const key of [...this.rawServices.keys()].sort(compareStrings)) {
+      const raw = this.rawServices.get(key);
+      if (!raw) continue;
+      let svc = toMeshService(raw, this.podsOf(key));
+      const old = this.reuse?.get(key);
+      if (old && JSON.stringify(old) === JSON.stringify(svc)) svc = old;
+      byKey.set(key, svc);
+      list.push(svc);
+    }
+    this.reuse = undefined; // do not keep the previous generation alive
+    this.meshServices = { list: Object.freeze(list), byKey };
+    return this.meshServices;
+  }
+}
