@@ -1,0 +1,164 @@
+import { EventEmitter } from 'node:events';
+import type { ProxyIdentity } from '../mesh/identity.js';
+import type { Pod } from '../model/objects.js';
+import type { MeshView, ProxyContext } from './types.js';
+
+/** One live xDS stream of a proxy. */
+export interface ConnectedProxy {
+  identity: ProxyIdentity;
+  streamId: string;
+  connectedAt: Date;
+  remoteAddress?: string;
+}
+
+export interface DisconnectedProxy extends ConnectedProxy {
+  disconnectedAt: Date;
+}
+
+export interface ProxyRegistryOptions {
+  /** How long a disconnected stream is remembered (default 10 minutes). */
+  retainMs?: number;
+  /** At most this many disconnected streams are remembered (default 1000). */
+  maxRetained?: number;
+  /** Clock, for tests. */
+  now?: () => number;
+}
+
+/**
+ * Tracks the proxies connected to this controller, by xDS stream. A proxy
+ * (UUID) may hold several streams at once: a reconnect can overlap the old
+ * stream until the server notices it is dead.
+ */
+export class ProxyRegistry extends EventEmitter<{
+  connect: [ConnectedProxy];
+  disconnect: [DisconnectedProxy];
+}> {
+  private readonly streams = new Map<string, ConnectedProxy>();
+  private readonly byUuid = new Map<string, Set<string>>();
+  // Insertion order is disconnect order, so the oldest entries are first.
+  private readonly recent = new Map<string, DisconnectedProxy>();
+  private readonly retainMs: number;
+  private readonly maxRetained: number;
+  private readonly now: () => number;
+
+  constructor(opts: ProxyRegistryOptions = {}) {
+    super();
+    this.retainMs = opts.retainMs ?? 10 * 60_000;
+    this.maxRetained = opts.maxRetained ?? 1000;
+    this.now = opts.now ?? Date.now;
+  }
+
+  connect(
+    identity: ProxyIdentity,
+    meta: { streamId: string; connectedAt: Date; remoteAddress?: string },
+  ): ConnectedProxy {
+    if (this.streams.has(meta.streamId)) throw new Error(`stream ${meta.streamId} is already registered`);
+    const p: ConnectedProxy = { identity, streamId: meta.streamId, connectedAt: meta.connectedAt };
+    if (meta.remoteAddress !== undefined) p.remoteAddress = meta.remoteAddress;
+    this.streams.set(p.streamId, p);
+    const uuid = identity.uuid.toLowerCase();
+    const ids = this.byUuid.get(uuid);
+    if (ids) ids.add(p.streamId);
+    else this.byUuid.set(uuid, new Set([p.streamId]));
+    this.emit('connect', p);
+    return p;
+  }
+
+  /** Forgets a stream; returns it, or undefined when it was not connected. */
+  disconnect(streamId: string): DisconnectedProxy | undefined {
+    const p = this.streams.get(streamId);
+    if (!p) return undefined;
+    this.streams.delete(streamId);
+    const uuid = p.identity.uuid.toLowerCase();
+    const ids = this.byUuid.get(uuid);
+    ids?.delete(streamId);
+    if (ids?.size === 0) this.byUuid.delete(uuid);
+    const d: DisconnectedProxy = { ...p, disconnectedAt: new Date(this.now()) };
+    this.recent.delete(streamId); // re-insert at the end: the map stays in disconnect order
+    this.recent.set(streamId, d);
+    this.prune();
+    this.emit('disconnect', d);
+    return d;
+  }
+
+  /** Live streams, oldest connection first. */
+  connected(): ConnectedProxy[] {
+    return [...this.streams.values()];
+  }
+
+  get size(): number {
+    return this.streams.size;
+  }
+
+  stream(streamId: string): ConnectedProxy | undefined {
+    return this.streams.get(streamId);
+  }
+
+  /** Live streams of one proxy UUID (several while a reconnect overlaps). */
+  byProxyUuid(uuid: string): ConnectedProxy[] {
+    const out: ConnectedProxy[] = [];
+    for (const id of this.byUuid.get(uuid.toLowerCase()) ?? []) {
+      const p = this.streams.get(id);
+      if (p) out.push(p);
+    }
+    return out;
+  }
+
+  /** Streams that ended within the retention window, most recent last. */
+  recentlyDisconnected(): DisconnectedProxy[] {
+    this.prune();
+    return [...this.recent.values()];
+  }
+
+  private prune(): void {
+    const cutoff = this.now() - this.retainMs;
+    for (const [id, d] of this.recent) {
+      if (this.recent.size > this.maxRetained || d.disconnectedAt.getTime() < cutoff) this.recent.delete(id);
+      else break;
+    }
+  }
+}
+
+/**
+ * Why a proxy must not get the configuration of the pod carrying its UUID
+ * label, or undefined when it may: the certificate's namespace and service
+ * account must be the pod's (OSM checks the same — a stolen UUID must not
+ * grant another identity's view).
+ */
+export function proxyPodMismatch(identity: ProxyIdentity, pod: Pod): string | undefined {
+  const ns = pod.metadata.namespace ?? '';
+  const sa = pod.spec?.serviceAccountName || 'default';
+  if (ns !== identity.namespace)
+    return `pod ${ns}/${pod.metadata.name} is in namespace ${ns}, not ${identity.namespace}`;
+  if (sa !== identity.serviceAccount) {
+    return `pod ${ns}/${pod.metadata.name} runs as service account ${sa}, not ${identity.serviceAccount}`;
+  }
+  return undefined;
+}
+
+/**
+ * What the generators know about a proxy. The pod is the one labelled with the
+ * proxy's UUID; a pod running as a different identity is not attached (see
+ * proxyPodMismatch), so such a proxy backs no services.
+ */
+export function proxyContext(identity: ProxyIdentity, view: MeshView): ProxyContext {
+  const found = view.podOfProxy(identity.uuid);
+  const pod = found && proxyPodMismatch(identity, found) === undefined ? found : undefined;
+  const services = pod ? view.servicesOfPod(pod) : [];
+  const podIP = pod?.status?.podIP || undefined;
+  // Sidecars of one identity backing the same services get identical config;
+  // proxyless servers also bind their listener name to the pod IP.
+  const groupKey = [
+    identity.kind,
+    `${identity.namespace}/${identity.serviceAccount}`,
+    services
+      .map((s) => s.key)
+      .sort()
+      .join(','),
+    identity.kind === 'grpc' ? (podIP ?? '') : '',
+  ].join('|');
+  const ctx: ProxyContext = { identity, services, groupKey };
+  if (pod) ctx.pod = pod;
+  if (podIP !== undefined) ctx.podIP = podIP;
+  return ctx;
+}
