@@ -140,6 +140,8 @@ class Walker {
     const fail = (why: string): void => {
       this.problems.push(`${p}: ${why} (PGV)`);
     };
+    // A oneof member's rules apply only when it is the member set.
+    if (!present && inOneof) return;
     if (!present && (r('message.required') || r('any.required') || r('duration.required'))) fail('required');
     if (Array.isArray(v) || (!present && field.repeated)) {
       const count = Array.isArray(v) ? v.length : 0;

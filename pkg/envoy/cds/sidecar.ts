@@ -1,0 +1,82 @@
+// CDS for Envoy sidecars: mTLS EDS clusters for every service port the proxy
+// may call (split backends included), STATIC local clusters for the ports its
+// pod serves, and the ORIGINAL_DST passthrough cluster in permissive mode.
+import type { MeshServicePort } from '../../catalog/types.js';
+import type { Identity } from '../../mesh/identity.js';
+import { DiscoveryType, LbPolicy } from '../common/enums.js';
+import { inboundPorts } from '../common/inbound.js';
+import { byName, outboundPlan, type UpstreamCluster } from '../common/outbound.js';
+import { upstreamTlsSocket } from '../common/tls.js';
+import { adsConfigSource, durationSeconds, http2ProtocolOptions, socketAddress } from '../common/xds.js';
+import { PASSTHROUGH_CLUSTER } from '../names.js';
+import { type ProtoObject, type Resource, type ResourceGenerator, TypeUrl } from '../types.js';
+
+// OSM's value: fail fast so Envoy retries another endpoint.
+const CONNECT_TIMEOUT_S = 1;
+
+function withProtocol(cluster: ProtoObject, port: MeshServicePort): ProtoObject {
+  // gRPC needs HTTP/2 to the upstream; plain HTTP stays on Envoy's HTTP/1.1 default.
+  if (port.protocol === 'grpc') cluster['typed_extension_protocol_options'] = http2ProtocolOptions();
+  return cluster;
+}
+
+export function upstreamCluster(own: Identity, up: UpstreamCluster): ProtoObject {
+  return withProtocol(
+    {
+      name: up.name,
+      type: DiscoveryType.EDS,
+      // EDS over ADS; the service name defaults to the cluster name (eds/eds.ts).
+      eds_cluster_config: { eds_config: adsConfigSource() },
+      connect_timeout: durationSeconds(CONNECT_TIMEOUT_S),
+      transport_socket: upstreamTlsSocket(own, up.service),
+    },
+    up.port,
+  );
+}
+
+export function localCluster(name: string, port: MeshServicePort): ProtoObject {
+  return withProtocol(
+    {
+      name,
+      type: DiscoveryType.STATIC,
+      connect_timeout: durationSeconds(CONNECT_TIMEOUT_S),
+      // The app listens on the target port; the sidecar reaches it on loopback
+      // (iptables skips loopback, so this does not loop back into Envoy).
+      load_assignment: {
+        cluster_name: name,
+        endpoints: [
+          { lb_endpoints: [{ endpoint: { address: socketAddress('127.0.0.1', port.targetPort) } }] },
+        ],
+      },
+    },
+    port,
+  );
+}
+
+export function passthroughCluster(): ProtoObject {
+  return {
+    name: PASSTHROUGH_CLUSTER,
+    type: DiscoveryType.ORIGINAL_DST,
+    // ORIGINAL_DST clusters must let the cluster pick the host.
+    lb_policy: LbPolicy.CLUSTER_PROVIDED,
+    connect_timeout: durationSeconds(CONNECT_TIMEOUT_S),
+  };
+}
+
+/** Always returns the full set: CDS is state-of-the-world (xDS rule 7). */
+export const sidecarCdsGenerator: ResourceGenerator = {
+  typeUrl: TypeUrl.Cluster,
+  generate(proxy, ctx): Resource[] {
+    if (proxy.identity.kind !== 'sidecar') return [];
+    const out: Resource[] = [];
+    const add = (message: ProtoObject, name: string): void => {
+      out.push({ name, typeUrl: TypeUrl.Cluster, message });
+    };
+    for (const up of outboundPlan(ctx.mesh, proxy.identity).clusters.values()) {
+      add(upstreamCluster(proxy.identity, up), up.name);
+    }
+    for (const p of inboundPorts(proxy)) add(localCluster(p.localCluster, p.port), p.localCluster);
+    if (ctx.mesh.permissive) add(passthroughCluster(), PASSTHROUGH_CLUSTER);
+    return byName(out);
+  },
+};

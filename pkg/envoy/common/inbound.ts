@@ -1,0 +1,71 @@
+// The ports a sidecar's pod serves, as its inbound listener, local clusters
+// and inbound route configs see them.
+import type {
+  InboundRule,
+  MeshService,
+  MeshServicePort,
+  MeshView,
+  ProxyContext,
+} from '../../catalog/types.js';
+import { localClusterName } from '../names.js';
+import { compare } from './outbound.js';
+
+/** One (service, targetPort) the pod serves. */
+export interface InboundPort {
+  service: MeshService;
+  /** The first service port with this target port (its protocol wins). */
+  port: MeshServicePort;
+  /** Every service port number mapping to this target port. */
+  servicePorts: number[];
+  localCluster: string;
+  /** True when another service of the pod uses the same target port. */
+  sharedTargetPort: boolean;
+}
+
+/**
+ * Sorted by service key, then target port. Two ports of one service with the
+ * same target port collapse into one entry (their rules are merged), since
+ * they would need identical filter chains and the same local cluster.
+ */
+export function inboundPorts(proxy: ProxyContext): InboundPort[] {
+  const out: InboundPort[] = [];
+  const servicesPerTarget = new Map<number, Set<string>>();
+  const services = [...proxy.services].sort((a, b) => compare(a.key, b.key));
+  for (const service of services) {
+    const byTarget = new Map<number, InboundPort>();
+    for (const port of [...service.ports].sort((a, b) => a.port - b.port)) {
+      const seen = byTarget.get(port.targetPort);
+      if (seen) {
+        seen.servicePorts.push(port.port);
+        continue;
+      }
+      const entry: InboundPort = {
+        service,
+        port,
+        servicePorts: [port.port],
+        localCluster: localClusterName(service, port.targetPort),
+        sharedTargetPort: false,
+      };
+      byTarget.set(port.targetPort, entry);
+      out.push(entry);
+      let keys = servicesPerTarget.get(port.targetPort);
+      if (!keys) {
+        keys = new Set();
+        servicesPerTarget.set(port.targetPort, keys);
+      }
+      keys.add(service.key);
+    }
+  }
+  for (const e of out) e.sharedTargetPort = (servicesPerTarget.get(e.port.targetPort)?.size ?? 0) > 1;
+  return out;
+}
+
+/** The inbound rules of every service port behind one inbound port. */
+export function inboundRulesOf(mesh: MeshView, p: InboundPort): readonly InboundRule[] {
+  if (p.servicePorts.length === 1) return mesh.inboundRules(p.service.key, p.port.port);
+  return p.servicePorts.flatMap((port) => mesh.inboundRules(p.service.key, port));
+}
+
+export function isHttpLike(port: MeshServicePort): boolean {
+  return port.protocol === 'http' || port.protocol === 'grpc';
+}

@@ -1,0 +1,96 @@
+// SMI policy as Envoy RBAC (envoy.config.rbac.v3.RBAC), enforced at the
+// destination: SMI mode is deny-by-default (reference.md section 1).
+import type { InboundRule } from '../../catalog/types.js';
+import { spiffeId } from '../../mesh/identity.js';
+import type { HTTPMatch } from '../../model/objects.js';
+import { RbacAction } from '../common/enums.js';
+import { AnyType, ExtName, typed } from '../common/xds.js';
+import type { ProtoObject } from '../types.js';
+
+/**
+ * SMI pathRegex is anchored at the start only, while RBAC's safe_regex must
+ * match the whole path: strip a redundant `^` and allow any suffix.
+ */
+export function pathRegexToSafeRegex(pathRegex: string): string {
+  const body = pathRegex.startsWith('^') ? pathRegex.slice(1) : pathRegex;
+  return `(?:${body}).*`;
+}
+
+function principals(rule: InboundRule, trustDomain: string): ProtoObject[] {
+  // 'any' (permissive): the DownstreamTlsContext already demands a client
+  // certificate from the mesh CA, so any authenticated peer is a mesh member.
+  if (rule.sources === 'any') return [{ any: true }];
+  // Exact SPIFFE ids, never regexes: one identity cannot match another's id.
+  return rule.sources.map((id) => ({
+    authenticated: { principal_name: { exact: spiffeId(id, trustDomain) } },
+  }));
+}
+
+/** One HTTPMatch: its conditions ANDed (SMI HTTPRouteGroup semantics). */
+export function httpMatchPermission(match: HTTPMatch): ProtoObject {
+  const parts: ProtoObject[] = [];
+  if (match.pathRegex !== undefined && match.pathRegex !== '' && match.pathRegex !== '.*') {
+    parts.push({ url_path: { path: { safe_regex: { regex: pathRegexToSafeRegex(match.pathRegex) } } } });
+  }
+  const methods = match.methods ?? [];
+  if (methods.length > 0 && !methods.includes('*')) {
+    const byMethod: ProtoObject[] = methods.map((m) => ({
+      header: { name: ':method', string_match: { exact: m.toUpperCase() } },
+    }));
+    parts.push(byMethod.length === 1 && byMethod[0] ? byMethod[0] : { or_rules: { rules: byMethod } });
+  }
+  const headers = match.headers ?? {};
+  for (const name of Object.keys(headers).sort()) {
+    // Envoy compares header names lower-cased (HTTP/2 requires lower case).
+    parts.push({
+      header: { name: name.toLowerCase(), string_match: { safe_regex: { regex: headers[name] ?? '' } } },
+    });
+  }
+  if (parts.length === 0) return { any: true };
+  if (parts.length === 1 && parts[0]) return parts[0];
+  return { and_rules: { rules: parts } };
+}
+
+/**
+ * The `rules` of an RBAC filter: one ALLOW policy per inbound rule (matches
+ * ORed within it). No rules gives ALLOW with no policies, which denies all.
+ * For TCP (`http: false`) a rule grants the connection, whatever its matches.
+ */
+export function rbacRules(rules: readonly InboundRule[], trustDomain: string, http: boolean): ProtoObject {
+  const policies: ProtoObject = {};
+  rules.forEach((rule, i) => {
+    const who = principals(rule, trustDomain);
+    // Envoy requires at least one principal and permission per policy; a rule
+    // with no sources allows no one, so it gets no policy.
+    if (who.length === 0) return;
+    const what: ProtoObject[] =
+      !http || rule.http === 'all' ? [{ any: true }] : rule.http.map(httpMatchPermission);
+    if (what.length === 0) return;
+    const name = rule.origin in policies ? `${rule.origin}#${i}` : rule.origin;
+    policies[name] = { permissions: what, principals: who };
+  });
+  return { action: RbacAction.ALLOW, policies };
+}
+
+/** `envoy.filters.http.rbac` for an inbound HTTP connection manager. */
+export function httpRbacFilter(rules: readonly InboundRule[], trustDomain: string): ProtoObject {
+  return {
+    name: ExtName.HttpRbac,
+    typed_config: typed(AnyType.HttpRbac, { rules: rbacRules(rules, trustDomain, true) }),
+  };
+}
+
+/** `envoy.filters.network.rbac` for an inbound TCP filter chain. */
+export function networkRbacFilter(
+  rules: readonly InboundRule[],
+  trustDomain: string,
+  statPrefix: string,
+): ProtoObject {
+  return {
+    name: ExtName.NetworkRbac,
+    typed_config: typed(AnyType.NetworkRbac, {
+      rules: rbacRules(rules, trustDomain, false),
+      stat_prefix: statPrefix,
+    }),
+  };
+}

@@ -1,0 +1,122 @@
+// RDS for Envoy sidecars: `rds-outbound.<port>` picks the upstream by Host
+// header; `rds-inbound.<targetPort>` forwards to the local app (HTTP policy is
+// enforced by the RBAC filter in front of it, lds/sidecar.ts).
+import type { MeshService, ProxyContext } from '../../catalog/types.js';
+import { type InboundPort, inboundPorts, isHttpLike } from '../common/inbound.js';
+import { byName, type OutboundPort, outboundPlan } from '../common/outbound.js';
+import { inboundRouteConfigName, outboundRouteConfigName } from '../names.js';
+import { type ProtoObject, type Resource, type ResourceGenerator, TypeUrl } from '../types.js';
+
+/**
+ * Host names the app may use for a service, each also with `:<port>`. The
+ * bare service name resolves (via the DNS search path) only inside its own
+ * namespace, and virtual host domains must be unique within a route config,
+ * so it is listed only for services in the proxy's namespace.
+ */
+export function serviceDomains(svc: MeshService, port: number, proxyNamespace: string): string[] {
+  const hosts = [`${svc.name}.${svc.namespace}`, `${svc.name}.${svc.namespace}.svc`, svc.fqdn];
+  if (svc.namespace === proxyNamespace) hosts.unshift(svc.name);
+  const domains: string[] = [];
+  for (const h of hosts) domains.push(h, `${h}:${port}`);
+  const ip = svc.clusterIP;
+  if (ip && ip !== 'None') domains.push(ip, ip.includes(':') ? `[${ip}]:${port}` : `${ip}:${port}`);
+  return domains;
+}
+
+function routeAction(
+  p: { targets: OutboundPort['targets'] } | { cluster: string },
+  grpc: boolean,
+): ProtoObject {
+  const action: ProtoObject = {};
+  if ('cluster' in p) action['cluster'] = p.cluster;
+  else {
+    const [only] = p.targets;
+    if (p.targets.length === 1 && only && only.weight === undefined) action['cluster'] = only.cluster;
+    // Every cluster carries its weight: a weighted cluster without one counts
+    // as 0 for grpc-js (reference.md section 4); zero weights never get here.
+    else
+      action['weighted_clusters'] = {
+        clusters: p.targets.map((t) => ({ name: t.cluster, weight: { value: t.weight ?? 0 } })),
+      };
+  }
+  // gRPC streams outlive Envoy's 15 s default route timeout: 0 disables it.
+  if (grpc) action['timeout'] = { seconds: 0 };
+  return action;
+}
+
+function catchAllRoute(action: ProtoObject): ProtoObject {
+  return { match: { prefix: '/' }, route: action };
+}
+
+function outboundRouteConfig(
+  name: string,
+  ports: readonly OutboundPort[],
+  proxyNamespace: string,
+): ProtoObject {
+  return {
+    name,
+    virtual_hosts: ports.map((p) => ({
+      name: p.service.key,
+      domains: serviceDomains(p.service, p.port.port, proxyNamespace),
+      routes: [catchAllRoute(routeAction(p, p.port.protocol === 'grpc'))],
+    })),
+  };
+}
+
+/**
+ * Every service port on this target port is served by the same app on
+ * 127.0.0.1:<targetPort>, so one catch-all route to the first one's local
+ * cluster serves them all; the per-service RBAC sits on each filter chain.
+ */
+function inboundRouteConfig(name: string, port: InboundPort): ProtoObject {
+  return {
+    name,
+    virtual_hosts: [
+      {
+        name: `inbound|${port.port.targetPort}`,
+        domains: ['*'],
+        routes: [catchAllRoute(routeAction({ cluster: port.localCluster }, port.port.protocol === 'grpc'))],
+      },
+    ],
+  };
+}
+
+/** Route config name → builder, without building anything yet. */
+function routeConfigBuilders(
+  proxy: ProxyContext,
+  plan: ReturnType<typeof outboundPlan>,
+): Map<string, () => ProtoObject> {
+  const builders = new Map<string, () => ProtoObject>();
+  const outboundByPort = new Map<number, OutboundPort[]>();
+  for (const p of plan.ports) {
+    if (!isHttpLike(p.port)) continue;
+    const list = outboundByPort.get(p.port.port);
+    if (list) list.push(p);
+    else outboundByPort.set(p.port.port, [p]);
+  }
+  for (const [port, ports] of outboundByPort) {
+    const name = outboundRouteConfigName(port);
+    builders.set(name, () => outboundRouteConfig(name, ports, proxy.identity.namespace));
+  }
+  for (const p of inboundPorts(proxy)) {
+    if (!isHttpLike(p.port)) continue;
+    const name = inboundRouteConfigName(p.port.targetPort);
+    if (!builders.has(name)) builders.set(name, () => inboundRouteConfig(name, p));
+  }
+  return builders;
+}
+
+/** Builds the requested route configs (all of them when `requested` is undefined). */
+export const sidecarRdsGenerator: ResourceGenerator = {
+  typeUrl: TypeUrl.RouteConfiguration,
+  generate(proxy, ctx, requested): Resource[] {
+    if (proxy.identity.kind !== 'sidecar') return [];
+    const builders = routeConfigBuilders(proxy, outboundPlan(ctx.mesh, proxy.identity));
+    const out: Resource[] = [];
+    for (const [name, build] of builders) {
+      if (requested && !requested.has(name)) continue;
+      out.push({ name, typeUrl: TypeUrl.RouteConfiguration, message: build() });
+    }
+    return byName(out);
+  },
+};

@@ -1,0 +1,105 @@
+// SDS: the proxy's own service certificate and the validation contexts its
+// inbound and outbound mTLS use (names.ts). A proxy only ever gets its own
+// identity's key: names for other identities are never answered.
+import type { ProxyContext } from '../../catalog/types.js';
+import { identityKey, spiffeId } from '../../mesh/identity.js';
+import { inboundPorts, inboundRulesOf } from '../common/inbound.js';
+import { byName, outboundPlan } from '../common/outbound.js';
+import { inboundRootSecretName, outboundRootSecretName, serviceCertSecretName } from '../names.js';
+import {
+  type GenerationContext,
+  type ProtoObject,
+  type Resource,
+  type ResourceGenerator,
+  TypeUrl,
+} from '../types.js';
+
+const SERVICE_CERT = serviceCertSecretName('');
+const INBOUND_ROOT = inboundRootSecretName('');
+const OUTBOUND_ROOT = outboundRootSecretName('');
+
+function validationContext(
+  name: string,
+  trustBundle: string,
+  sans: readonly string[] | undefined,
+): ProtoObject {
+  const ctx: ProtoObject = { trusted_ca: { inline_string: trustBundle } };
+  if (sans) ctx['match_subject_alt_names'] = sans.map((exact) => ({ exact }));
+  return { name, validation_context: ctx };
+}
+
+/**
+ * SPIFFE ids allowed to call this pod, or undefined for "any mesh identity"
+ * (permissive mode, or a rule with sources 'any'). With no allowed source at
+ * all the CA alone is checked and the RBAC filters deny every request: an
+ * absent secret would instead stall the whole inbound listener while warming.
+ */
+function inboundSans(proxy: ProxyContext, ctx: GenerationContext): string[] | undefined {
+  if (ctx.mesh.permissive) return undefined;
+  const sans = new Set<string>();
+  for (const p of inboundPorts(proxy)) {
+    for (const rule of inboundRulesOf(ctx.mesh, p)) {
+      if (rule.sources === 'any') return undefined;
+      for (const id of rule.sources) sans.add(spiffeId(id, ctx.mesh.trustDomain));
+    }
+  }
+  return sans.size > 0 ? [...sans].sort() : undefined;
+}
+
+function secret(proxy: ProxyContext, ctx: GenerationContext, name: string): ProtoObject | undefined {
+  const own = identityKey(proxy.identity);
+  const bundle = ctx.secrets.trustBundlePem;
+  if (name.startsWith(SERVICE_CERT)) {
+    // Never another identity's key, whatever the proxy asks for.
+    if (name.slice(SERVICE_CERT.length) !== own) return undefined;
+    const cert = ctx.secrets.serviceCertificate(own);
+    if (!cert) return undefined; // not issued yet: sent once it is (xDS rule 8)
+    return {
+      name,
+      tls_certificate: {
+        certificate_chain: { inline_string: cert.certPem },
+        private_key: { inline_string: cert.keyPem },
+      },
+    };
+  }
+  if (bundle === '') return undefined;
+  if (name.startsWith(INBOUND_ROOT)) {
+    if (name.slice(INBOUND_ROOT.length) !== own) return undefined;
+    return validationContext(name, bundle, inboundSans(proxy, ctx));
+  }
+  if (name.startsWith(OUTBOUND_ROOT)) {
+    const serviceKey = name.slice(OUTBOUND_ROOT.length);
+    // Only for services this proxy has clusters for.
+    if (!outboundPlan(ctx.mesh, proxy.identity).upstreamServices.has(serviceKey)) return undefined;
+    const ids = ctx.mesh.serviceIdentities(serviceKey);
+    // No identity yet means no SAN to pin: an empty list would accept any mesh
+    // certificate, so send nothing until the service has pods.
+    if (ids.length === 0) return undefined;
+    const sans = [...new Set(ids.map((id) => spiffeId(id, ctx.mesh.trustDomain)))].sort();
+    return validationContext(name, bundle, sans);
+  }
+  return undefined;
+}
+
+/** Every secret name a proxy's listeners and clusters reference. */
+function defaultNames(proxy: ProxyContext, ctx: GenerationContext): string[] {
+  const own = identityKey(proxy.identity);
+  const names = [serviceCertSecretName(own), inboundRootSecretName(own)];
+  for (const key of outboundPlan(ctx.mesh, proxy.identity).upstreamServices.keys()) {
+    names.push(outboundRootSecretName(key));
+  }
+  return names;
+}
+
+/** Serves the requested secrets, or every secret the proxy references when `requested` is undefined. */
+export const sdsGenerator: ResourceGenerator = {
+  typeUrl: TypeUrl.Secret,
+  generate(proxy, ctx, requested): Resource[] {
+    const out: Resource[] = [];
+    for (const name of requested ?? defaultNames(proxy, ctx)) {
+      const message = secret(proxy, ctx, name);
+      if (message) out.push({ name, typeUrl: TypeUrl.Secret, message });
+    }
+    return byName(out);
+  },
+};
