@@ -100,8 +100,8 @@ describe('CertificateManager', () => {
     const [keys] = await once(m, 'rotated');
     const elapsed = Date.now() - start;
     assert.deepEqual(keys, ['bookstore/bookstore-v1']);
-    // 75% of 2 s, give or take timer slack.
-    assert.ok(elapsed >= 1300 && elapsed <= 1800, `rotated after ${elapsed} ms`);
+    // 75% of 2 s, give or take timer slack; in any case before the certificate expires.
+    assert.ok(elapsed >= 1300 && elapsed < 2000, `rotated after ${elapsed} ms`);
     const second = m.serviceCertificate('bookstore/bookstore-v1');
     assert.ok(second);
     assert.notEqual(second.serialNumber, first.serialNumber);
@@ -110,7 +110,7 @@ describe('CertificateManager', () => {
   });
 
   it('renews several identities in one round', async () => {
-    const m = manager(new ProbeCA(root), { validityMs: 1000, minRenewMarginMs: 0 });
+    const m = manager(new ProbeCA(root), { validityMs: 400, minRenewMarginMs: 0 });
     await Promise.all([m.ensure(bookstore), m.ensure(bookbuyer)]);
     const rounds: string[][] = [];
     m.on('rotated', (keys) => rounds.push(keys));
@@ -120,7 +120,7 @@ describe('CertificateManager', () => {
 
   it('retries a failed renewal with backoff instead of throwing', async () => {
     const ca = new ProbeCA(root);
-    const m = manager(ca, { validityMs: 1000, minRenewMarginMs: 0, retryInitialMs: 50, retryMaxMs: 200 });
+    const m = manager(ca, { validityMs: 400, minRenewMarginMs: 0, retryInitialMs: 50, retryMaxMs: 200 });
     const first = await m.ensure(bookstore);
     ca.failures = 2;
     const [keys] = await once(m, 'rotated');
@@ -130,7 +130,7 @@ describe('CertificateManager', () => {
   });
 
   it('keeps renewing when an event listener throws', async () => {
-    const m = manager(new ProbeCA(root), { validityMs: 1000, minRenewMarginMs: 0 });
+    const m = manager(new ProbeCA(root), { validityMs: 400, minRenewMarginMs: 0 });
     m.on('issued', () => {
       throw new Error('listener bug');
     });
@@ -162,7 +162,7 @@ describe('CertificateManager', () => {
 
   it('forgets identities and stops', async () => {
     const ca = new ProbeCA(root);
-    const m = manager(ca, { validityMs: 1000, minRenewMarginMs: 0 });
+    const m = manager(ca, { validityMs: 400, minRenewMarginMs: 0 });
     await Promise.all([m.ensure(bookstore), m.ensure(bookbuyer)]);
     assert.equal(m.forget('bookbuyer/bookbuyer'), true);
     assert.equal(m.forget('bookbuyer/bookbuyer'), false);
@@ -176,7 +176,7 @@ describe('CertificateManager', () => {
     m.on('rotated', () => {
       rotatedAfterStop = true;
     });
-    await new Promise((resolve) => setTimeout(resolve, 1200));
+    await new Promise((resolve) => setTimeout(resolve, 600));
     assert.equal(rotatedAfterStop, false);
     assert.equal(ca.requests.length, requests);
     assert.ok(m.serviceCertificate('bookstore/bookstore-v1'));
