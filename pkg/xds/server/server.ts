@@ -84,9 +84,8 @@ export class AdsServer {
 
   /** Ends every stream (proxies reconnect elsewhere or later) and stops listening. */
   async stop(): Promise<void> {
-    const streams = [...this.active.values()];
-    for (const s of streams) s.close();
-    await Promise.all(
+    // Refuse new calls first (GOAWAY), then end the open streams so the drain can finish.
+    const drained = Promise.all(
       this.servers.map(
         (server) =>
           new Promise<void>((resolve) => {
@@ -101,6 +100,8 @@ export class AdsServer {
           }),
       ),
     );
+    for (const s of [...this.active.values()]) s.close();
+    await drained;
     this.servers.length = 0;
   }
 

@@ -1,0 +1,47 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { status } from '@grpc/grpc-js';
+import { TypeUrl } from '../../envoy/types.js';
+import { cluster, cn, eventually, startFixture } from './testing.js';
+
+describe('AdsServer lifecycle', () => {
+  it('stop() ends connected streams, reports the disconnects and stops listening', async () => {
+    const f = await startFixture();
+    f.source.set(TypeUrl.Cluster, [cluster('a')]);
+    const c = await f.client(cn(1));
+    c.send({ typeUrl: TypeUrl.Cluster });
+    await c.next();
+    assert.equal(f.server.streams().length, 1);
+    const started = Date.now();
+    await f.server.stop();
+    assert.ok(Date.now() - started < 2000);
+    const s = await c.status;
+    assert.equal(s.code, status.OK);
+    assert.equal(f.source.disconnected.length, 1);
+    assert.deepEqual(f.server.streams(), []);
+    const late = await f.client(cn(2));
+    late.send({ typeUrl: TypeUrl.Cluster });
+    assert.equal((await late.status).code, status.UNAVAILABLE);
+    await f.close();
+  });
+
+  it('a proxy context failure is logged and the stream stays open', async () => {
+    const f = await startFixture();
+    try {
+      f.source.set(TypeUrl.Cluster, [cluster('a')]);
+      const c = await f.client(cn(3));
+      const original = f.source.proxyContext.bind(f.source);
+      f.source.proxyContext = () => {
+        throw new Error('pod vanished');
+      };
+      c.send({ typeUrl: TypeUrl.Cluster });
+      await eventually(() => f.server.streams().length === 1);
+      assert.deepEqual(await c.drain(), []);
+      f.source.proxyContext = original;
+      f.source.push();
+      assert.deepEqual((await c.next()).names, ['a']);
+    } finally {
+      await f.close();
+    }
+  });
+});
