@@ -1,0 +1,87 @@
+// CDS for proxyless gRPC clients: one EDS cluster per service port
+// (`<ns>/<svc>|<port>`, the same names the sidecar CDS and the shared EDS use),
+// with gRFC A29 mTLS that pins the server's SPIFFE identities.
+import type { MeshService, MeshView, ProxyContext } from '../../catalog/types.js';
+import { spiffeId } from '../../mesh/identity.js';
+import { DiscoveryType, LbPolicy } from '../common/enums.js';
+import { byName } from '../common/outbound.js';
+import { AnyType, adsConfigSource, ExtName, typed } from '../common/xds.js';
+import { parseUpstreamClusterName } from '../eds/eds.js';
+import { PROXYLESS_CERT_PROVIDER, upstreamClusterName } from '../names.js';
+import type { GenerationContext, ProtoObject, Resource, ResourceGenerator } from '../types.js';
+import { TypeUrl } from '../types.js';
+
+/**
+ * SAN matchers for a service's identities. With no matcher grpc-js accepts any
+ * certificate of the CA (reference.md section 4), so a service with no known
+ * identity gets one that matches no certificate skein issues.
+ */
+function sanMatchers(mesh: MeshView, service: MeshService): ProtoObject[] {
+  const ids = mesh.serviceIdentities(service.key).map((id) => spiffeId(id, mesh.trustDomain));
+  const unique = [...new Set(ids)].sort();
+  if (unique.length === 0)
+    return [{ exact: `spiffe://${mesh.trustDomain}/skein/no-identity/${service.key}` }];
+  return unique.map((exact) => ({ exact }));
+}
+
+export function proxylessCluster(mesh: MeshView, service: MeshService, port: number): ProtoObject {
+  const provider = { instance_name: PROXYLESS_CERT_PROVIDER };
+  return {
+    name: upstreamClusterName(service, port),
+    type: DiscoveryType.EDS,
+    // grpc-js accepts only EDS clusters fed over ADS.
+    eds_cluster_config: { eds_config: adsConfigSource() },
+    lb_policy: LbPolicy.ROUND_ROBIN,
+    transport_socket: {
+      name: ExtName.Tls,
+      typed_config: typed(AnyType.UpstreamTlsContext, {
+        common_tls_context: {
+          tls_certificate_provider_instance: provider,
+          validation_context: {
+            ca_certificate_provider_instance: provider,
+            // grpc-js ignores match_typed_subject_alt_names; only this field works.
+            match_subject_alt_names: sanMatchers(mesh, service),
+          },
+        },
+      }),
+    },
+  };
+}
+
+/**
+ * CDS for `identity.kind === 'grpc'` proxies. Clients request clusters by the
+ * names their routes reference, so every requested name that exists is
+ * returned; without a request list, every service port's cluster (which covers
+ * every route target, split backends being services too).
+ */
+export const proxylessClusterGenerator: ResourceGenerator = {
+  typeUrl: TypeUrl.Cluster,
+  generate(
+    _proxy: ProxyContext,
+    ctx: GenerationContext,
+    requested: ReadonlySet<string> | undefined,
+  ): Resource[] {
+    const mesh = ctx.mesh;
+    const out: Resource[] = [];
+    if (requested === undefined) {
+      for (const service of mesh.services()) {
+        for (const port of service.ports) {
+          out.push({
+            name: upstreamClusterName(service, port.port),
+            typeUrl: TypeUrl.Cluster,
+            message: proxylessCluster(mesh, service, port.port),
+          });
+        }
+      }
+    } else {
+      for (const name of requested) {
+        const parsed = parseUpstreamClusterName(name);
+        if (!parsed) continue;
+        const service = mesh.service(parsed.serviceKey);
+        if (!service?.ports.some((p) => p.port === parsed.port)) continue;
+        out.push({ name, typeUrl: TypeUrl.Cluster, message: proxylessCluster(mesh, service, parsed.port) });
+      }
+    }
+    return byName(out);
+  },
+};

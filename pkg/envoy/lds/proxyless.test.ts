@@ -1,0 +1,201 @@
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { decodeMessage, encodeMessage } from '../../xds/proto/codec.js';
+import {
+  FakeProxylessMesh,
+  generationContext,
+  proxyContextFor,
+  proxyIdentity,
+  spiffe,
+} from '../testing/fake-proxyless-mesh.js';
+import { resourceProblems } from '../testing/roundtrip.js';
+import { type ProtoObject, type ProtoValue, TypeUrl } from '../types.js';
+import { proxylessListenerGenerator, proxylessServerListener } from './proxyless.js';
+
+const FQDN = 'bookstore.bookstore.svc.cluster.local:14001';
+const V1_SERVER = 'grpc/server?xds.resource.listening_address=10.0.1.21:14001';
+
+function obj(v: ProtoValue | undefined): ProtoObject {
+  assert.ok(
+    v !== null && typeof v === 'object' && !Array.isArray(v),
+    `expected an object, got ${JSON.stringify(v)}`,
+  );
+  return v;
+}
+function list(v: ProtoValue | undefined): ProtoValue[] {
+  assert.ok(Array.isArray(v), `expected a list, got ${JSON.stringify(v)}`);
+  return v;
+}
+/** Decodes through the real protos, so assertions see what a client sees. */
+function decoded(message: ProtoObject): ProtoObject {
+  return decodeMessage(TypeUrl.Listener, encodeMessage(TypeUrl.Listener, message));
+}
+
+function generate(mesh: FakeProxylessMesh, who: Parameters<typeof proxyIdentity>[0], requested?: string[]) {
+  const proxy = proxyContextFor(mesh, proxyIdentity(who));
+  return proxylessListenerGenerator.generate(proxy, generationContext(mesh), requested && new Set(requested));
+}
+
+test('client listeners answer every requested alias under its own name, routed to the canonical RDS name', () => {
+  const mesh = new FakeProxylessMesh();
+  const requested = [
+    FQDN,
+    'bookstore.bookstore:14001',
+    'bookstore-v1.bookstore.svc:14001',
+    'nope.bookstore:14001',
+  ];
+  const out = generate(mesh, 'bookbuyer', [...requested, 'bookstore.bookstore:9999']);
+  assert.deepEqual(
+    out.map((r) => r.name),
+    [
+      'bookstore-v1.bookstore.svc:14001',
+      'bookstore.bookstore.svc.cluster.local:14001',
+      'bookstore.bookstore:14001',
+    ],
+  );
+  assert.deepEqual(resourceProblems(out), []);
+  for (const r of out) {
+    const l = decoded(r.message);
+    assert.equal(l['name'], r.name);
+    const hcm = obj(obj(l['api_listener'])['api_listener']);
+    const rds = obj(hcm['rds']);
+    assert.deepEqual(obj(rds['config_source']), { ads: {}, resource_api_version: 'V3' });
+    const svc = r.name.startsWith('bookstore-v1') ? 'bookstore-v1' : 'bookstore';
+    assert.equal(rds['route_config_name'], `${svc}.bookstore.svc.cluster.local:14001`);
+    const filters = list(hcm['http_filters']).map((f) => obj(obj(f)['typed_config'])['@type']);
+    assert.equal(filters.at(-1), 'type.googleapis.com/envoy.extensions.filters.http.router.v3.Router');
+  }
+});
+
+test('without a request list every service port gets a client listener, in SMI mode even for a caller no rule allows', () => {
+  const mesh = new FakeProxylessMesh();
+  const out = generate(mesh, 'mallory', undefined);
+  assert.deepEqual(
+    out.map((r) => r.name),
+    [
+      'bookstore-v1.bookstore.svc.cluster.local:14001',
+      'bookstore-v2.bookstore.svc.cluster.local:14001',
+      'bookstore.bookstore.svc.cluster.local:14001',
+    ],
+  );
+});
+
+test('a server pod gets one mTLS listener per target port, with RBAC from every service on it', () => {
+  const mesh = new FakeProxylessMesh();
+  const out = generate(mesh, 'bookstore-v1', undefined);
+  const server = out.filter((r) => r.name.startsWith('grpc/server'));
+  assert.deepEqual(
+    server.map((r) => r.name),
+    [V1_SERVER],
+  );
+  assert.deepEqual(resourceProblems(server), []);
+  const l = decoded(obj(server[0]?.message));
+  assert.deepEqual(l['address'], { socket_address: { address: '10.0.1.21', port_value: 14001 } });
+  const chains = list(l['filter_chains']);
+  assert.equal(chains.length, 1);
+  const chain = obj(chains[0]);
+  const tls = obj(chain['transport_socket']);
+  assert.equal(tls['name'], 'envoy.transport_sockets.tls');
+  assert.deepEqual(obj(tls['typed_config']), {
+    '@type': 'type.googleapis.com/envoy.extensions.transport_sockets.tls.v3.DownstreamTlsContext',
+    require_client_certificate: { value: true },
+    common_tls_context: {
+      tls_certificate_provider_instance: { instance_name: 'default' },
+      validation_context: { ca_certificate_provider_instance: { instance_name: 'default' } },
+    },
+  });
+  const hcm = obj(obj(list(chain['filters'])[0])['typed_config']);
+  const vhost = obj(list(obj(hcm['route_config'])['virtual_hosts'])[0]);
+  assert.deepEqual(vhost['domains'], ['*']);
+  assert.deepEqual(list(vhost['routes'])[0], { match: { prefix: '/' }, non_forwarding_action: {} });
+  const filters = list(hcm['http_filters']).map(obj);
+  assert.deepEqual(
+    filters.map((f) => f['name']),
+    ['envoy.filters.http.rbac', 'envoy.filters.http.router'],
+  );
+  const policies = obj(obj(obj(filters[0]?.['typed_config'])['rules'])['policies']);
+  // The apex and bookstore-v1 both select this pod on target port 14001; the
+  // apex's rules (one TrafficTarget per backing identity in the fake) come along.
+  assert.deepEqual(Object.keys(policies).sort(), [
+    'TrafficTarget bookstore/bookstore-v1',
+    'TrafficTarget bookstore/bookstore-v1#2',
+    'TrafficTarget bookstore/bookstore-v2',
+  ]);
+  const policy = obj(Object.values(policies)[0]);
+  assert.deepEqual(policy['principals'], [
+    { authenticated: { principal_name: { exact: spiffe('bookbuyer') } } },
+  ]);
+  assert.deepEqual(policy['permissions'], [
+    {
+      and_rules: {
+        rules: [
+          { url_path: { path: { safe_regex: { regex: '(?:/bookstore\\.Bookstore/Buy).*' } } } },
+          { header: { name: ':method', string_match: { exact: 'POST' } } },
+        ],
+      },
+    },
+    {
+      and_rules: {
+        rules: [
+          { url_path: { path: { safe_regex: { regex: '(?:/bookstore\\.Bookstore/Restock).*' } } } },
+          { header: { name: 'x-role', string_match: { safe_regex: { regex: 'clerk|manager' } } } },
+        ],
+      },
+    },
+  ]);
+});
+
+test('permissive mode allows any caller on the server listener', () => {
+  const mesh = new FakeProxylessMesh({ permissive: true });
+  const [server] = generate(mesh, 'bookstore-v2', undefined).filter((r) => r.name.startsWith('grpc/server'));
+  const rules = obj(
+    obj(
+      list(
+        obj(obj(list(obj(list(obj(server?.message)['filter_chains'])[0])['filters'])[0])['typed_config'])[
+          'http_filters'
+        ],
+      )[0],
+    )['typed_config'],
+  )['rules'];
+  const policies = Object.values(obj(obj(rules)['policies'])).map(obj);
+  assert.ok(policies.length > 0);
+  for (const p of policies)
+    assert.deepEqual(p, { permissions: [{ any: true }], principals: [{ any: true }] });
+});
+
+test('requested server listeners: pod IP or unspecified IP on a pod port only', () => {
+  const mesh = new FakeProxylessMesh({ targetPorts: { v1: 15001 } });
+  const out = generate(mesh, 'bookstore-v1', [
+    'grpc/server?xds.resource.listening_address=0.0.0.0:15001',
+    'grpc/server?xds.resource.listening_address=10.9.9.9:15001',
+    'grpc/server?xds.resource.listening_address=10.0.1.21:15002',
+    'grpc/server?xds.resource.listening_address=10.0.1.21:0',
+    'not-a-listener',
+  ]);
+  assert.deepEqual(
+    out.map((r) => r.name),
+    [
+      'grpc/server?xds.resource.listening_address=0.0.0.0:15001',
+      'grpc/server?xds.resource.listening_address=10.0.1.21:15001',
+    ],
+  );
+  const any = decoded(obj(out[0]?.message));
+  assert.deepEqual(any['address'], { socket_address: { address: '0.0.0.0', port_value: 15001 } });
+  // A client pod backs no service: no server listener at all.
+  assert.deepEqual(
+    generate(mesh, 'bookbuyer', undefined).filter((r) => r.name.startsWith('grpc/server')),
+    [],
+  );
+});
+
+test('no rules → ALLOW with no policies (deny all), and the RBAC rules message is still encoded', () => {
+  const l = decoded(proxylessServerListener(V1_SERVER, '10.0.1.21', 14001, [], 'cluster.local'));
+  const hcm = obj(obj(list(obj(list(l['filter_chains'])[0])['filters'])[0])['typed_config']);
+  const rbac = obj(obj(list(hcm['http_filters'])[0])['typed_config']);
+  // grpc-js-xds skips an RBAC filter whose `rules` is absent (fails open):
+  // the policy-less rules must survive encoding as present.
+  assert.deepEqual(rbac, {
+    '@type': 'type.googleapis.com/envoy.extensions.filters.http.rbac.v3.RBAC',
+    rules: { action: 'ALLOW' },
+  });
+});

@@ -1,0 +1,187 @@
+// LDS for proxyless gRPC workloads (identity kind 'grpc'), as grpc-js-xds 1.14
+// consumes it (reference.md section 4):
+// - client Listeners: one api_listener per `xds:///<host>:<port>` target,
+//   routes by RDS;
+// - server Listeners: one per port the pod serves, named by the bootstrap
+//   template `grpc/server?xds.resource.listening_address=<ip>:<port>`, carrying
+//   the SMI policy as an RBAC HTTP filter and mTLS (gRFC A29).
+import type { InboundRule, MeshView, ProxyContext } from '../../catalog/types.js';
+import { byName } from '../common/outbound.js';
+import { AnyType, adsConfigSource, ExtName, socketAddress, typed } from '../common/xds.js';
+import {
+  PROXYLESS_CERT_PROVIDER,
+  proxylessClientListenerName,
+  proxylessServerListenerName,
+} from '../names.js';
+import { type ClientTarget, parseServerListenerName, resolveClientTarget } from '../proxyless/targets.js';
+import { httpRbacFilter } from '../rbac/rbac.js';
+import type { GenerationContext, ProtoObject, Resource, ResourceGenerator } from '../types.js';
+import { TypeUrl } from '../types.js';
+
+// grpc-js-xds requires the router filter last (gRFC A39).
+const ROUTER_FILTER: ProtoObject = { name: ExtName.Router, typed_config: typed(AnyType.Router) };
+
+/** A client Listener for one target, answered under the name the client asked for. */
+export function proxylessClientListener(target: ClientTarget): ProtoObject {
+  return {
+    name: target.name,
+    api_listener: {
+      api_listener: typed(AnyType.HttpConnectionManager, {
+        stat_prefix: target.name,
+        rds: {
+          config_source: adsConfigSource(),
+          // One route configuration per service port, shared by every alias.
+          route_config_name: proxylessClientListenerName(target.service, target.port.port),
+        },
+        http_filters: [ROUTER_FILTER],
+      }),
+    },
+  };
+}
+
+/**
+ * The TLS server side of gRFC A29: certificates from the bootstrap's
+ * certificate provider, client certificates required and validated against the
+ * same provider's CA, so RBAC sees the caller's SPIFFE id.
+ */
+function downstreamTls(): ProtoObject {
+  const provider = { instance_name: PROXYLESS_CERT_PROVIDER };
+  return {
+    // grpc-js-xds rejects any other transport socket name on a server Listener.
+    name: ExtName.Tls,
+    typed_config: typed(AnyType.DownstreamTlsContext, {
+      require_client_certificate: { value: true },
+      common_tls_context: {
+        tls_certificate_provider_instance: provider,
+        validation_context: { ca_certificate_provider_instance: provider },
+      },
+    }),
+  };
+}
+
+/**
+ * A server Listener for one listening address. Always mTLS: skein never emits
+ * a plaintext variant, so the grpc-js bug on toggling TLS with byte-identical
+ * HCM config (reference.md section 4) cannot arise.
+ */
+export function proxylessServerListener(
+  name: string,
+  ip: string,
+  port: number,
+  rules: readonly InboundRule[],
+  trustDomain: string,
+): ProtoObject {
+  const hcm: ProtoObject = typed(AnyType.HttpConnectionManager, {
+    stat_prefix: `inbound_${port}`,
+    // Inline routes: the server only needs non_forwarding_action (grpc-js-xds
+    // rejects calls on any other action).
+    route_config: {
+      name: `inbound_${port}`,
+      virtual_hosts: [
+        { name: 'inbound', domains: ['*'], routes: [{ match: { prefix: '/' }, non_forwarding_action: {} }] },
+      ],
+    },
+    http_filters: [httpRbacFilter(rules, trustDomain), ROUTER_FILTER],
+  });
+  return {
+    name,
+    // grpc-js-xds refuses to serve unless this equals the bound IP:port.
+    address: socketAddress(ip, port),
+    filter_chains: [
+      {
+        name: `inbound_${port}`,
+        filters: [{ name: ExtName.HttpConnectionManager, typed_config: hcm }],
+        transport_socket: downstreamTls(),
+      },
+    ],
+  };
+}
+
+/** Listening addresses an app may bind besides the pod IP. */
+function isUnspecified(ip: string): boolean {
+  return ip === '0.0.0.0' || ip === '::';
+}
+
+function clientListeners(mesh: MeshView, requested: ReadonlySet<string> | undefined): Resource[] {
+  const targets: ClientTarget[] = [];
+  if (requested === undefined) {
+    for (const service of mesh.services()) {
+      for (const port of service.ports) {
+        targets.push({ name: proxylessClientListenerName(service, port.port), service, port });
+      }
+    }
+  } else {
+    for (const name of requested) {
+      const target = resolveClientTarget(mesh, name);
+      if (target) targets.push(target);
+    }
+  }
+  // In SMI mode too: the destination enforces policy, so a denied call fails
+  // with PERMISSION_DENIED instead of UNAVAILABLE.
+  return targets.map((t) => ({
+    name: t.name,
+    typeUrl: TypeUrl.Listener,
+    message: proxylessClientListener(t),
+  }));
+}
+
+function serverListeners(
+  proxy: ProxyContext,
+  mesh: MeshView,
+  requested: ReadonlySet<string> | undefined,
+): Resource[] {
+  const podIP = proxy.podIP;
+  if (podIP === undefined) return [];
+  // Services backing the same target port share one listener.
+  const byTargetPort = new Map<number, InboundRule[]>();
+  for (const service of proxy.services) {
+    for (const port of service.ports) {
+      const list = byTargetPort.get(port.targetPort) ?? [];
+      list.push(...mesh.inboundRules(service.key, port.port));
+      byTargetPort.set(port.targetPort, list);
+    }
+  }
+  const containerPorts = new Set<number>();
+  for (const c of proxy.pod?.spec.containers ?? [])
+    for (const p of c.ports ?? []) containerPorts.add(p.containerPort);
+
+  const wanted = new Map<string, { ip: string; port: number }>();
+  for (const port of byTargetPort.keys())
+    wanted.set(proxylessServerListenerName(podIP, port), { ip: podIP, port });
+  for (const name of requested ?? []) {
+    const addr = parseServerListenerName(name);
+    if (!addr || (addr.ip !== podIP && !isUnspecified(addr.ip))) continue;
+    if (!byTargetPort.has(addr.port) && !containerPorts.has(addr.port)) continue;
+    wanted.set(name, addr);
+  }
+
+  const out: Resource[] = [];
+  for (const [name, addr] of wanted) {
+    // A container port no service exposes: nothing in SMI allows traffic to
+    // it (deny all); permissive mode allows every meshed caller.
+    const rules: readonly InboundRule[] =
+      byTargetPort.get(addr.port) ??
+      (mesh.permissive ? [{ sources: 'any', http: 'all', origin: 'permissive' }] : []);
+    out.push({
+      name,
+      typeUrl: TypeUrl.Listener,
+      message: proxylessServerListener(name, addr.ip, addr.port, rules, mesh.trustDomain),
+    });
+  }
+  return out;
+}
+
+/** LDS for `identity.kind === 'grpc'` proxies. */
+export const proxylessListenerGenerator: ResourceGenerator = {
+  typeUrl: TypeUrl.Listener,
+  generate(
+    proxy: ProxyContext,
+    ctx: GenerationContext,
+    requested: ReadonlySet<string> | undefined,
+  ): Resource[] {
+    const unique = new Map<string, Resource>();
+    for (const r of clientListeners(ctx.mesh, requested)) unique.set(r.name, r);
+    for (const r of serverListeners(proxy, ctx.mesh, requested)) unique.set(r.name, r);
+    return byName([...unique.values()]);
+  },
+};

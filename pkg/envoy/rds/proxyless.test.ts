@@ -1,0 +1,88 @@
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { decodeMessage, encodeMessage } from '../../xds/proto/codec.js';
+import {
+  FakeProxylessMesh,
+  generationContext,
+  proxyContextFor,
+  proxyIdentity,
+} from '../testing/fake-proxyless-mesh.js';
+import { resourceProblems } from '../testing/roundtrip.js';
+import { type ProtoObject, TypeUrl } from '../types.js';
+import { proxylessRouteGenerator } from './proxyless.js';
+
+const APEX = 'bookstore.bookstore.svc.cluster.local:14001';
+
+function routes(mesh: FakeProxylessMesh, requested?: string[]) {
+  const proxy = proxyContextFor(mesh, proxyIdentity('bookbuyer'));
+  return proxylessRouteGenerator.generate(proxy, generationContext(mesh), requested && new Set(requested));
+}
+
+/** The single virtual host, as a client decodes it. */
+function vhost(message: ProtoObject | undefined): { domains: unknown; route: unknown } {
+  assert.ok(message);
+  const rc = decodeMessage(TypeUrl.RouteConfiguration, encodeMessage(TypeUrl.RouteConfiguration, message));
+  const vhosts = rc['virtual_hosts'];
+  assert.ok(Array.isArray(vhosts) && vhosts.length === 1);
+  const vh = vhosts[0] as { domains: unknown; routes: { match: unknown; route: unknown }[] };
+  assert.equal(vh.routes.length, 1);
+  assert.deepEqual(vh.routes[0]?.match, { prefix: '/' });
+  return { domains: vh.domains, route: vh.routes[0]?.route };
+}
+
+test('a split apex routes by weighted_clusters to its backends; domains cover every alias', () => {
+  const out = routes(new FakeProxylessMesh(), [APEX]);
+  assert.deepEqual(
+    out.map((r) => r.name),
+    [APEX],
+  );
+  assert.deepEqual(resourceProblems(out), []);
+  const { domains, route } = vhost(out[0]?.message);
+  assert.deepEqual(domains, [
+    'bookstore.bookstore.svc.cluster.local:14001',
+    'bookstore.bookstore.svc:14001',
+    'bookstore.bookstore:14001',
+    'bookstore.bookstore.svc.cluster.local',
+    'bookstore.bookstore.svc',
+    'bookstore.bookstore',
+  ]);
+  assert.deepEqual(route, {
+    weighted_clusters: {
+      clusters: [
+        { name: 'bookstore/bookstore-v1|14001', weight: { value: 75 } },
+        { name: 'bookstore/bookstore-v2|14001', weight: { value: 25 } },
+      ],
+    },
+  });
+});
+
+test('zero-weight backends are omitted; an all-zero split falls back to the apex cluster', () => {
+  const oneLeft = vhost(routes(new FakeProxylessMesh({ weights: { v1: 0, v2: 10 } }), [APEX])[0]?.message);
+  assert.deepEqual(oneLeft.route, {
+    weighted_clusters: { clusters: [{ name: 'bookstore/bookstore-v2|14001', weight: { value: 10 } }] },
+  });
+  const none = vhost(routes(new FakeProxylessMesh({ weights: { v1: 0, v2: 0 } }), [APEX])[0]?.message);
+  assert.deepEqual(none.route, { cluster: 'bookstore/bookstore|14001' });
+});
+
+test('a plain service routes to its own cluster; only canonical names are route configurations', () => {
+  const mesh = new FakeProxylessMesh();
+  const out = routes(mesh, [
+    'bookstore-v1.bookstore.svc.cluster.local:14001',
+    'bookstore.bookstore:14001',
+    'x:1',
+  ]);
+  assert.deepEqual(
+    out.map((r) => r.name),
+    ['bookstore-v1.bookstore.svc.cluster.local:14001'],
+  );
+  assert.deepEqual(vhost(out[0]?.message).route, { cluster: 'bookstore/bookstore-v1|14001' });
+  assert.deepEqual(
+    routes(mesh, undefined).map((r) => r.name),
+    [
+      'bookstore-v1.bookstore.svc.cluster.local:14001',
+      'bookstore-v2.bookstore.svc.cluster.local:14001',
+      'bookstore.bookstore.svc.cluster.local:14001',
+    ],
+  );
+});

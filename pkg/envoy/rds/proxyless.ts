@@ -1,0 +1,69 @@
+// RDS for proxyless gRPC clients: one RouteConfiguration per service port,
+// named like its client Listener's canonical name and referenced by every
+// alias Listener of that port.
+import type { MeshService, MeshServicePort, MeshView, ProxyContext } from '../../catalog/types.js';
+import { byName } from '../common/outbound.js';
+import { proxylessClientListenerName } from '../names.js';
+import { clientTargetAliases, resolveClientTarget, routeDestinations } from '../proxyless/targets.js';
+import type { GenerationContext, ProtoObject, Resource, ResourceGenerator } from '../types.js';
+import { TypeUrl } from '../types.js';
+
+function routeAction(mesh: MeshView, service: MeshService, port: number): ProtoObject {
+  const destinations = routeDestinations(mesh, service, port);
+  const only = destinations.length === 1 ? destinations[0] : undefined;
+  if (only && only.weight === undefined) return { cluster: only.cluster };
+  // Every entry carries a weight: grpc-js counts a missing weight as 0.
+  return {
+    weighted_clusters: {
+      clusters: destinations.map((d) => ({ name: d.cluster, weight: { value: d.weight ?? 0 } })),
+    },
+  };
+}
+
+export function proxylessRouteConfiguration(
+  mesh: MeshView,
+  service: MeshService,
+  port: MeshServicePort,
+): ProtoObject {
+  const name = proxylessClientListenerName(service, port.port);
+  return {
+    name,
+    virtual_hosts: [
+      {
+        name,
+        // The client picks the virtual host by its target authority, which is
+        // whichever alias it dialled.
+        domains: clientTargetAliases(service, port),
+        routes: [{ match: { prefix: '/' }, route: routeAction(mesh, service, port.port) }],
+      },
+    ],
+  };
+}
+
+/** RDS for `identity.kind === 'grpc'` proxies. */
+export const proxylessRouteGenerator: ResourceGenerator = {
+  typeUrl: TypeUrl.RouteConfiguration,
+  generate(
+    _proxy: ProxyContext,
+    ctx: GenerationContext,
+    requested: ReadonlySet<string> | undefined,
+  ): Resource[] {
+    const ports: { service: MeshService; port: MeshServicePort }[] = [];
+    if (requested === undefined) {
+      for (const service of ctx.mesh.services())
+        for (const port of service.ports) ports.push({ service, port });
+    } else {
+      for (const name of requested) {
+        const t = resolveClientTarget(ctx.mesh, name);
+        // Only canonical names are route configurations; aliases are Listeners.
+        if (t && proxylessClientListenerName(t.service, t.port.port) === name) ports.push(t);
+      }
+    }
+    const out: Resource[] = ports.map(({ service, port }) => ({
+      name: proxylessClientListenerName(service, port.port),
+      typeUrl: TypeUrl.RouteConfiguration,
+      message: proxylessRouteConfiguration(ctx.mesh, service, port),
+    }));
+    return byName(out);
+  },
+};
