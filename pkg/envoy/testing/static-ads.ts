@@ -8,11 +8,7 @@ import type { MeshView } from '../../catalog/types.js';
 import { parseProxyCommonName } from '../../mesh/identity.js';
 import { encodeMessage } from '../../xds/proto/codec.js';
 import { messageType } from '../../xds/proto/root.js';
-import { proxylessClusterGenerator } from '../cds/proxyless.js';
-import { edsGenerator } from '../eds/eds.js';
-import { proxylessListenerGenerator } from '../lds/proxyless.js';
-import { proxylessRouteGenerator } from '../rds/proxyless.js';
-import type { ResourceGenerator } from '../types.js';
+import { PROXYLESS_GENERATORS } from '../proxyless/generators.js';
 import { generationContext, proxyContextFor } from './fake-proxyless-mesh.js';
 
 const ADS_PATH = '/envoy.service.discovery.v3.AggregatedDiscoveryService/StreamAggregatedResources';
@@ -28,13 +24,6 @@ const ADS_SERVICE: grpc.ServiceDefinition = {
     responseDeserialize: passthrough,
   },
 };
-
-const GENERATORS: readonly ResourceGenerator[] = [
-  proxylessClusterGenerator,
-  edsGenerator,
-  proxylessListenerGenerator,
-  proxylessRouteGenerator,
-];
 
 export interface StaticAds {
   port: number;
@@ -91,7 +80,7 @@ export async function startStaticAds(mesh: MeshView): Promise<StaticAds> {
       // Same names as last answered: an ACK (or nothing new to say).
       if (answered.get(req.typeUrl) === key || req.names.length === 0 || !nodeId) return;
       answered.set(req.typeUrl, key);
-      const generator = GENERATORS.find((g) => g.typeUrl === req.typeUrl);
+      const generator = [...PROXYLESS_GENERATORS.values()].find((g) => g.typeUrl === req.typeUrl);
       if (!generator) return;
       const proxy = proxyContextFor(mesh, parseProxyCommonName(nodeId));
       const wanted = new Set(req.names);
