@@ -1,0 +1,66 @@
+import type { Dirent } from 'node:fs';
+import { readdir, stat } from 'node:fs/promises';
+import path from 'node:path';
+
+export interface FileStamp {
+  mtimeMs: number;
+  size: number;
+}
+
+const MANIFEST = /\.(ya?ml|json)$/;
+
+function isMissing(err: unknown): boolean {
+  return err instanceof Error && 'code' in err && (err.code === 'ENOENT' || err.code === 'ENOTDIR');
+}
+
+async function stampOf(file: string): Promise<FileStamp | undefined> {
+  try {
+    const st = await stat(file);
+    return st.isFile() ? { mtimeMs: st.mtimeMs, size: st.size } : undefined;
+  } catch (err) {
+    // Deleted between readdir and stat: the next scan sees it gone.
+    if (isMissing(err)) return undefined;
+    throw err;
+  }
+}
+
+/**
+ * Every manifest file (`*.yaml`, `*.yml`, `*.json`) under `root`, recursively,
+ * with its mtime and size; `root` may also be a single file. Hidden entries are
+ * skipped: a ConfigMap volume keeps each file twice, once under a hidden
+ * `..<timestamp>` directory. Symlinked files are followed (that is how such a
+ * volume exposes them), symlinked directories are not (no loops).
+ */
+export async function listManifestFiles(root: string): Promise<Map<string, FileStamp>> {
+  const out = new Map<string, FileStamp>();
+  const top = await stat(root);
+  if (top.isFile()) {
+    out.set(root, { mtimeMs: top.mtimeMs, size: top.size });
+    return out;
+  }
+  const pending: Promise<void>[] = [];
+  const walk = async (dir: string): Promise<void> => {
+    let entries: Dirent[];
+    try {
+      entries = await readdir(dir, { withFileTypes: true });
+    } catch (err) {
+      if (isMissing(err) && dir !== root) return;
+      throw err;
+    }
+    for (const e of entries) {
+      if (e.name.startsWith('.')) continue;
+      const full = path.join(dir, e.name);
+      if (e.isDirectory()) pending.push(walk(full));
+      else if ((e.isFile() || e.isSymbolicLink()) && MANIFEST.test(e.name))
+        pending.push(
+          stampOf(full).then((s) => {
+            if (s) out.set(full, s);
+          }),
+        );
+    }
+  };
+  await walk(root);
+  // walk() adds to `pending` while earlier entries settle; drain until none are left.
+  for (let i = 0; i < pending.length; i++) await pending[i];
+  return out;
+}

@@ -1,0 +1,91 @@
+import { parseAllDocuments } from 'yaml';
+import type { AnyObject } from '../../model/objects.js';
+import { isRecord } from '../../schema/guards.js';
+import { isNamespacedKind } from '../../schema/validate.js';
+import type { Problem } from '../registry.js';
+import { validateManifest } from '../validate.js';
+
+/** The valid objects of one manifest file, in document order, and what was wrong with the rest. */
+export interface ParsedFile {
+  objects: AnyObject[];
+  problems: Problem[];
+}
+
+/** Like kubectl: a namespaced object without a namespace goes to `default`. */
+export const DEFAULT_NAMESPACE = 'default';
+
+function errorMessage(err: unknown): string {
+  // yaml's messages append a code excerpt after a blank line; the first line says it all.
+  const text = err instanceof Error ? err.message : String(err);
+  return (text.split('\n')[0] ?? text).replace(/:$/, '');
+}
+
+/** Parses a manifest file: multi-document YAML, or JSON for `*.json`; `kind: *List` is expanded. */
+export function parseManifests(file: string, text: string): ParsedFile {
+  const out: ParsedFile = { objects: [], problems: [] };
+  const documents: { value: unknown; error?: string }[] = [];
+  if (file.endsWith('.json')) {
+    try {
+      documents.push({ value: JSON.parse(text) });
+    } catch (err) {
+      documents.push({ value: undefined, error: `invalid JSON: ${errorMessage(err)}` });
+    }
+  } else {
+    for (const doc of parseAllDocuments(text)) {
+      const first = doc.errors[0];
+      if (first) {
+        documents.push({ value: undefined, error: `invalid YAML: ${errorMessage(first)}` });
+        continue;
+      }
+      try {
+        // maxAliasCount guards against alias bombs ("billion laughs").
+        documents.push({ value: doc.toJS({ maxAliasCount: 100 }) });
+      } catch (err) {
+        documents.push({ value: undefined, error: `invalid YAML: ${errorMessage(err)}` });
+      }
+    }
+  }
+  const many = documents.length > 1;
+  documents.forEach((d, i) => {
+    const where = many ? `document ${i + 1}: ` : '';
+    if (d.error !== undefined) {
+      out.problems.push({ source: file, reason: where + d.error });
+      return;
+    }
+    for (const item of expandList(d.value)) {
+      const candidate = withDefaultNamespace(item);
+      const result = validateManifest(candidate);
+      if (result.ok) out.objects.push(result.object);
+      else out.problems.push({ source: file, ...identify(candidate), reason: where + result.reason });
+    }
+  });
+  return out;
+}
+
+// Empty documents (a trailing `---`, comments only) are not errors.
+function expandList(value: unknown): unknown[] {
+  if (value === null || value === undefined) return [];
+  if (isRecord(value) && typeof value['kind'] === 'string' && value['kind'].endsWith('List')) {
+    const items = value['items'];
+    if (Array.isArray(items)) return items;
+  }
+  return [value];
+}
+
+function withDefaultNamespace(item: unknown): unknown {
+  if (!isRecord(item) || !isRecord(item['metadata']) || typeof item['kind'] !== 'string') return item;
+  if (item['metadata']['namespace'] !== undefined || !isNamespacedKind(item['kind'])) return item;
+  return { ...item, metadata: { ...item['metadata'], namespace: DEFAULT_NAMESPACE } };
+}
+
+function identify(item: unknown): Pick<Problem, 'kind' | 'namespace' | 'name'> {
+  if (!isRecord(item)) return {};
+  const out: Pick<Problem, 'kind' | 'namespace' | 'name'> = {};
+  if (typeof item['kind'] === 'string') out.kind = item['kind'];
+  const meta = item['metadata'];
+  if (isRecord(meta)) {
+    if (typeof meta['name'] === 'string') out.name = meta['name'];
+    if (typeof meta['namespace'] === 'string') out.namespace = meta['namespace'];
+  }
+  return out;
+}
