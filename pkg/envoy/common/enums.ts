@@ -1,7 +1,7 @@
-// Numeric values of the Envoy enums skein's generators set. encodeMessage runs
-// protobufjs `verify`, which accepts enum fields only as numbers (a name such
-// as 'EDS' fails with "enum value expected"); enums.test.ts checks every value
-// here against the loaded protos so a typo cannot slip through.
+// Numeric values of the Envoy enums skein's generators set. protobufjs accepts
+// names or numbers in fromObject form; a misspelled name would be dropped
+// silently, a misnamed constant here fails to compile, and enums.test.ts
+// checks every value against the loaded protos.
 
 /** envoy.config.core.v3.ApiVersion */
 export const ApiVersion = { V3: 2 } as const;

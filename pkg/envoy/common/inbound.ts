@@ -23,7 +23,7 @@ export interface InboundPort {
 }
 
 /**
- * Sorted by service key, then target port. Two ports of one service with the
+ * Sorted by service key, then service port. Two ports of one service with the
  * same target port collapse into one entry (their rules are merged), since
  * they would need identical filter chains and the same local cluster.
  */

@@ -1,0 +1,94 @@
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { bookstoreMesh, type FakeMesh, fakeSecrets, sidecarProxy } from '../testing/fake-mesh.js';
+import { at, named } from '../testing/pick.js';
+import { sidecarCdsGenerator } from './sidecar.js';
+
+function cds(mesh: FakeMesh, pod: string) {
+  return sidecarCdsGenerator.generate(
+    sidecarProxy(mesh, pod),
+    { mesh, secrets: fakeSecrets('all') },
+    undefined,
+  );
+}
+
+test('bookbuyer: backend clusters of the split (even bookstore-v2), no apex cluster, no passthrough', () => {
+  const clusters = cds(bookstoreMesh(), 'bookbuyer-1');
+  assert.deepEqual(
+    clusters.map((r) => r.name),
+    ['bookstore/bookstore-v1|14001', 'bookstore/bookstore-v2|14001'],
+  );
+  assert.deepEqual(named(clusters, 'bookstore/bookstore-v2|14001'), {
+    name: 'bookstore/bookstore-v2|14001',
+    type: 3, // EDS
+    eds_cluster_config: { eds_config: { ads: {}, resource_api_version: 2 } },
+    connect_timeout: { seconds: 1 },
+    transport_socket: {
+      name: 'envoy.transport_sockets.tls',
+      typed_config: {
+        '@type': 'type.googleapis.com/envoy.extensions.transport_sockets.tls.v3.UpstreamTlsContext',
+        common_tls_context: {
+          tls_certificate_sds_secret_configs: [
+            { name: 'service-cert:bookbuyer/bookbuyer', sds_config: { ads: {}, resource_api_version: 2 } },
+          ],
+          validation_context_sds_secret_config: {
+            name: 'root-cert-for-mtls-outbound:bookstore/bookstore-v2',
+            sds_config: { ads: {}, resource_api_version: 2 },
+          },
+        },
+        sni: 'bookstore-v2.bookstore.svc.cluster.local',
+      },
+    },
+  });
+});
+
+test('local clusters for every served port, HTTP/2 upstream only for gRPC ports', () => {
+  const clusters = cds(bookstoreMesh(), 'bookwarehouse-1');
+  assert.deepEqual(
+    clusters.map((r) => r.name),
+    [
+      'bookwarehouse/bookwarehouse|13306|local',
+      'bookwarehouse/bookwarehouse|14001|local',
+      'bookwarehouse/mysql|3306',
+    ],
+  );
+  const grpcLocal = named(clusters, 'bookwarehouse/bookwarehouse|14001|local');
+  assert.equal(grpcLocal['type'], 0); // STATIC
+  assert.deepEqual(
+    at(grpcLocal, 'load_assignment', 'endpoints', 0, 'lb_endpoints', 0, 'endpoint', 'address'),
+    {
+      socket_address: { address: '127.0.0.1', port_value: 14001 },
+    },
+  );
+  assert.deepEqual(
+    at(
+      grpcLocal,
+      'typed_extension_protocol_options',
+      'envoy.extensions.upstreams.http.v3.HttpProtocolOptions',
+    ),
+    {
+      '@type': 'type.googleapis.com/envoy.extensions.upstreams.http.v3.HttpProtocolOptions',
+      explicit_http_config: { http2_protocol_options: {} },
+    },
+  );
+  assert.equal(
+    at(named(clusters, 'bookwarehouse/bookwarehouse|13306|local'), 'typed_extension_protocol_options'),
+    undefined,
+  );
+  const upstream = named(cds(bookstoreMesh(), 'bookstore-v2-1'), 'bookwarehouse/bookwarehouse|14001');
+  assert.ok(at(upstream, 'typed_extension_protocol_options'));
+});
+
+test('bookthief: nothing in SMI mode; permissive mode adds every service and the passthrough cluster', () => {
+  assert.deepEqual(cds(bookstoreMesh(), 'bookthief-1'), []);
+  const clusters = cds(bookstoreMesh({ permissive: true }), 'bookthief-1');
+  const names = clusters.map((r) => r.name);
+  assert.ok(names.includes('bookstore/bookstore-v1|14001'));
+  assert.ok(!names.includes('bookstore/bookstore|14001'), 'split apex has no cluster of its own');
+  assert.deepEqual(named(clusters, 'passthrough-outbound'), {
+    name: 'passthrough-outbound',
+    type: 4, // ORIGINAL_DST
+    lb_policy: 6, // CLUSTER_PROVIDED
+    connect_timeout: { seconds: 1 },
+  });
+});

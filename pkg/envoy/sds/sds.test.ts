@@ -1,0 +1,100 @@
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import {
+  bookstoreMesh,
+  FAKE_TRUST_BUNDLE,
+  type FakeMesh,
+  fakeSecrets,
+  sidecarProxy,
+} from '../testing/fake-mesh.js';
+import { named } from '../testing/pick.js';
+import { sdsGenerator } from './sds.js';
+
+function sds(mesh: FakeMesh, pod: string, requested: string[] | undefined, issued: string[] | 'all' = 'all') {
+  const req = requested ? new Set(requested) : undefined;
+  return sdsGenerator.generate(sidecarProxy(mesh, pod), { mesh, secrets: fakeSecrets(issued) }, req);
+}
+
+test("serves the proxy's own service cert, never another identity's", () => {
+  const out = sds(bookstoreMesh(), 'bookbuyer-1', [
+    'service-cert:bookbuyer/bookbuyer',
+    'service-cert:bookstore/bookstore-v1',
+    'service-cert:bookthief/bookthief',
+    'root-cert-for-mtls-inbound:bookstore/bookstore-v1',
+  ]);
+  assert.deepEqual(
+    out.map((r) => r.name),
+    ['service-cert:bookbuyer/bookbuyer'],
+  );
+  assert.deepEqual(out[0]?.message, {
+    name: 'service-cert:bookbuyer/bookbuyer',
+    tls_certificate: {
+      certificate_chain: {
+        inline_string: fakeSecrets('all').serviceCertificate('bookbuyer/bookbuyer')?.certPem ?? '',
+      },
+      private_key: {
+        inline_string: fakeSecrets('all').serviceCertificate('bookbuyer/bookbuyer')?.keyPem ?? '',
+      },
+    },
+  });
+  // Even a wildcard-style request (all it references) never includes another identity's key.
+  for (const mesh of [bookstoreMesh(), bookstoreMesh({ permissive: true })]) {
+    for (const pod of mesh.spec.pods) {
+      const proxy = sidecarProxy(mesh, pod.metadata.name);
+      const own = `service-cert:${proxy.identity.namespace}/${proxy.identity.serviceAccount}`;
+      const certs = sds(mesh, pod.metadata.name, undefined).filter((r) => r.name.startsWith('service-cert:'));
+      assert.deepEqual(
+        certs.map((r) => r.name),
+        [own],
+      );
+    }
+  }
+});
+
+test('a certificate not issued yet is omitted', () => {
+  assert.deepEqual(sds(bookstoreMesh(), 'bookbuyer-1', ['service-cert:bookbuyer/bookbuyer'], []), []);
+});
+
+test('inbound validation: only the allowed sources in SMI mode, just the CA in permissive mode', () => {
+  const name = 'root-cert-for-mtls-inbound:bookstore/bookstore-v1';
+  assert.deepEqual(named(sds(bookstoreMesh(), 'bookstore-v1-1', [name]), name), {
+    name,
+    validation_context: {
+      trusted_ca: { inline_string: FAKE_TRUST_BUNDLE },
+      match_subject_alt_names: [{ exact: 'spiffe://cluster.local/ns/bookbuyer/sa/bookbuyer' }],
+    },
+  });
+  assert.deepEqual(named(sds(bookstoreMesh({ permissive: true }), 'bookstore-v1-1', [name]), name), {
+    name,
+    validation_context: { trusted_ca: { inline_string: FAKE_TRUST_BUNDLE } },
+  });
+  // Another identity's inbound root is not served.
+  assert.deepEqual(sds(bookstoreMesh(), 'bookbuyer-1', [name]), []);
+});
+
+test("outbound validation: the service's identities, only for services the proxy may call", () => {
+  const v2 = 'root-cert-for-mtls-outbound:bookstore/bookstore-v2';
+  assert.deepEqual(named(sds(bookstoreMesh(), 'bookbuyer-1', [v2]), v2), {
+    name: v2,
+    validation_context: {
+      trusted_ca: { inline_string: FAKE_TRUST_BUNDLE },
+      match_subject_alt_names: [{ exact: 'spiffe://cluster.local/ns/bookstore/sa/bookstore-v2' }],
+    },
+  });
+  assert.deepEqual(sds(bookstoreMesh(), 'bookthief-1', [v2]), []);
+  assert.equal(sds(bookstoreMesh({ permissive: true }), 'bookthief-1', [v2]).length, 1);
+  // Unknown names are ignored.
+  assert.deepEqual(sds(bookstoreMesh(), 'bookbuyer-1', ['nope', 'root-cert-for-mtls-outbound:x/y']), []);
+});
+
+test('without a request, serves everything the proxy references', () => {
+  assert.deepEqual(
+    sds(bookstoreMesh(), 'bookbuyer-1', undefined).map((r) => r.name),
+    [
+      'root-cert-for-mtls-inbound:bookbuyer/bookbuyer',
+      'root-cert-for-mtls-outbound:bookstore/bookstore-v1',
+      'root-cert-for-mtls-outbound:bookstore/bookstore-v2',
+      'service-cert:bookbuyer/bookbuyer',
+    ],
+  );
+});

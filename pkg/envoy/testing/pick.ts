@@ -1,0 +1,38 @@
+// Test helper: navigate generated ProtoObjects without casts.
+import type { ProtoObject, ProtoValue, Resource } from '../types.js';
+
+export function isProtoObject(v: ProtoValue | undefined): v is ProtoObject {
+  return typeof v === 'object' && v !== null && !Array.isArray(v);
+}
+
+/** The value at a path of keys / array indexes, or undefined. */
+export function at(v: ProtoValue | undefined, ...path: (string | number)[]): ProtoValue | undefined {
+  let cur = v;
+  for (const step of path) {
+    if (typeof step === 'number') cur = Array.isArray(cur) ? cur[step] : undefined;
+    else cur = isProtoObject(cur) ? cur[step] : undefined;
+  }
+  return cur;
+}
+
+export function list(v: ProtoValue | undefined, ...path: (string | number)[]): ProtoValue[] {
+  const found = at(v, ...path);
+  return Array.isArray(found) ? found : [];
+}
+
+export function named(resources: readonly Resource[], name: string): ProtoObject {
+  const r = resources.find((x) => x.name === name);
+  if (!r) throw new Error(`no resource ${name} in [${resources.map((x) => x.name).join(', ')}]`);
+  return r.message;
+}
+
+/** The element of a list of `{name}` objects with that name. */
+export function byNameIn(items: readonly ProtoValue[], name: string): ProtoObject {
+  const found = items.find((x) => isProtoObject(x) && x['name'] === name);
+  if (!isProtoObject(found)) throw new Error(`no element named ${name}`);
+  return found;
+}
+
+export function names(items: readonly ProtoValue[]): string[] {
+  return items.map((x) => (isProtoObject(x) && typeof x['name'] === 'string' ? x['name'] : '?'));
+}
