@@ -158,8 +158,8 @@ export class LocalRegistry implements Registry {
     }, delay);
   }
 
+  // Records hints only: a scan starts when the debounce (or a poll) says so.
   private mergePending(hint: Hint): void {
-    this.pendingScan = true;
     if (this.pending === 'all' || hint === 'all') this.pending = 'all';
     else this.pending = new Set([...(this.pending ?? []), ...hint]);
   }
