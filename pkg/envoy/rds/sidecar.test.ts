@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { bookstoreMesh, FakeMesh, fakeSecrets, sidecarProxy } from '../testing/fake-mesh.js';
 import { at, byNameIn, list, named, names } from '../testing/pick.js';
-import { sidecarRdsGenerator } from './sidecar.js';
+import { serviceDomains, sidecarRdsGenerator } from './sidecar.js';
 
 function rds(mesh: FakeMesh, pod: string, requested?: string[]) {
   const req = requested ? new Set(requested) : undefined;
@@ -111,4 +111,28 @@ test('only requested names are built; bookthief gets nothing in SMI mode', () =>
   assert.deepEqual(rds(bookstoreMesh(), 'bookthief-1'), []);
   const permissive = named(rds(bookstoreMesh({ permissive: true }), 'bookthief-1'), 'rds-outbound.14001');
   assert.ok(names(list(permissive, 'virtual_hosts')).includes('bookstore/bookstore'));
+});
+
+test('IPv6 clusterIPs appear bracketed, as in Host headers', () => {
+  const svc = {
+    namespace: 'ns',
+    name: 'v6',
+    key: 'ns/v6',
+    fqdn: 'v6.ns.svc.cluster.local',
+    clusterIP: 'fd00::10',
+    ports: [],
+    selector: {},
+  };
+  assert.deepEqual(serviceDomains(svc, 80, 'ns'), [
+    'v6',
+    'v6:80',
+    'v6.ns',
+    'v6.ns:80',
+    'v6.ns.svc',
+    'v6.ns.svc:80',
+    'v6.ns.svc.cluster.local',
+    'v6.ns.svc.cluster.local:80',
+    '[fd00::10]',
+    '[fd00::10]:80',
+  ]);
 });

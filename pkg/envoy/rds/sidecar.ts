@@ -19,7 +19,11 @@ export function serviceDomains(svc: MeshService, port: number, proxyNamespace: s
   const domains: string[] = [];
   for (const h of hosts) domains.push(h, `${h}:${port}`);
   const ip = svc.clusterIP;
-  if (ip && ip !== 'None') domains.push(ip, ip.includes(':') ? `[${ip}]:${port}` : `${ip}:${port}`);
+  if (ip && ip !== 'None') {
+    // An IPv6 literal appears in the Host header in brackets (RFC 3986).
+    const host = ip.includes(':') ? `[${ip}]` : ip;
+    domains.push(host, `${host}:${port}`);
+  }
   return domains;
 }
 
