@@ -4,34 +4,24 @@
 // then RDS/EDS/SDS by the names they reference).
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import type { ProxyContext } from '../../catalog/types.js';
 import type { SecretSource } from '../../certificate/types.js';
-import { sidecarCdsGenerator } from '../cds/sidecar.js';
-import { edsGenerator } from '../eds/eds.js';
-import { sidecarLdsGenerator } from '../lds/sidecar.js';
-import { sidecarRdsGenerator } from '../rds/sidecar.js';
-import { sdsGenerator } from '../sds/sds.js';
-import type { GenerationContext, Resource } from '../types.js';
-import { crossReferenceProblems, type ProxyResources, referencesOf } from './crossref.js';
-import { bookstoreMesh, type FakeMesh, fakeSecrets, sidecarProxy } from './fake-mesh.js';
+import type { Resource } from '../types.js';
+import { crossReferenceProblems } from './crossref.js';
+import { bookstoreMesh, FakeMesh, fakeSecrets, sidecarProxy } from './fake-mesh.js';
+import { fetchSidecarConfig } from './fetch.js';
 import { resourceProblems } from './roundtrip.js';
 
-/** Fetches one proxy's config the way Envoy subscribes to it. */
-export function fetchAll(proxy: ProxyContext, ctx: GenerationContext): ProxyResources {
-  const listeners = sidecarLdsGenerator.generate(proxy, ctx, undefined);
-  const clusters = sidecarCdsGenerator.generate(proxy, ctx, undefined);
-  const fromLds = referencesOf(listeners);
-  const routes = sidecarRdsGenerator.generate(proxy, ctx, fromLds.routes);
-  const fromCds = referencesOf([...clusters, ...routes, ...listeners]);
-  const endpoints = edsGenerator.generate(proxy, ctx, fromCds.edsClusters);
-  const secrets = sdsGenerator.generate(proxy, ctx, fromCds.secrets);
-  return { listeners, routes, clusters, endpoints, secrets };
-}
-
+/** SMI, permissive, and SMI with a TCP port on the split apex and its backends. */
 function meshes(): [string, FakeMesh][] {
+  const tcpSplit = bookstoreMesh();
+  for (const svc of tcpSplit.spec.services) {
+    if (svc.namespace === 'bookstore')
+      svc.ports.push({ name: 'tcp-x', port: 9000, targetPort: 9001, protocol: 'tcp' });
+  }
   return [
     ['smi', bookstoreMesh()],
     ['permissive', bookstoreMesh({ permissive: true })],
+    ['smi+tcp split', new FakeMesh(tcpSplit.spec)],
   ];
 }
 
@@ -41,7 +31,7 @@ test('every resource of every pod round-trips and resolves every reference', () 
     const ctx = { mesh, secrets: fakeSecrets('all') };
     for (const pod of mesh.spec.pods) {
       const proxy = sidecarProxy(mesh, pod.metadata.name);
-      const res = fetchAll(proxy, ctx);
+      const res = fetchSidecarConfig(proxy, ctx);
       const all: Resource[] = [
         ...res.listeners,
         ...res.routes,
@@ -61,7 +51,7 @@ test('every resource of every pod round-trips and resolves every reference', () 
 test('the cross-reference checker reports dangling names', () => {
   const mesh = bookstoreMesh();
   const ctx = { mesh, secrets: fakeSecrets('all') };
-  const res = fetchAll(sidecarProxy(mesh, 'bookbuyer-1'), ctx);
+  const res = fetchSidecarConfig(sidecarProxy(mesh, 'bookbuyer-1'), ctx);
   const noRoutes = crossReferenceProblems({ ...res, routes: [] });
   assert.deepEqual(noRoutes, ['route config rds-outbound.14001 is referenced but not served']);
   const [firstCluster, ...otherClusters] = res.clusters;
@@ -84,7 +74,7 @@ test('the cross-reference checker reports dangling names', () => {
 test('with no certificate issued yet, only the service-cert secret is missing', () => {
   const mesh = bookstoreMesh();
   const none: SecretSource = fakeSecrets([]);
-  const res = fetchAll(sidecarProxy(mesh, 'bookstore-v1-1'), { mesh, secrets: none });
+  const res = fetchSidecarConfig(sidecarProxy(mesh, 'bookstore-v1-1'), { mesh, secrets: none });
   assert.deepEqual(crossReferenceProblems(res), [
     'secret service-cert:bookstore/bookstore-v1 is referenced but not served',
   ]);
@@ -93,7 +83,7 @@ test('with no certificate issued yet, only the service-cert secret is missing', 
 test('the five generators share one outbound computation per proxy identity and view', () => {
   const mesh = bookstoreMesh();
   const ctx = { mesh, secrets: fakeSecrets('all') };
-  fetchAll(sidecarProxy(mesh, 'bookbuyer-1'), ctx);
-  fetchAll(sidecarProxy(mesh, 'bookbuyer-1'), ctx);
+  fetchSidecarConfig(sidecarProxy(mesh, 'bookbuyer-1'), ctx);
+  fetchSidecarConfig(sidecarProxy(mesh, 'bookbuyer-1'), ctx);
   assert.equal(mesh.outboundCalls, 1);
 });
