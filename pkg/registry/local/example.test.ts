@@ -51,17 +51,24 @@ it('examples/bookstore loads without problems', async () => {
       { service: 'bookstore-v2', weight: 25 },
     ]);
     assert.equal(store.get('MeshConfig', 'skein-system/skein')?.spec.traffic?.permissive, false);
-    // Derived endpoints: the apex selects both versions.
+    // Derived endpoints: the apex selects both versions; they listen on different
+    // ports (one port per workload on a shared loopback), so Kubernetes-style
+    // they land in two slices.
     const ips = (key: string): string[] | undefined =>
       store.get('EndpointSlice', key)?.endpoints.flatMap((e) => e.addresses);
-    assert.deepEqual(ips('bookstore/bookstore-local'), ['127.0.0.21', '127.0.0.22']);
+    const apex = store
+      .list('EndpointSlice')
+      .filter((s) => s.metadata.labels?.['kubernetes.io/service-name'] === 'bookstore')
+      .flatMap((s) => s.endpoints.flatMap((e) => e.addresses.map((a) => `${a}:${s.ports?.[0]?.port}`)))
+      .sort();
+    assert.deepEqual(apex, ['127.0.0.21:14021', '127.0.0.22:14022']);
     assert.deepEqual(ips('bookstore/bookstore-v1-local'), ['127.0.0.21']);
     assert.deepEqual(ips('bookstore/bookstore-v2-local'), ['127.0.0.22']);
     assert.deepEqual(ips('bookbuyer/bookbuyer-local'), ['127.0.0.11']);
     assert.deepEqual(ips('bookthief/bookthief-local'), ['127.0.0.12']);
     assert.deepEqual(ips('bookwarehouse/bookwarehouse-local'), ['127.0.0.31']);
-    assert.deepEqual(store.get('EndpointSlice', 'bookstore/bookstore-local')?.ports, [
-      { name: 'grpc-api', port: 14001, protocol: 'TCP', appProtocol: 'grpc' },
+    assert.deepEqual(store.get('EndpointSlice', 'bookstore/bookstore-v1-local')?.ports, [
+      { name: 'grpc-api', port: 14021, protocol: 'TCP', appProtocol: 'grpc' },
     ]);
   } finally {
     await registry.stop();

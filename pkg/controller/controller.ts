@@ -1,0 +1,274 @@
+import { mkdir } from 'node:fs/promises';
+import path from 'node:path';
+import { AnnouncementBus } from '../announcements/bus.js';
+import { Repeater } from '../announcements/repeater.js';
+import { publishStoreChanges } from '../announcements/store.js';
+import { ProxyRegistry, proxyContext } from '../catalog/proxies.js';
+import type { MeshView } from '../catalog/types.js';
+import { buildMeshView, meshConfigOf, policyProblems } from '../catalog/view.js';
+import { BuiltinCA } from '../certificate/builtin.js';
+import { WorkloadCertWriter, workloadCertsDir } from '../certificate/files.js';
+import { CertificateManager } from '../certificate/manager.js';
+import { meshGenerators } from '../envoy/generators.js';
+import { HealthServer } from '../health/server.js';
+import type { Logger } from '../logger/logger.js';
+import { DEFAULT_CERT_VALIDITY_MS, DEFAULT_MIN_PUSH_INTERVAL_MS } from '../mesh/constants.js';
+import { parseDuration } from '../mesh/duration.js';
+import { LocalRegistry } from '../registry/local/registry.js';
+import { LoggingProblemReporter } from '../registry/problems.js';
+import type { Registry } from '../registry/registry.js';
+import { MeshStore } from '../registry/store.js';
+import { AdsServer } from '../xds/server/server.js';
+import type { ProxyConfigSource } from '../xds/server/types.js';
+import { LocalWorkloads } from './local-workloads.js';
+import type { ControllerOptions } from './options.js';
+import { ProblemLog } from './problem-log.js';
+
+export interface ControllerPorts {
+  ads: number;
+  insecureAds?: number;
+  http: number;
+}
+
+/**
+ * Wires skein together: registry → store → MeshView (policy) → generators →
+ * ADS server, with the announcement bus and per-proxy repeater in between,
+ * and the certificate manager feeding SDS and the local workload files.
+ */
+export class Controller {
+  readonly store = new MeshStore();
+  readonly bus: AnnouncementBus;
+  readonly proxies = new ProxyRegistry();
+  private readonly log: Logger;
+  private registry: Registry | undefined;
+  private ca: BuiltinCA | undefined;
+  private certs: CertificateManager | undefined;
+  private repeater: Repeater | undefined;
+  private ads: AdsServer | undefined;
+  private health: HealthServer | undefined;
+  private workloads: LocalWorkloads | undefined;
+  private writer: WorkloadCertWriter | undefined;
+  private view: MeshView | undefined;
+  private readonly problems: ProblemLog;
+  private adsServing = false;
+  private stopFns: (() => void)[] = [];
+
+  constructor(
+    private readonly opts: ControllerOptions,
+    logger: Logger,
+  ) {
+    this.log = logger;
+    this.bus = new AnnouncementBus({ logger: logger.child({ component: 'announcements' }) });
+    this.problems = new ProblemLog(logger.child({ component: 'policy' }));
+  }
+
+  /** The current MeshView, rebuilt lazily when the store has moved on. */
+  currentView(): MeshView {
+    const view = buildMeshView(this.store, {
+      meshName: this.opts.meshName,
+      ...(this.view ? { previous: this.view } : {}),
+    });
+    if (view !== this.view) {
+      this.view = view;
+      this.problems.update(policyProblems(view));
+    }
+    return view;
+  }
+
+  async start(): Promise<ControllerPorts> {
+    const o = this.opts;
+    const log = this.log;
+    const health = new HealthServer([
+      {
+        name: 'registry',
+        notReadyReason: () => (this.registry?.synced ? undefined : 'initial sync not complete'),
+      },
+      { name: 'ca', notReadyReason: () => (this.ca ? undefined : 'CA not loaded') },
+      { name: 'ads', notReadyReason: () => (this.adsServing ? undefined : 'ADS server not serving') },
+    ]);
+    this.health = health;
+    const httpPort = await health.listen(o.httpPort, o.host);
+
+    if (!o.localDir) throw new Error('only local mode is available: pass --local <dir>');
+    const registry = new LocalRegistry({
+      dir: o.localDir,
+      store: this.store,
+      reporter: new LoggingProblemReporter(log.child({ component: 'registry' })),
+      logger: log.child({ component: 'registry' }),
+      meshName: o.meshName,
+    });
+    this.registry = registry;
+    await registry.start();
+    this.stopFns.push(publishStoreChanges(this.store, this.bus));
+
+    const view = this.currentView();
+    const settings = this.settingsOf(view);
+    await mkdir(o.stateDir, { recursive: true });
+    this.ca = await BuiltinCA.loadOrCreate(path.join(o.stateDir, 'ca'));
+    const certs = new CertificateManager({
+      ca: this.ca,
+      validityMs: settings.validityMs,
+      trustDomain: view.trustDomain,
+      logger: log.child({ component: 'certificates' }),
+    });
+    this.certs = certs;
+    const onRotated = (keys: string[]) => this.bus.announce('certificate', `rotated ${keys.join(', ')}`);
+    const onIssued = (key: string) => this.bus.announce('certificate', `issued ${key}`, { subject: key });
+    certs.on('rotated', onRotated);
+    certs.on('issued', onIssued);
+    this.stopFns.push(() => {
+      certs.off('rotated', onRotated);
+      certs.off('issued', onIssued);
+    });
+
+    this.repeater = new Repeater(this.bus, {
+      minIntervalMs: o.minPushIntervalMs ?? settings.minPushIntervalMs,
+      logger: log.child({ component: 'repeater' }),
+    });
+    this.stopFns.push(
+      this.bus.subscribe((a) => {
+        if (a.kind === 'config') this.applySettings();
+      }),
+    );
+    this.bus.startTicker();
+
+    const serverCert = await this.ca.issueServerCert([
+      'localhost',
+      '127.0.0.1',
+      '::1',
+      ...(o.host === '0.0.0.0' ? [] : [o.host]),
+    ]);
+    this.ads = new AdsServer({
+      source: this.configSource(),
+      tls: { caPem: this.ca.trustBundlePem, certPem: serverCert.certPem, keyPem: serverCert.keyPem },
+      trustDomain: view.trustDomain,
+      logger: log,
+      host: o.host,
+      port: o.adsPort,
+      ...(o.insecureAdsPort !== undefined ? { insecurePort: o.insecureAdsPort } : {}),
+    });
+    const ports = await this.ads.start();
+    this.adsServing = true;
+
+    const certsDir = workloadCertsDir(o.stateDir);
+    this.writer = new WorkloadCertWriter({
+      manager: certs,
+      dir: certsDir,
+      logger: log.child({ component: 'workload-certs' }),
+    });
+    this.writer.start();
+    const connectHost = o.host === '0.0.0.0' || o.host === '::' ? '127.0.0.1' : o.host;
+    this.workloads = new LocalWorkloads({
+      writer: this.writer,
+      certsDir,
+      bootstrapDir: path.join(o.stateDir, 'bootstrap'),
+      ...(ports.insecurePort !== undefined
+        ? { insecureAdsAddress: `${connectHost}:${ports.insecurePort}` }
+        : {}),
+      logger: log.child({ component: 'local-workloads' }),
+    });
+    await this.syncWorkloads();
+    this.stopFns.push(
+      this.bus.subscribe((a) => {
+        if (a.kind === 'store' || a.kind === 'config') void this.syncWorkloads();
+      }),
+    );
+
+    const result: ControllerPorts = { ads: ports.port, http: httpPort };
+    if (ports.insecurePort !== undefined) result.insecureAds = ports.insecurePort;
+    log.info({ ...result, mesh: o.meshName, local: o.localDir, state: o.stateDir }, 'skein controller ready');
+    return result;
+  }
+
+  async stop(): Promise<void> {
+    this.bus.stop();
+    for (const fn of this.stopFns.splice(0)) fn();
+    this.repeater?.close();
+    await this.ads?.stop();
+    this.adsServing = false;
+    await this.writer?.stop();
+    this.certs?.stop();
+    await this.registry?.stop();
+    await this.health?.close();
+  }
+
+  /** Debug view of connected streams (per-type versions, ACK/NACK state). */
+  streams() {
+    return this.ads?.streams() ?? [];
+  }
+
+  private configSource(): ProxyConfigSource {
+    const certs = this.certs;
+    const repeater = this.repeater;
+    if (!certs || !repeater) throw new Error('controller not initialised');
+    return {
+      generators: meshGenerators(),
+      proxyConnected: (identity, streamId, remote) => {
+        this.proxies.connect(identity, {
+          streamId,
+          connectedAt: new Date(),
+          ...(remote !== undefined ? { remoteAddress: remote } : {}),
+        });
+        // Issue the identity's service certificate ahead of its SDS request;
+        // the 'issued' announcement pushes it when ready.
+        certs.ensure(identity).catch((err: unknown) => {
+          this.log.error({ err, proxy: identity.cn }, 'could not issue service certificate');
+        });
+      },
+      proxyDisconnected: (streamId) => {
+        this.proxies.disconnect(streamId);
+      },
+      proxyContext: (identity) => proxyContext(identity, this.currentView()),
+      generationContext: () => ({ mesh: this.currentView(), secrets: certs }),
+      onPush: (streamId, push) => repeater.register(streamId, () => push()),
+    };
+  }
+
+  private settingsOf(view: MeshView): { validityMs: number; minPushIntervalMs: number } {
+    const spec = meshConfigOf(view)?.spec;
+    return {
+      validityMs: this.duration(
+        spec?.certificate?.validity,
+        DEFAULT_CERT_VALIDITY_MS,
+        'certificate.validity',
+      ),
+      minPushIntervalMs: this.duration(
+        spec?.xds?.minPushInterval,
+        DEFAULT_MIN_PUSH_INTERVAL_MS,
+        'xds.minPushInterval',
+      ),
+    };
+  }
+
+  private duration(text: string | undefined, fallback: number, field: string): number {
+    if (text === undefined) return fallback;
+    try {
+      return parseDuration(text);
+    } catch (err) {
+      this.log.warn(
+        { field, err: err instanceof Error ? err.message : String(err) },
+        'MeshConfig value ignored',
+      );
+      return fallback;
+    }
+  }
+
+  /** MeshConfig changed: apply what can change at runtime. Permissive mode is read by the view itself. */
+  private applySettings(): void {
+    const view = this.currentView();
+    const s = this.settingsOf(view);
+    this.certs?.setValidity(s.validityMs);
+    if (this.opts.minPushIntervalMs === undefined) this.repeater?.setMinInterval(s.minPushIntervalMs);
+    if (this.certs && view.trustDomain !== this.certs.trustDomain) {
+      this.log.warn(
+        { configured: view.trustDomain, serving: this.certs.trustDomain },
+        'trust domain changes take effect after a controller restart',
+      );
+    }
+  }
+
+  private async syncWorkloads(): Promise<void> {
+    if (!this.workloads) return;
+    await this.workloads.sync(this.store.list('Pod'), this.currentView());
+  }
+}

@@ -1,0 +1,114 @@
+import { type ChildProcess, spawn } from 'node:child_process';
+import { createServer } from 'node:net';
+import { createInterface } from 'node:readline';
+
+/** A child process whose stdout is JSON lines (pino logs, workload reports). */
+export class JsonLineProcess {
+  readonly lines: Record<string, unknown>[] = [];
+  readonly stderr: string[] = [];
+  private readonly waiters = new Set<() => void>();
+  readonly exited: Promise<number | null>;
+
+  constructor(
+    readonly name: string,
+    readonly child: ChildProcess,
+  ) {
+    if (!child.stdout || !child.stderr) throw new Error('spawn with stdio pipes');
+    createInterface({ input: child.stdout }).on('line', (line) => {
+      try {
+        const parsed: unknown = JSON.parse(line);
+        if (parsed && typeof parsed === 'object' && !Array.isArray(parsed))
+          this.lines.push(parsed as Record<string, unknown>);
+      } catch {
+        this.stderr.push(line);
+      }
+      for (const w of [...this.waiters]) w();
+    });
+    createInterface({ input: child.stderr }).on('line', (line) => {
+      this.stderr.push(line);
+    });
+    this.exited = new Promise((resolve) => child.once('exit', (code) => resolve(code)));
+  }
+
+  /** Resolves with the first line (from `from` on) matching `pred`; rejects after `timeoutMs`. */
+  waitFor(
+    pred: (line: Record<string, unknown>) => boolean,
+    timeoutMs = 10_000,
+    from = 0,
+  ): Promise<Record<string, unknown>> {
+    return new Promise((resolve, reject) => {
+      let index = from;
+      const check = () => {
+        for (; index < this.lines.length; index++) {
+          const line = this.lines[index];
+          if (line && pred(line)) {
+            cleanup();
+            resolve(line);
+            return;
+          }
+        }
+      };
+      const timer = setTimeout(() => {
+        cleanup();
+        reject(
+          new Error(
+            `${this.name}: no matching line within ${timeoutMs} ms; stderr:\n${this.stderr.slice(-20).join('\n')}`,
+          ),
+        );
+      }, timeoutMs);
+      const cleanup = () => {
+        clearTimeout(timer);
+        this.waiters.delete(check);
+      };
+      this.waiters.add(check);
+      check();
+    });
+  }
+
+  async stop(): Promise<void> {
+    if (this.child.exitCode !== null || this.child.signalCode !== null) return;
+    this.child.kill('SIGTERM');
+    const timer = setTimeout(() => this.child.kill('SIGKILL'), 3000);
+    await this.exited;
+    clearTimeout(timer);
+  }
+}
+
+export function spawnNode(
+  name: string,
+  script: string,
+  args: string[],
+  env: NodeJS.ProcessEnv = {},
+): JsonLineProcess {
+  const child = spawn(process.execPath, [script, ...args], {
+    env: { ...process.env, ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  return new JsonLineProcess(name, child);
+}
+
+/** Ports the kernel says are free right now on 127.0.0.1. */
+export async function freePorts(n: number): Promise<number[]> {
+  const servers = await Promise.all(
+    Array.from(
+      { length: n },
+      () =>
+        new Promise<import('node:net').Server>((resolve, reject) => {
+          const s = createServer();
+          s.once('error', reject);
+          s.listen(0, '127.0.0.1', () => resolve(s));
+        }),
+    ),
+  );
+  const ports = servers.map((s) => {
+    const a = s.address();
+    if (!a || typeof a === 'string') throw new Error('no port');
+    return a.port;
+  });
+  await Promise.all(servers.map((s) => new Promise((r) => s.close(r))));
+  return ports;
+}
+
+export function sleep(ms: number): Promise<void> {
+  return new Promise((r) => setTimeout(r, ms));
+}
