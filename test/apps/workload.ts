@@ -48,7 +48,10 @@ async function runServer(): Promise<void> {
   if (!listen) throw new Error('--listen ip:port is required');
   // Old connections keep the policy they were accepted under (reference.md
   // section 4): recycle them so RBAC changes reach every caller.
-  const server = new xds.XdsServer({ 'grpc.max_connection_age_ms': 2000, 'grpc.max_connection_age_grace_ms': 500 });
+  const server = new xds.XdsServer({
+    'grpc.max_connection_age_ms': 2000,
+    'grpc.max_connection_age_grace_ms': 500,
+  });
   server.addService(serviceDefinition, {
     Who: (_call: unknown, callback: (err: null, res: Buffer) => void) => callback(null, Buffer.from(name)),
   });
