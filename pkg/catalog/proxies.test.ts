@@ -94,7 +94,7 @@ test('proxyContext finds the pod by UUID label and its services; sidecars of one
     a.services.map((s) => s.key),
     ['shop/all', 'shop/web'],
   );
-  assert.equal(a.groupKey, 'sidecar|shop/web|shop/all,shop/web|');
+  assert.equal(a.groupKey, 'sidecar|shop/web|shop/all:80,shop/web:80|');
   assert.equal(proxyContext(ident(UUID_B), view).groupKey, a.groupKey);
 });
 
@@ -102,7 +102,7 @@ test('proxyless servers group per pod IP', () => {
   const view = mesh();
   const a = proxyContext(ident(UUID_A, 'grpc'), view);
   const b = proxyContext(ident(UUID_B, 'grpc'), view);
-  assert.equal(a.groupKey, 'grpc|shop/web|shop/all,shop/web|10.0.0.5');
+  assert.equal(a.groupKey, 'grpc|shop/web|shop/all:80,shop/web:80|10.0.0.5');
   assert.notEqual(a.groupKey, b.groupKey);
 });
 
@@ -119,4 +119,24 @@ test('proxyContext attaches no pod when none carries the UUID or the pod runs as
   assert.equal(spoof.pod, undefined);
   assert.deepEqual(spoof.services, []);
   assert.equal(spoof.groupKey, 'sidecar|shop/admin||');
+});
+
+test('a named target port is resolved against the proxy’s own pod', () => {
+  const store = new MeshStore();
+  store.upsert(namespace('shop', 'skein'));
+  store.upsert(service('shop', 'api', [{ name: 'grpc-api', port: 14001, targetPort: 'grpc-api' }]));
+  const ports = (n: number) => ({
+    labels: { app: 'api' },
+    sa: 'web',
+    containerPorts: [{ name: 'grpc-api', containerPort: n }],
+  });
+  store.upsert(pod('shop', 'api-1', { ...ports(14021), uuid: UUID_A, ip: '10.0.0.5' }));
+  store.upsert(pod('shop', 'api-2', { ...ports(14022), uuid: UUID_B, ip: '10.0.0.6' }));
+  const view = buildMeshView(store, { meshName: 'skein' });
+  const a = proxyContext(ident(UUID_A), view);
+  const b = proxyContext(ident(UUID_B), view);
+  assert.equal(a.services[0]?.ports[0]?.targetPort, 14021);
+  assert.equal(b.services[0]?.ports[0]?.targetPort, 14022);
+  // Different listening ports mean different inbound config: different groups.
+  assert.notEqual(a.groupKey, b.groupKey);
 });

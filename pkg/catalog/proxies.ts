@@ -1,6 +1,7 @@
 import { EventEmitter } from 'node:events';
 import type { ProxyIdentity } from '../mesh/identity.js';
 import type { Pod } from '../model/objects.js';
+import { servedByPod } from './services.js';
 import type { MeshView, ProxyContext } from './types.js';
 
 /** One live xDS stream of a proxy. */
@@ -144,15 +145,17 @@ export function proxyPodMismatch(identity: ProxyIdentity, pod: Pod): string | un
 export function proxyContext(identity: ProxyIdentity, view: MeshView): ProxyContext {
   const found = view.podOfProxy(identity.uuid);
   const pod = found && proxyPodMismatch(identity, found) === undefined ? found : undefined;
-  const services = pod ? view.servicesOfPod(pod) : [];
+  const services = pod ? view.servicesOfPod(pod).map((s) => servedByPod(s, pod)) : [];
   const podIP = pod?.status?.podIP || undefined;
   // Sidecars of one identity backing the same services get identical config;
   // proxyless servers also bind their listener name to the pod IP.
   const groupKey = [
     identity.kind,
     `${identity.namespace}/${identity.serviceAccount}`,
+    // Target ports are part of the key: pods of one service may resolve a
+    // named target port to different numbers.
     services
-      .map((s) => s.key)
+      .map((s) => `${s.key}:${s.ports.map((p) => p.targetPort).join('+')}`)
       .sort()
       .join(','),
     identity.kind === 'grpc' ? (podIP ?? '') : '',

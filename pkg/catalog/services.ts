@@ -66,6 +66,28 @@ export function resolveTargetPort(port: ServicePort, pods: readonly Pod[]): numb
   return port.port;
 }
 
+/**
+ * The service as one pod serves it: named target ports resolved against that
+ * pod's container ports (pods behind one Service may listen on different
+ * numbers for the same port name). Returns the same object when nothing differs.
+ */
+export function servedByPod(svc: MeshService, pod: Pod): MeshService {
+  let changed = false;
+  const ports = svc.ports.map((p) => {
+    if (p.targetPortName === undefined) return p;
+    for (const c of pod.spec?.containers ?? []) {
+      const found = c.ports?.find((cp) => cp.name === p.targetPortName);
+      if (found && found.containerPort !== p.targetPort) {
+        changed = true;
+        return { ...p, targetPort: found.containerPort };
+      }
+      if (found) return p;
+    }
+    return p;
+  });
+  return changed ? { ...svc, ports } : svc;
+}
+
 export function toMeshService(svc: Service, pods: readonly Pod[]): MeshService {
   const namespace = svc.metadata.namespace ?? '';
   const name = svc.metadata.name;
@@ -76,6 +98,7 @@ export function toMeshService(svc: Service, pods: readonly Pod[]): MeshService {
       protocol: portProtocol(p),
     };
     if (p.name !== undefined && p.name !== '') mp.name = p.name;
+    if (typeof p.targetPort === 'string' && !/^[0-9]+$/.test(p.targetPort)) mp.targetPortName = p.targetPort;
     return mp;
   });
   const out: MeshService = {

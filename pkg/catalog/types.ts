@@ -8,8 +8,14 @@ export interface MeshServicePort {
   name?: string;
   /** The service port clients dial. */
   port: number;
-  /** The port the pods listen on (named target ports resolved through pod container ports). */
+  /**
+   * The port the pods listen on. A named target port is resolved through the
+   * container ports of the selected pods (the first that declares it); in a
+   * ProxyContext it is resolved against that proxy's own pod.
+   */
   targetPort: number;
+  /** The target port's name when the Service gave one (`targetPort: grpc-api`). */
+  targetPortName?: string;
   protocol: Protocol;
 }
 

@@ -102,7 +102,9 @@ test('services: fqdn, clusterIP, host lookup, protocols and named target ports',
   assert.equal(bs.fqdn, 'bookstore.shop.svc.cluster.local');
   assert.equal(bs.clusterIP, '10.96.0.10');
   // Named targetPort resolved through the first selected pod (by name) that declares it.
-  assert.deepEqual(bs.ports, [{ name: 'http', port: 80, targetPort: 14001, protocol: 'http' }]);
+  assert.deepEqual(bs.ports, [
+    { name: 'http', port: 80, targetPort: 14001, targetPortName: 'web', protocol: 'http' },
+  ]);
   assert.equal(view.service('shop/bookstore-v2')?.ports[0]?.targetPort, 14002);
   assert.deepEqual(view.service('shop/warehouse')?.ports, [
     { name: 'tcp-db', port: 5432, targetPort: 5432, protocol: 'tcp' },

@@ -87,6 +87,12 @@ export class Controller {
       { name: 'ads', notReadyReason: () => (this.adsServing ? undefined : 'ADS server not serving') },
     ]);
     this.health = health;
+    // Local mode is a developer's machine: show per-proxy xDS state (versions
+    // sent/ACKed/NACKed per type), like Istio's syncz.
+    health.route('/debug/proxies', (_req, res) => {
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end(JSON.stringify(this.streams(), null, 2));
+    });
     const httpPort = await health.listen(o.httpPort, o.host);
 
     if (!o.localDir) throw new Error('only local mode is available: pass --local <dir>');
