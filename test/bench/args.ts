@@ -1,0 +1,84 @@
+import { parseArgs } from 'node:util';
+
+export interface BenchOptions {
+  proxies: number;
+  services: number;
+  mode: 'smi' | 'permissive';
+  changes: number;
+  workers: number;
+  json?: string;
+  minPushInterval?: string;
+  /** Quiet time that ends a change measurement, in ms. */
+  quietMs: number;
+  cpuProfDir?: string;
+  /** Skip the SIGKILL/restart phase (needed for a CPU profile of the first controller). */
+  skipStorm: boolean;
+  keep: boolean;
+}
+
+export const BENCH_USAGE = `skein benchmark — a controller and N real mTLS ADS clients on this machine
+
+Usage: node dist/test/bench/main.js [flags]   (or: make bench BENCH_ARGS="...")
+
+  --proxies N              sidecar proxies = pods (default 500)
+  --services S             services, 2+ pods each (default N/2)
+  --mode smi|permissive    MeshConfig traffic mode (default smi)
+  --changes K              repetitions of each change kind (default 10)
+  --workers W              proxy-fleet processes (default 4)
+  --json FILE              also write the results as JSON
+  --min-push-interval DUR  passed to the controller (default: its own, 100ms)
+  --quiet-ms MS            fleet silence that ends a change measurement (default 300)
+  --cpu-prof DIR           run the controller under node --cpu-prof, profiles in DIR
+  --skip-storm             skip the kill/restart phase (a SIGKILLed controller writes no profile)
+  --keep                   keep the temporary manifests and state directory
+  -h, --help
+`;
+
+function positiveInt(name: string, text: string | undefined, fallback: number): number {
+  if (text === undefined) return fallback;
+  const n = Number(text);
+  if (!Number.isInteger(n) || n < 1)
+    throw new Error(`--${name}: ${JSON.stringify(text)} is not a positive integer`);
+  return n;
+}
+
+export function parseBenchArgs(argv: string[]): BenchOptions | 'help' {
+  const { values: v } = parseArgs({
+    args: argv,
+    strict: true,
+    options: {
+      proxies: { type: 'string' },
+      services: { type: 'string' },
+      mode: { type: 'string' },
+      changes: { type: 'string' },
+      workers: { type: 'string' },
+      json: { type: 'string' },
+      'min-push-interval': { type: 'string' },
+      'quiet-ms': { type: 'string' },
+      'cpu-prof': { type: 'string' },
+      'skip-storm': { type: 'boolean' },
+      keep: { type: 'boolean' },
+      help: { type: 'boolean', short: 'h' },
+    },
+  });
+  if (v.help) return 'help';
+  const proxies = positiveInt('proxies', v.proxies, 500);
+  const services = positiveInt('services', v.services, Math.max(1, Math.floor(proxies / 2)));
+  if (proxies < 2 * services) throw new Error(`--services ${services}: every service needs 2 pods (2S <= N)`);
+  const mode = v.mode ?? 'smi';
+  if (mode !== 'smi' && mode !== 'permissive') throw new Error(`--mode: ${mode} is not smi or permissive`);
+  const opts: BenchOptions = {
+    proxies,
+    services,
+    mode,
+    changes: positiveInt('changes', v.changes, 10),
+    workers: positiveInt('workers', v.workers, 4),
+    quietMs: positiveInt('quiet-ms', v['quiet-ms'], 300),
+    skipStorm: v['skip-storm'] ?? false,
+    keep: v.keep ?? false,
+  };
+  if (v.json !== undefined) opts.json = v.json;
+  if (v['min-push-interval'] !== undefined) opts.minPushInterval = v['min-push-interval'];
+  if (v['cpu-prof'] !== undefined) opts.cpuProfDir = v['cpu-prof'];
+  return opts;
+}

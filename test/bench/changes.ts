@@ -1,0 +1,124 @@
+// The configuration changes the benchmark times: each is one manifest write
+// (or removal) in the watched directory, the way an operator would apply it.
+import { randomBytes } from 'node:crypto';
+import { rename, rm, writeFile } from 'node:fs/promises';
+import path from 'node:path';
+import {
+  type BenchService,
+  benchIp,
+  benchUuid,
+  podDoc,
+  type Topology,
+  trafficSplitDoc,
+  trafficTargetDoc,
+} from './topology.js';
+
+export const CHANGE_KINDS = [
+  'endpoint-add',
+  'endpoint-remove',
+  'traffictarget-add',
+  'traffictarget-remove',
+  'split-weight',
+] as const;
+export type ChangeKind = (typeof CHANGE_KINDS)[number];
+
+export interface AppliedChange {
+  kind: ChangeKind;
+  /** What changed, for the report. */
+  subject: string;
+  /**
+   * Bytes whose presence (or, for removals, absence) in an EDS response shows
+   * the change reached a proxy: the length-prefixed address string of the pod IP.
+   */
+  marker?: { text: string; present: boolean };
+}
+
+// First pod number of the pods the changes add (far from the initial ones).
+const EXTRA_POD_BASE = 1_000_000;
+
+/** The IP of the pod the k-th endpoint change adds and removes (a block the topology never uses). */
+export function endpointChangeIp(k: number): string {
+  return benchIp(k, 1);
+}
+
+function yaml(doc: Record<string, unknown>): string {
+  return JSON.stringify(doc) + '\n';
+}
+
+/** Write-then-rename: the registry never reads half a file (hidden temp names are skipped). */
+async function writeAtomic(file: string, text: string): Promise<void> {
+  const tmp = path.join(path.dirname(file), `.${path.basename(file)}.${randomBytes(4).toString('hex')}`);
+  await writeFile(tmp, text);
+  await rename(tmp, file);
+}
+
+/** Applies the k-th repetition of each change kind, cycling over services so changes do not pile up. */
+export class ChangeDriver {
+  private readonly apexes: BenchService[];
+  private readonly weights = new Map<string, number>();
+
+  constructor(private readonly topo: Topology) {
+    this.apexes = topo.services.filter((s) => s.split);
+  }
+
+  private service(i: number): BenchService {
+    const s =
+      this.topo.services[
+        ((i % this.topo.services.length) + this.topo.services.length) % this.topo.services.length
+      ];
+    if (!s) throw new Error('no services');
+    return s;
+  }
+
+  private podFile(k: number): string {
+    return path.join(this.topo.dir, `change-pod-${k}.yaml`);
+  }
+
+  private targetFile(k: number): string {
+    return path.join(this.topo.dir, `change-tt-${k}.yaml`);
+  }
+
+  async apply(kind: ChangeKind, k: number): Promise<AppliedChange> {
+    switch (kind) {
+      case 'endpoint-add':
+      case 'endpoint-remove': {
+        const svc = this.service(k * 7 + 1);
+        const ip = endpointChangeIp(k);
+        if (kind === 'endpoint-add') {
+          const pod = podDoc(svc, `${svc.name}-extra-${k}`, benchUuid(EXTRA_POD_BASE + k), ip, 'v1');
+          await writeAtomic(this.podFile(k), yaml(pod));
+        } else {
+          await rm(this.podFile(k), { force: true });
+        }
+        return {
+          kind,
+          subject: `pod ${ip} of ${svc.namespace}/${svc.name}`,
+          marker: { text: ip, present: kind === 'endpoint-add' },
+        };
+      }
+      case 'traffictarget-add':
+      case 'traffictarget-remove': {
+        const dest = this.service(k * 11 + 2);
+        // Half-way round the ring: never one of the sources the topology already admits.
+        const source = this.service(dest.index + Math.floor(this.topo.services.length / 2));
+        if (kind === 'traffictarget-add') {
+          const doc = trafficTargetDoc(`bench-extra-${k}`, dest, [source]);
+          await writeAtomic(this.targetFile(k), yaml(doc));
+        } else {
+          await rm(this.targetFile(k), { force: true });
+        }
+        return { kind, subject: `${source.name} -> ${dest.name}` };
+      }
+      case 'split-weight': {
+        const apex = this.apexes[k % Math.max(1, this.apexes.length)];
+        if (!apex) throw new Error('the topology has no TrafficSplit');
+        const previous = this.weights.get(apex.name) ?? 50;
+        let weight = 10 + ((k * 17) % 81);
+        if (weight === previous) weight = previous === 90 ? 80 : previous + 10;
+        this.weights.set(apex.name, weight);
+        await writeAtomic(this.topo.files.split(apex), yaml(trafficSplitDoc(apex, weight)));
+        return { kind, subject: `${apex.name} v1 ${previous}% -> ${weight}%` };
+      }
+    }
+  }
+}

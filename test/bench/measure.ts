@@ -1,0 +1,217 @@
+// The benchmark's measured phases. Times are epoch ms taken in the parent
+// (writes, kills) and in the workers (ACKs); both read the same host clock.
+import { CHANGE_KINDS, type ChangeDriver, type ChangeKind, endpointChangeIp } from './changes.js';
+import { ControllerProcess } from './controller.js';
+import type { Fleet } from './fleet.js';
+import { nowMs } from './protocol.js';
+import { round, type Summary, summarize } from './stats.js';
+
+const MB = 1024 * 1024;
+
+export interface InitialResult {
+  /** Fleet connect → every proxy complete (all subscribed types ACKed), ms. */
+  convergenceMs: number;
+  /** Per-proxy time to complete, ms. */
+  perProxyMs: Summary;
+  controllerCpuS: number;
+  workerCpuS: number;
+  responses: number;
+  bytes: number;
+  incomplete: number;
+}
+
+export async function measureInitial(
+  fleet: Fleet,
+  controller: ControllerProcess,
+  timeoutMs: number,
+): Promise<InitialResult> {
+  const cpu0 = controller.cpu();
+  const wcpu0 = fleet.cpu();
+  const acks0 = fleet.acks;
+  const bytes0 = fleet.ackBytes;
+  const t0 = nowMs();
+  fleet.connect();
+  await fleet.waitComplete(timeoutMs);
+  // Wait for the tail (pushes caused by certificates issued on connect, for instance).
+  await fleet.waitQuiet(t0, 500, 0);
+  const times = fleet.completionTimes();
+  const incomplete = fleet.size - times.length;
+  return {
+    convergenceMs: times.length > 0 ? Math.max(...times) - t0 : Number.NaN,
+    perProxyMs: summarize(times.map((t) => t - t0)),
+    controllerCpuS: controller.cpu() - cpu0,
+    workerCpuS: fleet.cpu() - wcpu0,
+    responses: fleet.acks - acks0,
+    bytes: fleet.ackBytes - bytes0,
+    incomplete,
+  };
+}
+
+export interface IdleResult {
+  windowS: number;
+  controllerCpuS: number;
+  /** Responses any proxy received in the window (expected 0). */
+  pushes: number;
+  bytes: number;
+}
+
+export async function measureIdle(
+  fleet: Fleet,
+  controller: ControllerProcess,
+  windowMs: number,
+): Promise<IdleResult> {
+  const cpu0 = controller.cpu();
+  const acks0 = fleet.acks;
+  const bytes0 = fleet.ackBytes;
+  await new Promise((r) => setTimeout(r, windowMs));
+  return {
+    windowS: windowMs / 1000,
+    controllerCpuS: controller.cpu() - cpu0,
+    pushes: fleet.acks - acks0,
+    bytes: fleet.ackBytes - bytes0,
+  };
+}
+
+export interface ChangeSample {
+  kind: ChangeKind;
+  subject: string;
+  /** Manifest write → last ACK of the burst it caused; NaN when nothing was pushed. */
+  convergenceMs: number;
+  /** Endpoint changes: write → last proxy whose EDS shows the change (by content). */
+  contentMs?: number;
+  /** Endpoint changes: proxies whose EDS showed the change. */
+  reflecting?: number;
+  proxies: number;
+  responses: number;
+  bytes: number;
+  controllerCpuS: number;
+}
+
+export interface ChangeKindResult {
+  convergenceMs: Summary;
+  contentMs?: Summary;
+  proxies: Summary;
+  responses: Summary;
+  bytes: Summary;
+  controllerCpuS: Summary;
+  /** Changes after which no proxy received anything within the wait. */
+  noPush: number;
+}
+
+export async function measureChange(
+  fleet: Fleet,
+  controller: ControllerProcess,
+  driver: ChangeDriver,
+  kind: ChangeKind,
+  k: number,
+  quietMs: number,
+): Promise<ChangeSample> {
+  const ip = kind === 'endpoint-add' || kind === 'endpoint-remove' ? endpointChangeIp(k) : undefined;
+  if (ip) fleet.setMarker(ip);
+  const cpu0 = controller.cpu();
+  const t0 = nowMs();
+  const rec = fleet.record(t0);
+  const applied = await driver.apply(kind, k);
+  // Nothing within 3 s means no proxy was affected (the registry polls every 1 s as a fallback).
+  await fleet.waitQuiet(t0, quietMs, 3000);
+  fleet.endRecording(rec);
+  const cpu = controller.cpu() - cpu0;
+  const acks = rec.acks;
+  const sample: ChangeSample = {
+    kind,
+    subject: applied.subject,
+    convergenceMs: acks.length > 0 ? Math.max(...acks.map((a) => a.at)) - t0 : Number.NaN,
+    proxies: new Set(acks.map((a) => a.p)).size,
+    responses: acks.length,
+    bytes: acks.reduce((n, a) => n + a.b, 0),
+    controllerCpuS: cpu,
+  };
+  if (applied.marker) {
+    // First EDS response per proxy that shows the change (IP present after an add, absent after a removal).
+    const want = applied.marker.present ? 1 : 0;
+    const first = new Map<number, number>();
+    for (const a of acks) if (a.t === 'EDS' && a.m === want && !first.has(a.p)) first.set(a.p, a.at);
+    sample.reflecting = first.size;
+    sample.contentMs = first.size > 0 ? Math.max(...first.values()) - t0 : Number.NaN;
+  }
+  return sample;
+}
+
+export async function measureChanges(
+  fleet: Fleet,
+  controller: ControllerProcess,
+  driver: ChangeDriver,
+  repetitions: number,
+  quietMs: number,
+): Promise<{ samples: ChangeSample[]; byKind: Record<string, ChangeKindResult> }> {
+  const samples: ChangeSample[] = [];
+  for (let k = 0; k < repetitions; k++) {
+    for (const kind of CHANGE_KINDS)
+      samples.push(await measureChange(fleet, controller, driver, kind, k, quietMs));
+  }
+  const byKind: Record<string, ChangeKindResult> = {};
+  for (const kind of CHANGE_KINDS) {
+    const of = samples.filter((s) => s.kind === kind);
+    const pushed = of.filter((s) => !Number.isNaN(s.convergenceMs));
+    const r: ChangeKindResult = {
+      convergenceMs: summarize(pushed.map((s) => s.convergenceMs)),
+      proxies: summarize(of.map((s) => s.proxies)),
+      responses: summarize(of.map((s) => s.responses)),
+      bytes: summarize(of.map((s) => s.bytes)),
+      controllerCpuS: summarize(of.map((s) => s.controllerCpuS)),
+      noPush: of.length - pushed.length,
+    };
+    const content = of
+      .map((s) => s.contentMs)
+      .filter((x): x is number => x !== undefined && !Number.isNaN(x));
+    if (of.some((s) => s.contentMs !== undefined)) r.contentMs = summarize(content);
+    byKind[kind] = r;
+  }
+  return { samples, byKind };
+}
+
+export interface StormResult {
+  /** SIGKILL → every proxy complete again on a new stream, ms. */
+  fromKillMs: number;
+  /** Controller /readyz 200 → every proxy complete again, ms. */
+  fromReadyMs: number;
+  /** Restart spawn → /readyz 200, ms. */
+  restartMs: number;
+  perProxyFromKillMs: Summary;
+  /** CPU of the restarted controller from its start until the fleet is complete. */
+  controllerCpuS: number;
+  rssAfterMB: number;
+  streamEnds: number;
+  incomplete: number;
+}
+
+export async function measureStorm(
+  fleet: Fleet,
+  controller: ControllerProcess,
+  timeoutMs: number,
+): Promise<{ result: StormResult; controller: ControllerProcess }> {
+  const before = fleet.epochs();
+  const ends0 = fleet.streamEnds;
+  const tKill = nowMs();
+  await controller.crash();
+  const tSpawn = nowMs();
+  const next = await ControllerProcess.start(controller.launch);
+  const tReady = nowMs();
+  await fleet.waitComplete(timeoutMs, before);
+  await fleet.waitQuiet(tReady, 500, 0);
+  const times = fleet.completionTimes(before);
+  const last = times.length > 0 ? Math.max(...times) : Number.NaN;
+  return {
+    controller: next,
+    result: {
+      fromKillMs: last - tKill,
+      fromReadyMs: last - tReady,
+      restartMs: tReady - tSpawn,
+      perProxyFromKillMs: summarize(times.map((t) => t - tKill)),
+      controllerCpuS: next.cpu(),
+      rssAfterMB: round(next.rss() / MB),
+      streamEnds: fleet.streamEnds - ends0,
+      incomplete: fleet.size - times.length,
+    },
+  };
+}

@@ -1,0 +1,79 @@
+// Messages between the benchmark parent and its proxy-fleet workers (Node IPC).
+
+export interface FleetProxySpec {
+  index: number;
+  cn: string;
+  spiffe: string;
+}
+
+export type ParentMessage =
+  | {
+      type: 'init';
+      address: string;
+      caDir: string;
+      proxies: FleetProxySpec[];
+      /** How often buffered events go to the parent, in ms. */
+      flushMs: number;
+    }
+  | { type: 'connect' }
+  /** From now on, report whether each EDS response carries this pod IP. */
+  | { type: 'marker'; ip: string }
+  /** Asks for what incomplete proxies still miss. */
+  | { type: 'diagnose' }
+  | { type: 'stop' };
+
+/** Short type codes keep the event stream small. */
+export const TYPE_CODES = ['CDS', 'EDS', 'LDS', 'RDS', 'SDS'] as const;
+export type TypeCode = (typeof TYPE_CODES)[number];
+
+/** One ACKed response of one proxy. */
+export interface AckEvent {
+  /** Proxy index. */
+  p: number;
+  /** Stream number of that proxy (1 = first stream; each reconnect adds one). */
+  e: number;
+  t: TypeCode;
+  /** version_info ACKed. */
+  v: string;
+  /** Epoch ms (fractional) when the ACK was written. */
+  at: number;
+  /** Response size in bytes. */
+  b: number;
+  /** EDS only, when a marker is set: 1 = the response carries the marker IP. */
+  m?: 0 | 1;
+  /** 1 = after this response the proxy holds everything it subscribed to on this stream. */
+  c: 0 | 1;
+}
+
+/** A stream of a proxy ended (the client retries on its own). */
+export interface StreamEndEvent {
+  p: number;
+  e: number;
+  code: number;
+  at: number;
+}
+
+export type WorkerMessage =
+  | { type: 'ready'; certMs: number }
+  | { type: 'events'; acks: AckEvent[]; ends: StreamEndEvent[] }
+  | { type: 'stats'; decoded: number; responses: number }
+  | { type: 'missing'; proxies: { p: number; missing: string[] }[] }
+  | { type: 'error'; message: string };
+
+function isObject(x: unknown): x is Record<string, unknown> {
+  return typeof x === 'object' && x !== null && !Array.isArray(x);
+}
+
+// IPC delivers what the other side sent; the guards only tell the variants apart.
+export function isParentMessage(x: unknown): x is ParentMessage {
+  return isObject(x) && ['init', 'connect', 'marker', 'diagnose', 'stop'].includes(String(x['type']));
+}
+
+export function isWorkerMessage(x: unknown): x is WorkerMessage {
+  return isObject(x) && ['ready', 'events', 'stats', 'missing', 'error'].includes(String(x['type']));
+}
+
+/** Epoch milliseconds with sub-millisecond resolution, comparable across processes on one host. */
+export function nowMs(): number {
+  return performance.timeOrigin + performance.now();
+}

@@ -1,0 +1,170 @@
+// The benchmark's results: one JSON document, and a table for humans.
+import { cpus, totalmem } from 'node:os';
+import type { BenchOptions } from './args.js';
+import type { ChangeKindResult, ChangeSample, IdleResult, InitialResult, StormResult } from './measure.js';
+import { round, type Summary } from './stats.js';
+
+export interface Machine {
+  nproc: number;
+  cpuModel: string;
+  memTotalMB: number;
+  node: string;
+  platform: string;
+}
+
+export function machine(): Machine {
+  return {
+    nproc: cpus().length,
+    cpuModel: cpus()[0]?.model ?? 'unknown',
+    memTotalMB: Math.round(totalmem() / (1024 * 1024)),
+    node: process.version,
+    platform: `${process.platform}-${process.arch}`,
+  };
+}
+
+export interface BenchResult {
+  machine: Machine;
+  options: BenchOptions;
+  topology: {
+    proxies: number;
+    services: number;
+    backendServices: number;
+    namespaces: number;
+    trafficSplits: number;
+    sourcesPerService: number;
+  };
+  controller: {
+    startupMs: number;
+    baselineRssMB: number;
+    convergedRssMB: number;
+    rssPerProxyKB: number;
+    idleCpuBeforeFleetS: number;
+    warnings: number;
+    warningSamples: string[];
+  };
+  fleet: { certIssueMs: number; workers: number; decodedResources: number; responses: number };
+  initial: InitialResult;
+  idle: IdleResult;
+  changes: Record<string, ChangeKindResult>;
+  changeSamples: ChangeSample[];
+  storm?: StormResult;
+  totalS: number;
+}
+
+function ms(x: number): string {
+  return Number.isNaN(x) ? '-' : `${Math.round(x)}`;
+}
+
+function pad(cells: string[], widths: number[]): string {
+  return cells.map((c, i) => (i === 0 ? c.padEnd(widths[i] ?? 0) : c.padStart(widths[i] ?? 0))).join('  ');
+}
+
+function table(header: string[], rows: string[][]): string {
+  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? '').length)));
+  return [
+    pad(header, widths),
+    widths.map((w) => '-'.repeat(w)).join('  '),
+    ...rows.map((r) => pad(r, widths)),
+  ].join('\n');
+}
+
+function triple(s: Summary): string[] {
+  return [ms(s.p50), ms(s.p99), ms(s.max)];
+}
+
+export function formatReport(r: BenchResult): string {
+  const o = r.options;
+  const t = r.topology;
+  const lines: string[] = [];
+  lines.push(
+    `skein benchmark: ${t.proxies} proxies, ${t.services} services (+${t.backendServices} split backends) in ${t.namespaces} namespaces, ` +
+      `mode ${o.mode}, ${o.workers} fleet workers, ${o.changes} changes per kind`,
+  );
+  lines.push(
+    `machine: ${r.machine.nproc} cores (${r.machine.cpuModel}), ${r.machine.memTotalMB} MB, node ${r.machine.node}`,
+  );
+  lines.push('');
+  const c = r.controller;
+  const i = r.initial;
+  lines.push(
+    table(
+      ['controller', 'value'],
+      [
+        ['startup to /readyz (ms)', ms(c.startupMs)],
+        ['RSS before fleet (MB)', `${c.baselineRssMB}`],
+        ['RSS after convergence (MB)', `${c.convergedRssMB}`],
+        ['RSS per connected proxy (KB)', `${c.rssPerProxyKB}`],
+        ['initial convergence (ms)', ms(i.convergenceMs)],
+        ['  per proxy p50 / p99 (ms)', `${ms(i.perProxyMs.p50)} / ${ms(i.perProxyMs.p99)}`],
+        ['  controller CPU (s)', `${round(i.controllerCpuS, 2)}`],
+        ['  fleet workers CPU (s)', `${round(i.workerCpuS, 2)}`],
+        ['  responses / MB sent', `${i.responses} / ${round(i.bytes / 1048576, 1)}`],
+        ['  proxies incomplete', `${i.incomplete}`],
+        [`idle ${r.idle.windowS} s: controller CPU (s)`, `${round(r.idle.controllerCpuS, 2)}`],
+        [`idle ${r.idle.windowS} s: pushes`, `${r.idle.pushes}`],
+        ['controller warnings logged', `${c.warnings}`],
+      ],
+    ),
+  );
+  lines.push('');
+  lines.push(
+    table(
+      [
+        'change',
+        'n',
+        'p50 ms',
+        'p99 ms',
+        'max ms',
+        'content p50',
+        'content max',
+        'proxies',
+        'KB sent',
+        'CPU ms',
+        'no push',
+      ],
+      Object.entries(r.changes).map(([kind, k]) => [
+        kind,
+        `${k.convergenceMs.n}`,
+        ...triple(k.convergenceMs),
+        k.contentMs ? ms(k.contentMs.p50) : '',
+        k.contentMs ? ms(k.contentMs.max) : '',
+        `${round(k.proxies.mean, 1)}`,
+        `${round(k.bytes.mean / 1024, 1)}`,
+        `${Math.round(k.controllerCpuS.mean * 1000)}`,
+        `${k.noPush}`,
+      ]),
+    ),
+  );
+  lines.push(
+    '(p50/p99/max: manifest write -> last ACK of the burst, burst ends after ' +
+      `${o.quietMs} ms of fleet silence; content: write -> last proxy whose EDS shows the pod IP change; ` +
+      'proxies/KB/CPU: mean per change)',
+  );
+  if (r.storm) {
+    const s = r.storm;
+    lines.push('');
+    lines.push(
+      table(
+        ['reconnect storm (SIGKILL + restart)', 'value'],
+        [
+          ['restart to /readyz (ms)', ms(s.restartMs)],
+          ['kill -> all complete (ms)', ms(s.fromKillMs)],
+          ['ready -> all complete (ms)', ms(s.fromReadyMs)],
+          [
+            '  per proxy from kill p50 / p99 (ms)',
+            `${ms(s.perProxyFromKillMs.p50)} / ${ms(s.perProxyFromKillMs.p99)}`,
+          ],
+          ['  restarted controller CPU (s)', `${round(s.controllerCpuS, 2)}`],
+          ['  RSS after (MB)', `${s.rssAfterMB}`],
+          ['  proxies incomplete', `${s.incomplete}`],
+        ],
+      ),
+    );
+  }
+  lines.push('');
+  lines.push(
+    `total ${round(r.totalS, 1)} s. The fleet workers share this machine's cores with the controller; ` +
+      'change times include the registry file-watch debounce.',
+  );
+  return lines.join('\n');
+}

@@ -1,0 +1,127 @@
+// One benchmark run: topology, controller, fleet, measured phases, result.
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { freePorts, sleep } from '../support/processes.js';
+import type { BenchOptions } from './args.js';
+import { ChangeDriver } from './changes.js';
+import { ControllerProcess } from './controller.js';
+import { Fleet } from './fleet.js';
+import { measureChanges, measureIdle, measureInitial, measureStorm } from './measure.js';
+import { nowMs } from './protocol.js';
+import { type BenchResult, machine } from './report.js';
+import { round } from './stats.js';
+import { writeTopology } from './topology.js';
+
+const MB = 1024 * 1024;
+const CONVERGENCE_TIMEOUT_MS = 120_000;
+const IDLE_WINDOW_MS = 5000;
+
+function progress(text: string): void {
+  process.stderr.write(`[bench] ${text}\n`);
+}
+
+export async function runBench(o: BenchOptions): Promise<BenchResult> {
+  const started = nowMs();
+  const root = await mkdtemp(path.join(tmpdir(), 'skein-bench-'));
+  const dir = path.join(root, 'manifests');
+  const stateDir = path.join(root, 'state');
+  let controller: ControllerProcess | undefined;
+  let fleet: Fleet | undefined;
+  try {
+    const topo = await writeTopology(
+      { proxies: o.proxies, services: o.services, permissive: o.mode === 'permissive' },
+      dir,
+    );
+    progress(`topology in ${dir}: ${topo.proxies.length} proxies, ${topo.services.length} services`);
+    const [adsPort, httpPort] = await freePorts(2);
+    if (adsPort === undefined || httpPort === undefined) throw new Error('no free ports');
+    const tSpawn = nowMs();
+    controller = await ControllerProcess.start({
+      manifestsDir: dir,
+      stateDir,
+      adsPort,
+      httpPort,
+      ...(o.minPushInterval ? { minPushInterval: o.minPushInterval } : {}),
+      ...(o.cpuProfDir ? { cpuProfDir: path.resolve(o.cpuProfDir) } : {}),
+    });
+    const startupMs = nowMs() - tSpawn;
+    await sleep(1000);
+    const baselineRss = controller.rss();
+    const idleCpu0 = controller.cpu();
+    progress(
+      `controller ready in ${Math.round(startupMs)} ms, RSS ${round(baselineRss / MB)} MB; issuing proxy certs`,
+    );
+
+    const started2 = await Fleet.start({
+      workers: o.workers,
+      proxies: topo.proxies.map((p) => ({ index: p.index, cn: p.cn, spiffe: p.spiffe })),
+      address: `127.0.0.1:${adsPort}`,
+      caDir: path.join(stateDir, 'ca'),
+    });
+    fleet = started2.fleet;
+    const idleCpuBeforeFleet = controller.cpu() - idleCpu0;
+    progress(`${fleet.size} certificates issued in ${Math.round(started2.certMs)} ms; connecting`);
+
+    const initial = await measureInitial(fleet, controller, CONVERGENCE_TIMEOUT_MS);
+    if (initial.incomplete > 0) {
+      const missing = await fleet.diagnose();
+      progress(`${initial.incomplete} proxies incomplete, e.g. ${JSON.stringify(missing.slice(0, 3))}`);
+    }
+    progress(`initial convergence ${Math.round(initial.convergenceMs)} ms; idle window`);
+    const idle = await measureIdle(fleet, controller, IDLE_WINDOW_MS);
+    const convergedRss = controller.rss();
+
+    progress(`${o.changes} x 5 changes`);
+    const changes = await measureChanges(fleet, controller, new ChangeDriver(topo), o.changes, o.quietMs);
+
+    let storm: BenchResult['storm'];
+    if (!o.skipStorm) {
+      progress('reconnect storm: SIGKILL and restart');
+      const s = await measureStorm(fleet, controller, CONVERGENCE_TIMEOUT_MS);
+      controller = s.controller;
+      storm = s.result;
+    }
+    const warnings = controller.problems();
+    const fleetStats = await fleet.stop();
+    fleet = undefined;
+    return {
+      machine: machine(),
+      options: o,
+      topology: {
+        proxies: topo.proxies.length,
+        services: topo.services.length,
+        backendServices: 2 * topo.services.filter((s) => s.split).length,
+        namespaces: topo.namespaces.length,
+        trafficSplits: topo.services.filter((s) => s.split).length,
+        sourcesPerService: topo.services[0]?.sources.length ?? 0,
+      },
+      controller: {
+        startupMs: round(startupMs),
+        baselineRssMB: round(baselineRss / MB),
+        convergedRssMB: round(convergedRss / MB),
+        rssPerProxyKB: round((convergedRss - baselineRss) / 1024 / topo.proxies.length),
+        idleCpuBeforeFleetS: idleCpuBeforeFleet,
+        warnings: warnings.length,
+        warningSamples: [...new Set(warnings.map((w) => String(w['msg'])))].slice(0, 5),
+      },
+      fleet: {
+        certIssueMs: round(started2.certMs),
+        workers: Math.min(o.workers, topo.proxies.length),
+        decodedResources: fleetStats.decoded,
+        responses: fleetStats.responses,
+      },
+      initial,
+      idle,
+      changes: changes.byKind,
+      changeSamples: changes.samples,
+      ...(storm ? { storm } : {}),
+      totalS: (nowMs() - started) / 1000,
+    };
+  } finally {
+    await fleet?.stop();
+    await controller?.stop();
+    if (!o.keep) await rm(root, { recursive: true, force: true });
+    else progress(`kept ${root}`);
+  }
+}

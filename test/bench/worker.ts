@@ -1,0 +1,107 @@
+// A proxy-fleet worker process: issues its proxies' certificates from the
+// controller's CA, runs one ADS client per proxy, and reports every ACK to the
+// parent in batches (so its own CPU stays small next to the controller's).
+import * as grpc from '@grpc/grpc-js';
+import { BuiltinCA } from '../../pkg/certificate/builtin.js';
+import { FleetClient } from './ads-client.js';
+import {
+  type AckEvent,
+  isParentMessage,
+  type ParentMessage,
+  type StreamEndEvent,
+  type WorkerMessage,
+} from './protocol.js';
+import { addressMarker, FactsCache } from './xds-decode.js';
+
+const CERT_VALIDITY_MS = 24 * 60 * 60 * 1000;
+
+const clients: FleetClient[] = [];
+const facts = new FactsCache();
+let acks: AckEvent[] = [];
+let ends: StreamEndEvent[] = [];
+let marker: Buffer | undefined;
+let flushTimer: NodeJS.Timeout | undefined;
+
+function post(msg: WorkerMessage): void {
+  process.send?.(msg);
+}
+
+function flush(): void {
+  if (acks.length === 0 && ends.length === 0) return;
+  post({ type: 'events', acks, ends });
+  acks = [];
+  ends = [];
+}
+
+async function init(msg: Extract<ParentMessage, { type: 'init' }>): Promise<void> {
+  const started = performance.now();
+  const ca = await BuiltinCA.loadOrCreate(msg.caDir);
+  const rootPem = Buffer.from(ca.trustBundlePem);
+  for (const spec of msg.proxies) {
+    const cert = await ca.issue({
+      commonName: spec.cn,
+      uriSans: [spec.spiffe],
+      validityMs: CERT_VALIDITY_MS,
+      usage: 'client',
+    });
+    const credentials = grpc.credentials.createSsl(
+      rootPem,
+      Buffer.from(cert.keyPem),
+      Buffer.from(cert.certPem),
+    );
+    clients.push(
+      new FleetClient({
+        spec,
+        address: msg.address,
+        credentials,
+        facts,
+        onAck: (ev) => acks.push(ev),
+        onStreamEnd: (ev) => ends.push(ev),
+        marker: () => marker,
+      }),
+    );
+  }
+  flushTimer = setInterval(flush, msg.flushMs);
+  post({ type: 'ready', certMs: performance.now() - started });
+}
+
+function handle(msg: ParentMessage): void {
+  switch (msg.type) {
+    case 'init':
+      init(msg).catch((err: unknown) => {
+        post({ type: 'error', message: err instanceof Error ? (err.stack ?? err.message) : String(err) });
+      });
+      return;
+    case 'connect':
+      for (const c of clients) c.start();
+      return;
+    case 'marker':
+      marker = addressMarker(msg.ip);
+      return;
+    case 'diagnose': {
+      const proxies = clients
+        .map((c) => ({ p: c.index, missing: c.missing() }))
+        .filter((x) => x.missing.length > 0);
+      post({ type: 'missing', proxies });
+      return;
+    }
+    case 'stop': {
+      flush();
+      clearInterval(flushTimer);
+      const responses = clients.reduce((n, c) => n + c.responses, 0);
+      for (const c of clients) c.stop();
+      post({ type: 'stats', decoded: facts.decoded, responses });
+      process.disconnect?.();
+      return;
+    }
+  }
+}
+
+process.on('message', (msg: unknown) => {
+  if (isParentMessage(msg)) handle(msg);
+});
+// The parent going away ends the worker too.
+process.on('disconnect', () => {
+  for (const c of clients) c.stop();
+  clearInterval(flushTimer);
+});
