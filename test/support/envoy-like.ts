@@ -1,0 +1,95 @@
+import { readFile } from 'node:fs/promises';
+import path from 'node:path';
+import * as grpc from '@grpc/grpc-js';
+import { BuiltinCA } from '../../pkg/certificate/builtin.js';
+import { type ProxyResources, referencesOf } from '../../pkg/envoy/testing/crossref.js';
+import { type Resource, TypeUrl } from '../../pkg/envoy/types.js';
+import { type Identity, proxyCommonName, spiffeId } from '../../pkg/mesh/identity.js';
+import { RawAdsClient, type ReceivedResponse } from '../../pkg/xds/server/test-client.js';
+
+/** mTLS channel credentials for a proxy, issued by the controller's CA in `<state>/ca`. */
+export async function proxyCredentials(
+  stateDir: string,
+  proxy: Identity & { uuid: string; kind?: 'sidecar' | 'grpc' },
+  trustDomain = 'cluster.local',
+): Promise<{ credentials: grpc.ChannelCredentials; cn: string }> {
+  const ca = await BuiltinCA.loadOrCreate(path.join(stateDir, 'ca'));
+  const cn = proxyCommonName({ kind: 'sidecar', ...proxy, trustDomain });
+  const cert = await ca.issue({
+    commonName: cn,
+    uriSans: [spiffeId(proxy, trustDomain)],
+    validityMs: 3_600_000,
+    usage: 'client',
+  });
+  const root = await readFile(path.join(stateDir, 'ca', 'ca.crt'));
+  return {
+    credentials: grpc.credentials.createSsl(root, Buffer.from(cert.keyPem), Buffer.from(cert.certPem)),
+    cn,
+  };
+}
+
+export function adsClient(port: number, credentials: grpc.ChannelCredentials): RawAdsClient {
+  return new RawAdsClient({ address: `localhost:${port}`, credentials });
+}
+
+function toResources(r: ReceivedResponse): Resource[] {
+  return r.messages.map((message, i) => ({
+    name: r.names[i] ?? '',
+    typeUrl: r.typeUrl as TypeUrl,
+    message,
+  }));
+}
+
+/**
+ * Subscribes the way Envoy does — LDS and CDS as wildcards, then RDS, EDS and
+ * SDS by the names those reference — ACKing every response, and returns the
+ * latest resources of each type.
+ */
+export async function fetchLikeEnvoy(client: RawAdsClient, nodeId: string): Promise<ProxyResources> {
+  const latest = new Map<string, Resource[]>();
+  const node = { id: nodeId, cluster: 'skein-test' };
+  client.send({ typeUrl: TypeUrl.Cluster, node });
+  client.send({ typeUrl: TypeUrl.Listener });
+  const subscribed = new Map<string, string[]>();
+  const want = (typeUrl: string, names: string[]) => {
+    const sorted = [...names].sort();
+    if (JSON.stringify(subscribed.get(typeUrl)) === JSON.stringify(sorted)) return;
+    subscribed.set(typeUrl, sorted);
+    client.send({ typeUrl, resourceNames: sorted });
+  };
+  const deadline = Date.now() + 10_000;
+  for (;;) {
+    let res: ReceivedResponse;
+    try {
+      res = await client.next(Math.max(1, deadline - Date.now()));
+    } catch {
+      break; // quiet: everything requested has arrived
+    }
+    latest.set(res.typeUrl, toResources(res));
+    client.ack(res, subscribed.get(res.typeUrl) ?? []);
+    const all = [...latest.values()].flat();
+    const refs = referencesOf(all);
+    if (latest.has(TypeUrl.Listener)) want(TypeUrl.RouteConfiguration, [...refs.routes]);
+    if (latest.has(TypeUrl.Cluster)) want(TypeUrl.ClusterLoadAssignment, [...refs.edsClusters]);
+    if (latest.has(TypeUrl.Cluster) && latest.has(TypeUrl.Listener)) want(TypeUrl.Secret, [...refs.secrets]);
+    // An empty RDS/EDS/SDS subscription gets no response (it unsubscribes).
+    const expected = [...subscribed].filter(([, names]) => names.length > 0).map(([t]) => t);
+    const complete = [...expected, TypeUrl.Cluster, TypeUrl.Listener].every((t) => latest.has(t));
+    if (complete && subscribed.size === 3) {
+      // Wait briefly for anything still in flight, then stop.
+      const more = await client.drain(300);
+      if (more.length === 0) break;
+      for (const m of more) {
+        latest.set(m.typeUrl, toResources(m));
+        client.ack(m, subscribed.get(m.typeUrl) ?? []);
+      }
+    }
+  }
+  return {
+    listeners: latest.get(TypeUrl.Listener) ?? [],
+    routes: latest.get(TypeUrl.RouteConfiguration) ?? [],
+    clusters: latest.get(TypeUrl.Cluster) ?? [],
+    endpoints: latest.get(TypeUrl.ClusterLoadAssignment) ?? [],
+    secrets: latest.get(TypeUrl.Secret) ?? [],
+  };
+}
