@@ -1,0 +1,125 @@
+// Change handling through the real controller: bursts coalesce without losing
+// the final state, and bad input is reported while the rest keeps serving.
+import assert from 'node:assert/strict';
+import { after, before, describe, test } from 'node:test';
+import { TypeUrl } from '../../pkg/envoy/types.js';
+import type { ReceivedResponse } from '../../pkg/xds/server/test-client.js';
+import { adsClient, fetchLikeEnvoy, proxyCredentials } from '../support/envoy-like.js';
+import { LocalMesh } from '../support/local-mesh.js';
+import { sleep } from '../support/processes.js';
+
+const BUYER = {
+  uuid: '00000000-0000-4000-8000-000000000011',
+  serviceAccount: 'bookbuyer',
+  namespace: 'bookbuyer',
+};
+
+function weights(res: ReceivedResponse): number[] {
+  const m = JSON.stringify(res.messages).match(/"weight":\{"value":(\d+)\}/g) ?? [];
+  return m.map((w) => Number(w.replace(/\D/g, '')));
+}
+
+describe('changes through the running controller', () => {
+  let mesh: LocalMesh;
+  before(async () => {
+    // A wide push window, so the burst below lands inside it.
+    mesh = await LocalMesh.start({ extraArgs: ['--min-push-interval', '1s'] });
+  });
+  after(async () => {
+    await mesh?.stop();
+  });
+
+  test('a burst of changes inside one push window ends with the proxy on the final state', async () => {
+    const { credentials, cn } = await proxyCredentials(mesh.stateDir, BUYER);
+    const client = adsClient(mesh.ports.ads, credentials);
+    try {
+      const initial = await fetchLikeEnvoy(client, cn);
+      const routeNames = initial.routes.map((r) => r.name);
+      assert.ok(routeNames.length > 0);
+      const original = await mesh.readManifest('split.yaml');
+      // 20 edits, each a different v1 weight; the last one is 60/25.
+      for (let w = 41; w <= 60; w++) {
+        await mesh.writeManifest('split.yaml', original.replace('weight: 75', `weight: ${w}`));
+        await sleep(15);
+      }
+      let last: number[] = [];
+      const routeResponses: ReceivedResponse[] = [];
+      const deadline = Date.now() + 8000;
+      while (Date.now() < deadline && !(last[0] === 60 && last[1] === 25)) {
+        const r = await client.next(deadline - Date.now());
+        client.ack(r, r.typeUrl === TypeUrl.RouteConfiguration ? routeNames : []);
+        if (r.typeUrl === TypeUrl.RouteConfiguration) {
+          routeResponses.push(r);
+          const w = weights(r);
+          if (w.length > 0) last = w;
+        }
+      }
+      assert.deepEqual(last, [60, 25], 'the final weights reached the proxy');
+      // Coalesced: far fewer pushes than edits (the file watcher and the
+      // push window both merge), and nothing after the final state.
+      assert.ok(routeResponses.length < 10, `${routeResponses.length} RDS pushes for 20 edits`);
+      assert.deepEqual(await client.drain(1500), []);
+      await mesh.writeManifest('split.yaml', original);
+    } finally {
+      client.close();
+    }
+  });
+
+  test('malformed manifests are reported with file, object and reason; the rest keeps serving', async () => {
+    const { credentials, cn } = await proxyCredentials(mesh.stateDir, BUYER);
+    const client = adsClient(mesh.ports.ads, credentials);
+    try {
+      const before = await fetchLikeEnvoy(client, cn);
+      const from = mesh.controller.lines.length;
+      await mesh.writeManifest('broken.yaml', 'apiVersion: v1\nkind: Service\nmetadata: [unclosed\n');
+      await mesh.writeManifest(
+        'bad-target.yaml',
+        `apiVersion: access.smi-spec.io/v1alpha3
+kind: TrafficTarget
+metadata: { name: wrong-namespace, namespace: bookbuyer }
+spec:
+  destination: { kind: ServiceAccount, name: bookstore, namespace: bookstore }
+  sources: [{ kind: ServiceAccount, name: bookthief, namespace: bookthief }]
+  rules: [{ kind: HTTPRouteGroup, name: bookstore-service-routes }]
+---
+apiVersion: split.smi-spec.io/v1alpha2
+kind: TrafficSplit
+metadata: { name: negative, namespace: bookstore }
+spec:
+  service: bookstore
+  backends: [{ service: bookstore-v1, weight: -5 }]
+`,
+      );
+      const broken = await mesh.controller.waitFor(
+        (l) => String(l['file'] ?? '').endsWith('broken.yaml'),
+        5000,
+        from,
+      );
+      assert.equal(broken['msg'], 'object skipped');
+      assert.ok(String(broken['reason']).length > 0);
+      const wrongNs = await mesh.controller.waitFor(
+        (l) => l['name'] === 'bookbuyer/wrong-namespace',
+        5000,
+        from,
+      );
+      assert.match(String(wrongNs['reason']), /namespace/);
+      assert.equal(wrongNs['kind'], 'TrafficTarget');
+      const negative = await mesh.controller.waitFor((l) => l['name'] === 'bookstore/negative', 5000, from);
+      assert.match(String(negative['reason']), /weight/);
+      // The mesh is unchanged for the proxy and the controller is healthy.
+      await sleep(500);
+      const second = adsClient(mesh.ports.ads, credentials);
+      const after = await fetchLikeEnvoy(second, cn).finally(() => second.close());
+      assert.deepEqual(
+        after.clusters.map((c) => c.name),
+        before.clusters.map((c) => c.name),
+      );
+      const ready = await fetch(`http://127.0.0.1:${mesh.ports.http}/readyz`);
+      assert.equal(ready.status, 200);
+    } finally {
+      client.close();
+      await mesh.removeManifest('broken.yaml');
+      await mesh.removeManifest('bad-target.yaml');
+    }
+  });
+});
