@@ -19,7 +19,12 @@ export interface ProxylessBootstrap {
     string,
     {
       plugin_name: 'file_watcher';
-      config: { certificate_file: string; private_key_file: string; ca_certificate_file: string; refresh_interval: string };
+      config: {
+        certificate_file: string;
+        private_key_file: string;
+        ca_certificate_file: string;
+        refresh_interval: string;
+      };
     }
   >;
 }
@@ -28,7 +33,9 @@ export function proxylessBootstrap(o: ProxylessBootstrapOptions): ProxylessBoots
   const b: ProxylessBootstrap = {
     // Proxyless clients only speak insecure or google_default to the control
     // plane (reference.md section 4), hence the explicit plaintext ADS port.
-    xds_servers: [{ server_uri: o.serverUri, channel_creds: [{ type: 'insecure' }], server_features: ['xds_v3'] }],
+    xds_servers: [
+      { server_uri: o.serverUri, channel_creds: [{ type: 'insecure' }], server_features: ['xds_v3'] },
+    ],
     // node.locality is required by grpc-js-xds even when empty.
     node: { id: o.nodeId, cluster: 'skein', locality: {} },
     server_listener_resource_name_template: 'grpc/server?xds.resource.listening_address=%s',
