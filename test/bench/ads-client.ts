@@ -180,7 +180,13 @@ export class FleetClient {
     }
     st.version = res.versionInfo;
     st.nonce = res.nonce;
-    st.received = received;
+    // xDS rule 7: LDS/CDS responses are the full set; RDS/EDS/SDS name their
+    // resources one by one, so a response may carry only the changed ones.
+    if (res.typeUrl === TypeUrl.Cluster || res.typeUrl === TypeUrl.Listener || !st.received) {
+      st.received = received;
+    } else {
+      for (const n of received) st.received.add(n);
+    }
     st.eds = eds;
     st.rds = rds;
     st.sds = sds;
@@ -217,6 +223,8 @@ export class FleetClient {
       const st = this.state(typeUrl);
       if (sameList(st.names, names)) continue;
       st.names = names;
+      // Unsubscribed names are forgotten; the server resends them on re-subscription.
+      if (st.received) st.received = new Set(names.filter((n) => st.received?.has(n)));
       this.send(typeUrl, st);
     }
   }

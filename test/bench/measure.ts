@@ -98,6 +98,38 @@ export interface ChangeKindResult {
   noPush: number;
 }
 
+/**
+ * Waits until a change has played out: the fleet got no ACK for `quietMs`
+ * AND the controller used under 10% of a core over the last `quietMs` (it may
+ * still be computing a push that has not left yet). With no ACK at all it
+ * waits at least `noAckMinMs` (covers the registry's 1 s polling fallback).
+ */
+export async function waitSettled(
+  fleet: Fleet,
+  controller: ControllerProcess,
+  since: number,
+  quietMs: number,
+  noAckMinMs: number,
+  maxMs: number,
+): Promise<void> {
+  const samples: { at: number; cpu: number }[] = [];
+  for (;;) {
+    const now = nowMs();
+    samples.push({ at: now, cpu: controller.cpu() });
+    while (samples.length > 1 && (samples[1]?.at ?? now) <= now - quietMs) samples.shift();
+    const oldest = samples[0];
+    const cpuQuiet =
+      oldest !== undefined &&
+      now - oldest.at >= quietMs - 60 &&
+      controller.cpu() - oldest.cpu <= (0.1 * (now - oldest.at)) / 1000;
+    const acked = fleet.lastAckAt >= since;
+    const fleetQuiet = now - fleet.lastAckAt >= quietMs + fleet.flushMs;
+    if (cpuQuiet && fleetQuiet && now - since >= (acked ? quietMs : noAckMinMs)) return;
+    if (now - since >= maxMs) return;
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
 export async function measureChange(
   fleet: Fleet,
   controller: ControllerProcess,
@@ -112,8 +144,7 @@ export async function measureChange(
   const t0 = nowMs();
   const rec = fleet.record(t0);
   const applied = await driver.apply(kind, k);
-  // Nothing within 3 s means no proxy was affected (the registry polls every 1 s as a fallback).
-  await fleet.waitQuiet(t0, quietMs, 3000);
+  await waitSettled(fleet, controller, t0, quietMs, 1500, 60_000);
   fleet.endRecording(rec);
   const cpu = controller.cpu() - cpu0;
   const acks = rec.acks;
@@ -127,7 +158,9 @@ export async function measureChange(
     controllerCpuS: cpu,
   };
   if (applied.marker) {
-    // First EDS response per proxy that shows the change (IP present after an add, absent after a removal).
+    // First EDS response per proxy that shows the change (IP present after an add, absent after a
+    // removal). Absence is only meaningful because the server sends every subscribed CLA in each
+    // EDS response; a server sending only changed CLAs would need a cluster-name check here too.
     const want = applied.marker.present ? 1 : 0;
     const first = new Map<number, number>();
     for (const a of acks) if (a.t === 'EDS' && a.m === want && !first.has(a.p)) first.set(a.p, a.at);

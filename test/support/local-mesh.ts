@@ -33,12 +33,15 @@ export class LocalMesh {
     private readonly root: string,
   ) {}
 
-  static async start(opts: { example?: string; extraArgs?: string[] } = {}): Promise<LocalMesh> {
+  static async start(
+    opts: { example?: string; extraArgs?: string[]; prepare?: (dir: string) => Promise<void> } = {},
+  ): Promise<LocalMesh> {
     const root = await mkdtemp(path.join(tmpdir(), 'skein-e2e-'));
     const dir = path.join(root, 'manifests');
     const stateDir = path.join(root, 'state');
     await cp(path.join(repoRoot, 'examples', opts.example ?? 'bookstore'), dir, { recursive: true });
     const portMap = await remapWorkloadPorts(dir);
+    await opts.prepare?.(dir);
     const controller = spawnNode(
       'controller',
       controllerScript,
