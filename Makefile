@@ -19,7 +19,7 @@ build: deps
 
 # Runs the controller on the bundled example mesh; no cluster needed.
 start: build
-	$(NODE) dist/cmd/skein-controller/main.js --local examples/bookstore --state-dir $(STATE) --insecure-ads-port 15129
+	$(NODE) dist/cmd/skein-controller/main.js --local examples/bookstore --state-dir $(STATE) --host 127.0.0.1 --insecure-ads-port 15129
 
 # Controller plus proxyless gRPC bookstore apps on loopback, with live counts.
 demo: build
