@@ -29,39 +29,55 @@ describe('changes through the running controller', () => {
     await mesh?.stop();
   });
 
-  test('a burst of changes inside one push window ends with the proxy on the final state', async () => {
-    const { credentials, cn } = await proxyCredentials(mesh.stateDir, BUYER);
-    const client = adsClient(mesh.ports.ads, credentials);
+  test('a burst of changes inside one push window ends with every proxy on the final state', async () => {
+    // Three bookbuyer sidecars (one identity, three proxy UUIDs) and bookstore-v1's.
+    const proxies = [
+      BUYER,
+      { ...BUYER, uuid: '00000000-0000-4000-8000-0000000000a1' },
+      { ...BUYER, uuid: '00000000-0000-4000-8000-0000000000a2' },
+    ];
+    const clients = await Promise.all(
+      proxies.map(async (p) => {
+        const { credentials, cn } = await proxyCredentials(mesh.stateDir, p);
+        const client = adsClient(mesh.ports.ads, credentials);
+        const initial = await fetchLikeEnvoy(client, cn);
+        return { client, routeNames: initial.routes.map((r) => r.name) };
+      }),
+    );
     try {
-      const initial = await fetchLikeEnvoy(client, cn);
-      const routeNames = initial.routes.map((r) => r.name);
-      assert.ok(routeNames.length > 0);
       const original = await mesh.readManifest('split.yaml');
       // 20 edits, each a different v1 weight; the last one is 60/25.
       for (let w = 41; w <= 60; w++) {
         await mesh.writeManifest('split.yaml', original.replace('weight: 75', `weight: ${w}`));
         await sleep(15);
       }
-      let last: number[] = [];
-      const routeResponses: ReceivedResponse[] = [];
-      const deadline = Date.now() + 8000;
-      while (Date.now() < deadline && !(last[0] === 60 && last[1] === 25)) {
-        const r = await client.next(deadline - Date.now());
-        client.ack(r, r.typeUrl === TypeUrl.RouteConfiguration ? routeNames : []);
-        if (r.typeUrl === TypeUrl.RouteConfiguration) {
-          routeResponses.push(r);
-          const w = weights(r);
-          if (w.length > 0) last = w;
-        }
+      const results = await Promise.all(
+        clients.map(async ({ client, routeNames }) => {
+          assert.ok(routeNames.length > 0);
+          let last: number[] = [];
+          let pushes = 0;
+          const deadline = Date.now() + 8000;
+          while (Date.now() < deadline && !(last[0] === 60 && last[1] === 25)) {
+            const r = await client.next(deadline - Date.now());
+            client.ack(r, r.typeUrl === TypeUrl.RouteConfiguration ? routeNames : []);
+            if (r.typeUrl !== TypeUrl.RouteConfiguration) continue;
+            pushes++;
+            const w = weights(r);
+            if (w.length > 0) last = w;
+          }
+          return { last, pushes, after: await client.drain(1500) };
+        }),
+      );
+      for (const r of results) {
+        assert.deepEqual(r.last, [60, 25], 'the final weights reached every proxy');
+        // Coalesced: far fewer pushes than edits (the file watcher and the
+        // push window both merge), and nothing after the final state.
+        assert.ok(r.pushes < 10, `${r.pushes} RDS pushes for 20 edits`);
+        assert.deepEqual(r.after, []);
       }
-      assert.deepEqual(last, [60, 25], 'the final weights reached the proxy');
-      // Coalesced: far fewer pushes than edits (the file watcher and the
-      // push window both merge), and nothing after the final state.
-      assert.ok(routeResponses.length < 10, `${routeResponses.length} RDS pushes for 20 edits`);
-      assert.deepEqual(await client.drain(1500), []);
       await mesh.writeManifest('split.yaml', original);
     } finally {
-      client.close();
+      for (const { client } of clients) client.close();
     }
   });
 
