@@ -10,6 +10,8 @@ export interface BenchOptions {
   minPushInterval?: string;
   /** Quiet time that ends a change measurement, in ms. */
   quietMs: number;
+  /** Idle window after convergence, in ms. */
+  idleMs: number;
   cpuProfDir?: string;
   /** Skip the SIGKILL/restart phase (needed for a CPU profile of the first controller). */
   skipStorm: boolean;
@@ -27,7 +29,8 @@ Usage: node dist/test/bench/main.js [flags]   (or: make bench BENCH_ARGS="...")
   --workers W              proxy-fleet processes (default 4)
   --json FILE              also write the results as JSON
   --min-push-interval DUR  passed to the controller (default: its own, 100ms)
-  --quiet-ms MS            fleet silence that ends a change measurement (default 300)
+  --quiet-ms MS            fleet (and controller CPU) silence that ends a change measurement (default 300)
+  --idle-ms MS             idle window after convergence (default 5000)
   --cpu-prof DIR           run the controller under node --cpu-prof, profiles in DIR
   --skip-storm             skip the kill/restart phase (a SIGKILLed controller writes no profile)
   --keep                   keep the temporary manifests and state directory
@@ -55,6 +58,7 @@ export function parseBenchArgs(argv: string[]): BenchOptions | 'help' {
       json: { type: 'string' },
       'min-push-interval': { type: 'string' },
       'quiet-ms': { type: 'string' },
+      'idle-ms': { type: 'string' },
       'cpu-prof': { type: 'string' },
       'skip-storm': { type: 'boolean' },
       keep: { type: 'boolean' },
@@ -74,6 +78,7 @@ export function parseBenchArgs(argv: string[]): BenchOptions | 'help' {
     changes: positiveInt('changes', v.changes, 10),
     workers: positiveInt('workers', v.workers, 4),
     quietMs: positiveInt('quiet-ms', v['quiet-ms'], 300),
+    idleMs: positiveInt('idle-ms', v['idle-ms'], 5000),
     skipStorm: v['skip-storm'] ?? false,
     keep: v.keep ?? false,
   };

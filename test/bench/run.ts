@@ -15,10 +15,9 @@ import { writeTopology } from './topology.js';
 
 const MB = 1024 * 1024;
 const CONVERGENCE_TIMEOUT_MS = 120_000;
-const IDLE_WINDOW_MS = 5000;
 
 function progress(text: string): void {
-  process.stderr.write(`[bench] ${text}\n`);
+  if (process.env['SKEIN_BENCH_QUIET'] !== '1') process.stderr.write(`[bench] ${text}\n`);
 }
 
 export async function runBench(o: BenchOptions): Promise<BenchResult> {
@@ -69,7 +68,7 @@ export async function runBench(o: BenchOptions): Promise<BenchResult> {
       progress(`${initial.incomplete} proxies incomplete, e.g. ${JSON.stringify(missing.slice(0, 3))}`);
     }
     progress(`initial convergence ${Math.round(initial.convergenceMs)} ms; idle window`);
-    const idle = await measureIdle(fleet, controller, IDLE_WINDOW_MS);
+    const idle = await measureIdle(fleet, controller, o.idleMs);
     const convergedRss = controller.rss();
 
     progress(`${o.changes} x 5 changes`);
