@@ -1,15 +1,12 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { bookstoreMesh, type FakeMesh, fakeSecrets, sidecarProxy } from '../testing/fake-mesh.js';
+import type { MeshView } from '../../catalog/types.js';
+import { bookstoreMesh, fakeSecrets, type PodName, proxyFor } from '../testing/mesh.js';
 import { at, named } from '../testing/pick.js';
 import { sidecarCdsGenerator } from './sidecar.js';
 
-function cds(mesh: FakeMesh, pod: string) {
-  return sidecarCdsGenerator.generate(
-    sidecarProxy(mesh, pod),
-    { mesh, secrets: fakeSecrets('all') },
-    undefined,
-  );
+function cds(mesh: MeshView, pod: PodName) {
+  return sidecarCdsGenerator.generate(proxyFor(mesh, pod), { mesh, secrets: fakeSecrets('all') }, undefined);
 }
 
 test('bookbuyer: backend clusters of the split (even bookstore-v2), no apex cluster, no passthrough', () => {

@@ -1,13 +1,13 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { bookstoreMesh, fakeSecrets, sidecarProxy } from '../testing/fake-mesh.js';
+import { bookstoreMesh, fakeSecrets, proxyFor } from '../testing/mesh.js';
 import { resourceProblems } from '../testing/roundtrip.js';
 import { TypeUrl } from '../types.js';
 import { edsGenerator, parseUpstreamClusterName } from './eds.js';
 
 const mesh = bookstoreMesh();
 const ctx = { mesh, secrets: fakeSecrets('all') };
-const proxy = sidecarProxy(mesh, 'bookbuyer-1');
+const proxy = proxyFor(mesh, 'bookbuyer-1');
 
 test('parses upstream cluster names and rejects others', () => {
   assert.deepEqual(parseUpstreamClusterName('bookstore/bookstore-v1|14001'), {

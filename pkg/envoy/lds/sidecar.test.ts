@@ -1,19 +1,23 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import type { InboundRule } from '../../catalog/types.js';
-import { bookstoreMesh, FakeMesh, fakeSecrets, sidecarProxy } from '../testing/fake-mesh.js';
+import type { MeshView } from '../../catalog/types.js';
+import {
+  bookstoreMesh,
+  bookstoreObjects,
+  fakeSecrets,
+  type PodName,
+  proxyFor,
+  storeOf,
+  viewOf,
+} from '../testing/mesh.js';
 import { at, byNameIn, list, named, names } from '../testing/pick.js';
 import { sidecarLdsGenerator } from './sidecar.js';
 
-function lds(mesh: FakeMesh, pod: string) {
-  return sidecarLdsGenerator.generate(
-    sidecarProxy(mesh, pod),
-    { mesh, secrets: fakeSecrets('all') },
-    undefined,
-  );
+function lds(mesh: MeshView, pod: PodName) {
+  return sidecarLdsGenerator.generate(proxyFor(mesh, pod), { mesh, secrets: fakeSecrets('all') }, undefined);
 }
 
-function chains(mesh: FakeMesh, pod: string, listener: string) {
+function chains(mesh: MeshView, pod: PodName, listener: string) {
   return list(named(lds(mesh, pod), listener), 'filter_chains');
 }
 
@@ -76,14 +80,9 @@ test('TCP outbound ports use tcp_proxy; a headless service is matched on its por
 });
 
 test('a TCP port of a split apex uses weighted clusters', () => {
-  const mesh = bookstoreMesh();
-  const apex = mesh.spec.services.find((s) => s.key === 'bookstore/bookstore');
-  const v1 = mesh.spec.services.find((s) => s.key === 'bookstore/bookstore-v1');
-  const v2 = mesh.spec.services.find((s) => s.key === 'bookstore/bookstore-v2');
-  for (const s of [apex, v1, v2])
-    s?.ports.push({ name: 'tcp-x', port: 9000, targetPort: 9000, protocol: 'tcp' });
+  const mesh = bookstoreMesh({ tcpSplitPort: { port: 9000, targetPort: 9000 } });
   const chain = byNameIn(
-    chains(new FakeMesh(mesh.spec), 'bookbuyer-1', 'outbound-listener'),
+    chains(mesh, 'bookbuyer-1', 'outbound-listener'),
     'outbound_bookstore/bookstore_9000_tcp',
   );
   assert.deepEqual(at(filterConfig(chain, 'envoy.filters.network.tcp_proxy'), 'weighted_clusters'), {
@@ -159,11 +158,9 @@ test('permissive mode: inbound RBAC allows any authenticated peer', () => {
 });
 
 test('no inbound rules: RBAC with ALLOW and no policies (deny all)', () => {
-  const mesh = bookstoreMesh();
-  const noRules: Record<string, InboundRule[]> = {};
-  const spec = { ...mesh.spec, inbound: noRules };
-  const all = chains(new FakeMesh(spec), 'bookstore-v2-1', 'inbound-listener');
-  assert.deepEqual(httpRbac(byNameIn(all, 'inbound_bookstore/bookstore-v2_14001_http')), {
+  const mesh = viewOf(storeOf(bookstoreObjects().filter((o) => o.kind !== 'TrafficTarget')));
+  const all = chains(mesh, 'bookstore-v1-1', 'inbound-listener');
+  assert.deepEqual(httpRbac(byNameIn(all, 'inbound_bookstore/bookstore-v1_14001_http')), {
     action: 0,
     policies: {},
   });
@@ -201,7 +198,7 @@ test('TCP inbound: network RBAC then tcp_proxy to the local cluster on the targe
 
 test('non-sidecar proxies get nothing from the sidecar generator', () => {
   const mesh = bookstoreMesh();
-  const proxy = sidecarProxy(mesh, 'bookbuyer-1');
+  const proxy = proxyFor(mesh, 'bookbuyer-1');
   const grpc = { ...proxy, identity: { ...proxy.identity, kind: 'grpc' as const } };
   assert.deepEqual(sidecarLdsGenerator.generate(grpc, { mesh, secrets: fakeSecrets('all') }, undefined), []);
 });

@@ -1,12 +1,13 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { bookstoreMesh, FakeMesh, fakeSecrets, sidecarProxy } from '../testing/fake-mesh.js';
+import type { MeshView } from '../../catalog/types.js';
+import { bookstoreMesh, fakeSecrets, type PodName, proxyFor, rawSplit } from '../testing/mesh.js';
 import { at, byNameIn, list, named, names } from '../testing/pick.js';
 import { serviceDomains, sidecarRdsGenerator } from './sidecar.js';
 
-function rds(mesh: FakeMesh, pod: string, requested?: string[]) {
+function rds(mesh: MeshView, pod: PodName, requested?: string[]) {
   const req = requested ? new Set(requested) : undefined;
-  return sidecarRdsGenerator.generate(sidecarProxy(mesh, pod), { mesh, secrets: fakeSecrets('all') }, req);
+  return sidecarRdsGenerator.generate(proxyFor(mesh, pod), { mesh, secrets: fakeSecrets('all') }, req);
 }
 
 test('bookbuyer: the apex splits 75/25 to the backends, bookstore-v1 goes straight to its cluster', () => {
@@ -44,28 +45,25 @@ test('bookbuyer: the apex splits 75/25 to the backends, bookstore-v1 goes straig
 });
 
 test('zero-weight backends are left out; with none left the apex routes to itself', () => {
-  const mesh = bookstoreMesh();
-  const zeroV2 = new FakeMesh({
-    ...mesh.spec,
-    splits: {
-      'bookstore/bookstore': [
-        { service: 'bookstore-v1', weight: 100 },
-        { service: 'bookstore-v2', weight: 0 },
-      ],
-    },
-  });
-  const hosts = list(named(rds(zeroV2, 'bookbuyer-1'), 'rds-outbound.14001'), 'virtual_hosts');
-  assert.deepEqual(at(byNameIn(hosts, 'bookstore/bookstore'), 'routes', 0, 'route', 'weighted_clusters'), {
-    clusters: [{ name: 'bookstore/bookstore-v1|14001', weight: { value: 100 } }],
-  });
-  const allZero = new FakeMesh({
-    ...mesh.spec,
-    splits: { 'bookstore/bookstore': [{ service: 'bookstore-v1', weight: 0 }] },
-  });
-  const hosts2 = list(named(rds(allZero, 'bookbuyer-1'), 'rds-outbound.14001'), 'virtual_hosts');
-  assert.deepEqual(at(byNameIn(hosts2, 'bookstore/bookstore'), 'routes', 0, 'route'), {
-    cluster: 'bookstore/bookstore|14001',
-  });
+  // Through the policy engine (which drops them), and handed to the generator as they are.
+  for (const zeroV2 of [
+    bookstoreMesh({ weights: { v1: 100, v2: 0 } }),
+    rawSplit(bookstoreMesh(), { v1: 100, v2: 0 }),
+  ]) {
+    const hosts = list(named(rds(zeroV2, 'bookbuyer-1'), 'rds-outbound.14001'), 'virtual_hosts');
+    assert.deepEqual(at(byNameIn(hosts, 'bookstore/bookstore'), 'routes', 0, 'route', 'weighted_clusters'), {
+      clusters: [{ name: 'bookstore/bookstore-v1|14001', weight: { value: 100 } }],
+    });
+  }
+  for (const allZero of [
+    bookstoreMesh({ weights: { v1: 0, v2: 0 } }),
+    rawSplit(bookstoreMesh(), { v1: 0 }),
+  ]) {
+    const hosts2 = list(named(rds(allZero, 'bookbuyer-1'), 'rds-outbound.14001'), 'virtual_hosts');
+    assert.deepEqual(at(byNameIn(hosts2, 'bookstore/bookstore'), 'routes', 0, 'route'), {
+      cluster: 'bookstore/bookstore|14001',
+    });
+  }
 });
 
 test('same-namespace services get the bare name; gRPC routes disable the route timeout', () => {

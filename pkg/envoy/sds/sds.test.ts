@@ -1,18 +1,25 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
+import type { MeshView } from '../../catalog/types.js';
 import {
   bookstoreMesh,
   FAKE_TRUST_BUNDLE,
-  type FakeMesh,
   fakeSecrets,
-  sidecarProxy,
-} from '../testing/fake-mesh.js';
+  POD_NAMES,
+  type PodName,
+  proxyFor,
+} from '../testing/mesh.js';
 import { named } from '../testing/pick.js';
 import { sdsGenerator } from './sds.js';
 
-function sds(mesh: FakeMesh, pod: string, requested: string[] | undefined, issued: string[] | 'all' = 'all') {
+function sds(
+  mesh: MeshView,
+  pod: PodName,
+  requested: string[] | undefined,
+  issued: string[] | 'all' = 'all',
+) {
   const req = requested ? new Set(requested) : undefined;
-  return sdsGenerator.generate(sidecarProxy(mesh, pod), { mesh, secrets: fakeSecrets(issued) }, req);
+  return sdsGenerator.generate(proxyFor(mesh, pod), { mesh, secrets: fakeSecrets(issued) }, req);
 }
 
 test("serves the proxy's own service cert, never another identity's", () => {
@@ -39,10 +46,10 @@ test("serves the proxy's own service cert, never another identity's", () => {
   });
   // Even a wildcard-style request (all it references) never includes another identity's key.
   for (const mesh of [bookstoreMesh(), bookstoreMesh({ permissive: true })]) {
-    for (const pod of mesh.spec.pods) {
-      const proxy = sidecarProxy(mesh, pod.metadata.name);
+    for (const pod of POD_NAMES) {
+      const proxy = proxyFor(mesh, pod);
       const own = `service-cert:${proxy.identity.namespace}/${proxy.identity.serviceAccount}`;
-      const certs = sds(mesh, pod.metadata.name, undefined).filter((r) => r.name.startsWith('service-cert:'));
+      const certs = sds(mesh, pod, undefined).filter((r) => r.name.startsWith('service-cert:'));
       assert.deepEqual(
         certs.map((r) => r.name),
         [own],

@@ -4,24 +4,20 @@
 // then RDS/EDS/SDS by the names they reference).
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
+import type { MeshView } from '../../catalog/types.js';
 import type { SecretSource } from '../../certificate/types.js';
 import type { Resource } from '../types.js';
 import { crossReferenceProblems } from './crossref.js';
-import { bookstoreMesh, FakeMesh, fakeSecrets, sidecarProxy } from './fake-mesh.js';
 import { fetchSidecarConfig } from './fetch.js';
+import { bookstoreMesh, fakeSecrets, overrideView, POD_NAMES, proxyFor } from './mesh.js';
 import { resourceProblems } from './roundtrip.js';
 
 /** SMI, permissive, and SMI with a TCP port on the split apex and its backends. */
-function meshes(): [string, FakeMesh][] {
-  const tcpSplit = bookstoreMesh();
-  for (const svc of tcpSplit.spec.services) {
-    if (svc.namespace === 'bookstore')
-      svc.ports.push({ name: 'tcp-x', port: 9000, targetPort: 9001, protocol: 'tcp' });
-  }
+function meshes(): [string, MeshView][] {
   return [
     ['smi', bookstoreMesh()],
     ['permissive', bookstoreMesh({ permissive: true })],
-    ['smi+tcp split', new FakeMesh(tcpSplit.spec)],
+    ['smi+tcp split', bookstoreMesh({ tcpSplitPort: { port: 9000, targetPort: 9001 } })],
   ];
 }
 
@@ -29,8 +25,8 @@ test('every resource of every pod round-trips and resolves every reference', () 
   let total = 0;
   for (const [mode, mesh] of meshes()) {
     const ctx = { mesh, secrets: fakeSecrets('all') };
-    for (const pod of mesh.spec.pods) {
-      const proxy = sidecarProxy(mesh, pod.metadata.name);
+    for (const pod of POD_NAMES) {
+      const proxy = proxyFor(mesh, pod);
       const res = fetchSidecarConfig(proxy, ctx);
       const all: Resource[] = [
         ...res.listeners,
@@ -40,7 +36,7 @@ test('every resource of every pod round-trips and resolves every reference', () 
         ...res.secrets,
       ];
       total += all.length;
-      const where = `${mode} ${pod.metadata.name}`;
+      const where = `${mode} ${pod}`;
       assert.deepEqual(resourceProblems(all), [], where);
       assert.deepEqual(crossReferenceProblems(res), [], where);
     }
@@ -51,7 +47,7 @@ test('every resource of every pod round-trips and resolves every reference', () 
 test('the cross-reference checker reports dangling names', () => {
   const mesh = bookstoreMesh();
   const ctx = { mesh, secrets: fakeSecrets('all') };
-  const res = fetchSidecarConfig(sidecarProxy(mesh, 'bookbuyer-1'), ctx);
+  const res = fetchSidecarConfig(proxyFor(mesh, 'bookbuyer-1'), ctx);
   const noRoutes = crossReferenceProblems({ ...res, routes: [] });
   assert.deepEqual(noRoutes, ['route config rds-outbound.14001 is referenced but not served']);
   const [firstCluster, ...otherClusters] = res.clusters;
@@ -74,16 +70,23 @@ test('the cross-reference checker reports dangling names', () => {
 test('with no certificate issued yet, only the service-cert secret is missing', () => {
   const mesh = bookstoreMesh();
   const none: SecretSource = fakeSecrets([]);
-  const res = fetchSidecarConfig(sidecarProxy(mesh, 'bookstore-v1-1'), { mesh, secrets: none });
+  const res = fetchSidecarConfig(proxyFor(mesh, 'bookstore-v1-1'), { mesh, secrets: none });
   assert.deepEqual(crossReferenceProblems(res), [
     'secret service-cert:bookstore/bookstore-v1 is referenced but not served',
   ]);
 });
 
 test('the five generators share one outbound computation per proxy identity and view', () => {
-  const mesh = bookstoreMesh();
+  const real = bookstoreMesh();
+  let outboundCalls = 0;
+  const mesh = overrideView(real, {
+    outboundServices: (source) => {
+      outboundCalls++;
+      return real.outboundServices(source);
+    },
+  });
   const ctx = { mesh, secrets: fakeSecrets('all') };
-  fetchSidecarConfig(sidecarProxy(mesh, 'bookbuyer-1'), ctx);
-  fetchSidecarConfig(sidecarProxy(mesh, 'bookbuyer-1'), ctx);
-  assert.equal(mesh.outboundCalls, 1);
+  fetchSidecarConfig(proxyFor(mesh, 'bookbuyer-1'), ctx);
+  fetchSidecarConfig(proxyFor(mesh, 'bookbuyer-1'), ctx);
+  assert.equal(outboundCalls, 1);
 });
