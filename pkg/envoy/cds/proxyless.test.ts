@@ -1,24 +1,21 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
+import type { MeshView } from '../../catalog/types.js';
 import { decodeMessage, encodeMessage } from '../../xds/proto/codec.js';
-import {
-  FakeProxylessMesh,
-  generationContext,
-  proxyContextFor,
-  proxyIdentity,
-  spiffe,
-} from '../testing/fake-proxyless-mesh.js';
+import { bookstoreMesh, generationContext, proxyFor } from '../testing/mesh.js';
 import { resourceProblems } from '../testing/roundtrip.js';
 import { TypeUrl } from '../types.js';
 import { proxylessClusterGenerator } from './proxyless.js';
 
-function clusters(mesh: FakeProxylessMesh, requested?: string[]) {
-  const proxy = proxyContextFor(mesh, proxyIdentity('bookbuyer'));
+const spiffe = (sa: string) => `spiffe://cluster.local/ns/bookstore/sa/${sa}`;
+
+function clusters(mesh: MeshView, requested?: string[]) {
+  const proxy = proxyFor(mesh, 'bookbuyer-1', 'grpc');
   return proxylessClusterGenerator.generate(proxy, generationContext(mesh), requested && new Set(requested));
 }
 
 test('requested clusters that exist: EDS over ADS, round robin, mTLS pinned to the backing identities', () => {
-  const out = clusters(new FakeProxylessMesh(), [
+  const out = clusters(bookstoreMesh(), [
     'bookstore/bookstore-v1|14001',
     'bookstore/bookstore|14001',
     'bookstore/bookstore|9999',
@@ -59,7 +56,14 @@ test('requested clusters that exist: EDS over ADS, round robin, mTLS pinned to t
 
 test('without a request list every service port has a cluster', () => {
   assert.deepEqual(
-    clusters(new FakeProxylessMesh(), undefined).map((r) => r.name),
-    ['bookstore/bookstore-v1|14001', 'bookstore/bookstore-v2|14001', 'bookstore/bookstore|14001'],
+    clusters(bookstoreMesh(), undefined).map((r) => r.name),
+    [
+      'bookstore/bookstore-v1|14001',
+      'bookstore/bookstore-v2|14001',
+      'bookstore/bookstore|14001',
+      'bookwarehouse/bookwarehouse|14001',
+      'bookwarehouse/bookwarehouse|3306',
+      'bookwarehouse/mysql|3306',
+    ],
   );
 });

@@ -1,19 +1,26 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
+import type { MeshView } from '../../catalog/types.js';
+import type { HTTPMatch } from '../../model/objects.js';
 import { decodeMessage, encodeMessage } from '../../xds/proto/codec.js';
-import {
-  FakeProxylessMesh,
-  generationContext,
-  proxyContextFor,
-  proxyIdentity,
-  spiffe,
-} from '../testing/fake-proxyless-mesh.js';
+import { bookstoreMesh, generationContext, type PodName, proxyFor } from '../testing/mesh.js';
 import { resourceProblems } from '../testing/roundtrip.js';
 import { type ProtoObject, type ProtoValue, TypeUrl } from '../types.js';
 import { proxylessListenerGenerator, proxylessServerListener } from './proxyless.js';
 
+// gRPC method paths; Restock also needs a role header.
+const GRPC_MATCHES: HTTPMatch[] = [
+  { name: 'buy', pathRegex: '/bookstore\\.Bookstore/Buy', methods: ['POST'] },
+  {
+    name: 'restock',
+    pathRegex: '/bookstore\\.Bookstore/Restock',
+    methods: ['*'],
+    headers: { 'x-role': 'clerk|manager' },
+  },
+];
+
 const FQDN = 'bookstore.bookstore.svc.cluster.local:14001';
-const V1_SERVER = 'grpc/server?xds.resource.listening_address=10.0.1.21:14001';
+const V1_SERVER = 'grpc/server?xds.resource.listening_address=10.244.1.10:14001';
 
 function obj(v: ProtoValue | undefined): ProtoObject {
   assert.ok(
@@ -31,20 +38,20 @@ function decoded(message: ProtoObject): ProtoObject {
   return decodeMessage(TypeUrl.Listener, encodeMessage(TypeUrl.Listener, message));
 }
 
-function generate(mesh: FakeProxylessMesh, who: Parameters<typeof proxyIdentity>[0], requested?: string[]) {
-  const proxy = proxyContextFor(mesh, proxyIdentity(who));
+function generate(mesh: MeshView, who: PodName, requested?: string[]) {
+  const proxy = proxyFor(mesh, who, 'grpc');
   return proxylessListenerGenerator.generate(proxy, generationContext(mesh), requested && new Set(requested));
 }
 
 test('client listeners answer every requested alias under its own name, routed to the canonical RDS name', () => {
-  const mesh = new FakeProxylessMesh();
+  const mesh = bookstoreMesh();
   const requested = [
     FQDN,
     'bookstore.bookstore:14001',
     'bookstore-v1.bookstore.svc:14001',
     'nope.bookstore:14001',
   ];
-  const out = generate(mesh, 'bookbuyer', [...requested, 'bookstore.bookstore:9999']);
+  const out = generate(mesh, 'bookbuyer-1', [...requested, 'bookstore.bookstore:9999']);
   assert.deepEqual(
     out.map((r) => r.name),
     [
@@ -68,21 +75,24 @@ test('client listeners answer every requested alias under its own name, routed t
 });
 
 test('without a request list every service port gets a client listener, in SMI mode even for a caller no rule allows', () => {
-  const mesh = new FakeProxylessMesh();
-  const out = generate(mesh, 'mallory', undefined);
+  const mesh = bookstoreMesh();
+  const out = generate(mesh, 'bookthief-1', undefined);
   assert.deepEqual(
     out.map((r) => r.name),
     [
       'bookstore-v1.bookstore.svc.cluster.local:14001',
       'bookstore-v2.bookstore.svc.cluster.local:14001',
       'bookstore.bookstore.svc.cluster.local:14001',
+      'bookwarehouse.bookwarehouse.svc.cluster.local:14001',
+      'bookwarehouse.bookwarehouse.svc.cluster.local:3306',
+      'mysql.bookwarehouse.svc.cluster.local:3306',
     ],
   );
 });
 
 test('a server pod gets one mTLS listener per target port, with RBAC from every service on it', () => {
-  const mesh = new FakeProxylessMesh();
-  const out = generate(mesh, 'bookstore-v1', undefined);
+  const mesh = bookstoreMesh({ bookstoreMatches: GRPC_MATCHES });
+  const out = generate(mesh, 'bookstore-v1-1', undefined);
   const server = out.filter((r) => r.name.startsWith('grpc/server'));
   assert.deepEqual(
     server.map((r) => r.name),
@@ -90,7 +100,7 @@ test('a server pod gets one mTLS listener per target port, with RBAC from every 
   );
   assert.deepEqual(resourceProblems(server), []);
   const l = decoded(obj(server[0]?.message));
-  assert.deepEqual(l['address'], { socket_address: { address: '10.0.1.21', port_value: 14001 } });
+  assert.deepEqual(l['address'], { socket_address: { address: '10.244.1.10', port_value: 14001 } });
   const chains = list(l['filter_chains']);
   assert.equal(chains.length, 1);
   const chain = obj(chains[0]);
@@ -114,16 +124,15 @@ test('a server pod gets one mTLS listener per target port, with RBAC from every 
     ['envoy.filters.http.rbac', 'envoy.filters.http.router'],
   );
   const policies = obj(obj(obj(filters[0]?.['typed_config'])['rules'])['policies']);
-  // The apex and bookstore-v1 both select this pod on target port 14001; the
-  // apex's rules (one TrafficTarget per backing identity in the fake) come along.
+  // The apex and bookstore-v1 both select this pod on target port 14001: the
+  // rule of each comes along (the same TrafficTarget, so a suffixed name).
   assert.deepEqual(Object.keys(policies).sort(), [
-    'TrafficTarget bookstore/bookstore-v1',
-    'TrafficTarget bookstore/bookstore-v1#2',
-    'TrafficTarget bookstore/bookstore-v2',
+    'TrafficTarget bookstore/bookstore',
+    'TrafficTarget bookstore/bookstore#1',
   ]);
   const policy = obj(Object.values(policies)[0]);
   assert.deepEqual(policy['principals'], [
-    { authenticated: { principal_name: { exact: spiffe('bookbuyer') } } },
+    { authenticated: { principal_name: { exact: 'spiffe://cluster.local/ns/bookbuyer/sa/bookbuyer' } } },
   ]);
   assert.deepEqual(policy['permissions'], [
     {
@@ -146,8 +155,10 @@ test('a server pod gets one mTLS listener per target port, with RBAC from every 
 });
 
 test('permissive mode allows any caller on the server listener', () => {
-  const mesh = new FakeProxylessMesh({ permissive: true });
-  const [server] = generate(mesh, 'bookstore-v2', undefined).filter((r) => r.name.startsWith('grpc/server'));
+  const mesh = bookstoreMesh({ permissive: true });
+  const [server] = generate(mesh, 'bookstore-v2-1', undefined).filter((r) =>
+    r.name.startsWith('grpc/server'),
+  );
   const rules = obj(
     obj(
       list(
@@ -164,32 +175,32 @@ test('permissive mode allows any caller on the server listener', () => {
 });
 
 test('requested server listeners: pod IP or unspecified IP on a pod port only', () => {
-  const mesh = new FakeProxylessMesh({ targetPorts: { v1: 15001 } });
-  const out = generate(mesh, 'bookstore-v1', [
+  const mesh = bookstoreMesh({ targetPorts: { v1: 15001 } });
+  const out = generate(mesh, 'bookstore-v1-1', [
     'grpc/server?xds.resource.listening_address=0.0.0.0:15001',
     'grpc/server?xds.resource.listening_address=10.9.9.9:15001',
-    'grpc/server?xds.resource.listening_address=10.0.1.21:15002',
-    'grpc/server?xds.resource.listening_address=10.0.1.21:0',
+    'grpc/server?xds.resource.listening_address=10.244.1.10:15002',
+    'grpc/server?xds.resource.listening_address=10.244.1.10:0',
     'not-a-listener',
   ]);
   assert.deepEqual(
     out.map((r) => r.name),
     [
       'grpc/server?xds.resource.listening_address=0.0.0.0:15001',
-      'grpc/server?xds.resource.listening_address=10.0.1.21:15001',
+      'grpc/server?xds.resource.listening_address=10.244.1.10:15001',
     ],
   );
   const any = decoded(obj(out[0]?.message));
   assert.deepEqual(any['address'], { socket_address: { address: '0.0.0.0', port_value: 15001 } });
   // A client pod backs no service: no server listener at all.
   assert.deepEqual(
-    generate(mesh, 'bookbuyer', undefined).filter((r) => r.name.startsWith('grpc/server')),
+    generate(mesh, 'bookbuyer-1', undefined).filter((r) => r.name.startsWith('grpc/server')),
     [],
   );
 });
 
 test('no rules → ALLOW with no policies (deny all), and the RBAC rules message is still encoded', () => {
-  const l = decoded(proxylessServerListener(V1_SERVER, '10.0.1.21', 14001, [], 'cluster.local'));
+  const l = decoded(proxylessServerListener(V1_SERVER, '10.244.1.10', 14001, [], 'cluster.local'));
   const hcm = obj(obj(list(obj(list(l['filter_chains'])[0])['filters'])[0])['typed_config']);
   const rbac = obj(obj(list(hcm['http_filters'])[0])['typed_config']);
   // grpc-js-xds skips an RBAC filter whose `rules` is absent (fails open):

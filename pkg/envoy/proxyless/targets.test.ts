@@ -1,10 +1,10 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { FakeProxylessMesh } from '../testing/fake-proxyless-mesh.js';
+import { bookstoreMesh } from '../testing/mesh.js';
 import { parseServerListenerName, resolveClientTarget } from './targets.js';
 
 test('client targets resolve by any host form, with the port or (single-port services) without', () => {
-  const mesh = new FakeProxylessMesh();
+  const mesh = bookstoreMesh();
   for (const name of [
     'bookstore.bookstore.svc.cluster.local:14001',
     'bookstore.bookstore.svc:14001',

@@ -1,20 +1,16 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
+import type { MeshView } from '../../catalog/types.js';
 import { decodeMessage, encodeMessage } from '../../xds/proto/codec.js';
-import {
-  FakeProxylessMesh,
-  generationContext,
-  proxyContextFor,
-  proxyIdentity,
-} from '../testing/fake-proxyless-mesh.js';
+import { bookstoreMesh, generationContext, proxyFor, rawSplit } from '../testing/mesh.js';
 import { resourceProblems } from '../testing/roundtrip.js';
 import { type ProtoObject, TypeUrl } from '../types.js';
 import { proxylessRouteGenerator } from './proxyless.js';
 
 const APEX = 'bookstore.bookstore.svc.cluster.local:14001';
 
-function routes(mesh: FakeProxylessMesh, requested?: string[]) {
-  const proxy = proxyContextFor(mesh, proxyIdentity('bookbuyer'));
+function routes(mesh: MeshView, requested?: string[]) {
+  const proxy = proxyFor(mesh, 'bookbuyer-1', 'grpc');
   return proxylessRouteGenerator.generate(proxy, generationContext(mesh), requested && new Set(requested));
 }
 
@@ -31,7 +27,7 @@ function vhost(message: ProtoObject | undefined): { domains: unknown; route: unk
 }
 
 test('a split apex routes by weighted_clusters to its backends; domains cover every alias', () => {
-  const out = routes(new FakeProxylessMesh(), [APEX]);
+  const out = routes(bookstoreMesh(), [APEX]);
   assert.deepEqual(
     out.map((r) => r.name),
     [APEX],
@@ -57,16 +53,27 @@ test('a split apex routes by weighted_clusters to its backends; domains cover ev
 });
 
 test('zero-weight backends are omitted; an all-zero split falls back to the apex cluster', () => {
-  const oneLeft = vhost(routes(new FakeProxylessMesh({ weights: { v1: 0, v2: 10 } }), [APEX])[0]?.message);
-  assert.deepEqual(oneLeft.route, {
-    weighted_clusters: { clusters: [{ name: 'bookstore/bookstore-v2|14001', weight: { value: 10 } }] },
-  });
-  const none = vhost(routes(new FakeProxylessMesh({ weights: { v1: 0, v2: 0 } }), [APEX])[0]?.message);
-  assert.deepEqual(none.route, { cluster: 'bookstore/bookstore|14001' });
+  // Through the policy engine (which drops them), and handed to the generator as they are.
+  for (const mesh of [
+    bookstoreMesh({ weights: { v1: 0, v2: 10 } }),
+    rawSplit(bookstoreMesh(), { v1: 0, v2: 10 }),
+  ]) {
+    const oneLeft = vhost(routes(mesh, [APEX])[0]?.message);
+    assert.deepEqual(oneLeft.route, {
+      weighted_clusters: { clusters: [{ name: 'bookstore/bookstore-v2|14001', weight: { value: 10 } }] },
+    });
+  }
+  for (const mesh of [
+    bookstoreMesh({ weights: { v1: 0, v2: 0 } }),
+    rawSplit(bookstoreMesh(), { v1: 0, v2: 0 }),
+  ]) {
+    const none = vhost(routes(mesh, [APEX])[0]?.message);
+    assert.deepEqual(none.route, { cluster: 'bookstore/bookstore|14001' });
+  }
 });
 
 test('a plain service routes to its own cluster; only canonical names are route configurations', () => {
-  const mesh = new FakeProxylessMesh();
+  const mesh = bookstoreMesh();
   const out = routes(mesh, [
     'bookstore-v1.bookstore.svc.cluster.local:14001',
     'bookstore.bookstore:14001',
@@ -83,6 +90,9 @@ test('a plain service routes to its own cluster; only canonical names are route 
       'bookstore-v1.bookstore.svc.cluster.local:14001',
       'bookstore-v2.bookstore.svc.cluster.local:14001',
       'bookstore.bookstore.svc.cluster.local:14001',
+      'bookwarehouse.bookwarehouse.svc.cluster.local:14001',
+      'bookwarehouse.bookwarehouse.svc.cluster.local:3306',
+      'mysql.bookwarehouse.svc.cluster.local:3306',
     ],
   );
 });
