@@ -2,8 +2,14 @@
 // that answers with its own name, or a caller that dials an `xds:///` target and
 // reports per-backend successes and per-code failures as JSON lines on stdout.
 //
-//   workload server --name bookstore-v1 --listen 127.0.0.21:14001
+//   workload server --name bookstore-v1 --listen 127.0.0.21:14001 [--method /pkg.Svc/M ...]
 //   workload caller --target xds:///bookstore.bookstore.svc.cluster.local:14001 [--count N]
+//                   [--method /pkg.Svc/M] [--header k=v ...] [--plaintext]
+//
+// The server answers Who and every --method path (grpc-js replies UNIMPLEMENTED
+// to unregistered paths before RBAC runs, so a path must be registered for a
+// test to see the policy's answer). The caller calls Who unless told otherwise;
+// --plaintext dials without xDS credentials.
 //
 // The xDS bootstrap comes from GRPC_XDS_BOOTSTRAP (one identity per process).
 import { parseArgs } from 'node:util';
@@ -32,6 +38,9 @@ const { values, positionals } = parseArgs({
     listen: { type: 'string' },
     target: { type: 'string' },
     count: { type: 'string' },
+    method: { type: 'string', multiple: true },
+    header: { type: 'string', multiple: true },
+    plaintext: { type: 'boolean', default: false },
     'interval-ms': { type: 'string', default: '2' },
     'report-ms': { type: 'string', default: '250' },
     'deadline-ms': { type: 'string', default: '2000' },
@@ -52,9 +61,13 @@ async function runServer(): Promise<void> {
     'grpc.max_connection_age_ms': 2000,
     'grpc.max_connection_age_grace_ms': 500,
   });
-  server.addService(serviceDefinition, {
-    Who: (_call: unknown, callback: (err: null, res: Buffer) => void) => callback(null, Buffer.from(name)),
-  });
+  const answer = (_call: unknown, callback: (err: null, res: Buffer) => void) =>
+    callback(null, Buffer.from(name));
+  server.addService(serviceDefinition, { Who: answer });
+  for (const path of values.method ?? []) {
+    if (path !== WHO_METHOD)
+      server.register(path, answer, passthrough.responseSerialize, passthrough.requestDeserialize, 'unary');
+  }
   const creds = new xds.XdsServerCredentials(grpc.ServerCredentials.createInsecure());
   await new Promise<void>((resolve, reject) =>
     server.bindAsync(listen, creds, (err) => (err ? reject(err) : resolve())),
@@ -71,16 +84,26 @@ async function runCaller(): Promise<void> {
   const count = values.count ? Number(values.count) : Number.POSITIVE_INFINITY;
   const intervalMs = Number(values['interval-ms']);
   const deadlineMs = Number(values['deadline-ms']);
+  const method = values.method?.at(-1) ?? WHO_METHOD;
+  const metadata = new grpc.Metadata();
+  for (const h of values.header ?? []) {
+    const eq = h.indexOf('=');
+    if (eq <= 0) throw new Error(`--header ${h}: expected name=value`);
+    metadata.set(h.slice(0, eq), h.slice(eq + 1));
+  }
   const Client = grpc.makeGenericClientConstructor(serviceDefinition, 'Echo');
-  const client = new Client(target, new xds.XdsChannelCredentials(grpc.credentials.createInsecure()));
-  const who = (): Promise<string> =>
+  const credentials = values.plaintext
+    ? grpc.credentials.createInsecure()
+    : new xds.XdsChannelCredentials(grpc.credentials.createInsecure());
+  const client = new Client(target, credentials);
+  const call = (): Promise<string> =>
     new Promise((resolve, reject) => {
-      const method = WHO_METHOD;
       client.makeUnaryRequest(
         method,
         (b: Buffer) => b,
         (b: Buffer) => b,
         Buffer.alloc(0),
+        metadata,
         { deadline: Date.now() + deadlineMs },
         (err, res) => (err || !res ? reject(err) : resolve(res.toString())),
       );
@@ -100,7 +123,7 @@ async function runCaller(): Promise<void> {
   });
   for (let i = 0; i < count && !stopping; i++) {
     try {
-      const backend = await who();
+      const backend = await call();
       ok[backend] = (ok[backend] ?? 0) + 1;
       total.ok[backend] = (total.ok[backend] ?? 0) + 1;
     } catch (err) {

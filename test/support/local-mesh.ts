@@ -87,7 +87,7 @@ export class LocalMesh {
   /**
    * Starts a proxyless gRPC server for a pod on `ip:port` and waits until xDS
    * gave it its listener. `port` is an example port (remapped) or, with
-   * `raw`, the port itself.
+   * `raw`, the port itself; `args` go to the workload (e.g. `--method`).
    */
   async startServer(
     namespace: string,
@@ -95,11 +95,12 @@ export class LocalMesh {
     ip: string,
     port: number,
     raw = false,
+    args: string[] = [],
   ): Promise<JsonLineProcess> {
     const p = spawnNode(
       `server ${pod}`,
       workloadScript,
-      ['server', '--name', pod, '--listen', `${ip}:${raw ? port : this.port(port)}`],
+      ['server', '--name', pod, '--listen', `${ip}:${raw ? port : this.port(port)}`, ...args],
       { GRPC_XDS_BOOTSTRAP: this.bootstrap(namespace, pod) },
     );
     this.children.push(p);
