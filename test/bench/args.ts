@@ -15,6 +15,8 @@ export interface BenchOptions {
   cpuProfDir?: string;
   /** Skip the SIGKILL/restart phase (needed for a CPU profile of the first controller). */
   skipStorm: boolean;
+  /** Skip the idle window around the one-minute ticker. */
+  skipTick: boolean;
   keep: boolean;
 }
 
@@ -33,6 +35,7 @@ Usage: node dist/test/bench/main.js [flags]   (or: make bench BENCH_ARGS="...")
   --idle-ms MS             idle window after convergence (default 5000)
   --cpu-prof DIR           run the controller under node --cpu-prof, profiles in DIR
   --skip-storm             skip the kill/restart phase (a SIGKILLed controller writes no profile)
+  --skip-tick              skip the idle window around the controller's one-minute resync ticker
   --keep                   keep the temporary manifests and state directory
   -h, --help
 `;
@@ -61,6 +64,7 @@ export function parseBenchArgs(argv: string[]): BenchOptions | 'help' {
       'idle-ms': { type: 'string' },
       'cpu-prof': { type: 'string' },
       'skip-storm': { type: 'boolean' },
+      'skip-tick': { type: 'boolean' },
       keep: { type: 'boolean' },
       help: { type: 'boolean', short: 'h' },
     },
@@ -80,6 +84,7 @@ export function parseBenchArgs(argv: string[]): BenchOptions | 'help' {
     quietMs: positiveInt('quiet-ms', v['quiet-ms'], 300),
     idleMs: positiveInt('idle-ms', v['idle-ms'], 5000),
     skipStorm: v['skip-storm'] ?? false,
+    skipTick: v['skip-tick'] ?? false,
     keep: v.keep ?? false,
   };
   if (v.json !== undefined) opts.json = v.json;

@@ -16,6 +16,7 @@ test('a small benchmark run converges, sees every change and survives the restar
     quietMs: 200,
     idleMs: 300,
     skipStorm: false,
+    skipTick: true,
     keep: false,
   });
   assert.equal(r.initial.incomplete, 0);

@@ -32,6 +32,9 @@ function readyz(port: number): Promise<number> {
 }
 
 export class ControllerProcess {
+  /** Epoch ms when /readyz first answered 200 (the announcement ticker started just before). */
+  readyAt = 0;
+
   private constructor(
     readonly proc: JsonLineProcess,
     readonly launch: ControllerLaunch,
@@ -68,7 +71,10 @@ export class ControllerProcess {
     for (;;) {
       if (proc.child.exitCode !== null || proc.child.signalCode !== null)
         throw new Error(`controller exited during startup:\n${proc.stderr.slice(-20).join('\n')}`);
-      if ((await readyz(launch.httpPort)) === 200) return c;
+      if ((await readyz(launch.httpPort)) === 200) {
+        c.readyAt = Date.now();
+        return c;
+      }
       if (Date.now() > deadline) {
         await proc.stop();
         throw new Error(`controller not ready within ${timeoutMs} ms:\n${proc.stderr.slice(-20).join('\n')}`);

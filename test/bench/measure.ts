@@ -72,6 +72,34 @@ export async function measureIdle(
   };
 }
 
+export interface TickResult {
+  /** Controller uptime (since ready) at the tick the window straddles, s. */
+  tickAtS: number;
+  windowS: number;
+  controllerCpuS: number;
+  /** Responses any proxy received in the window: a resync must not resend unchanged config (expected 0). */
+  pushes: number;
+}
+
+// The controller's announcement ticker (pkg/announcements/bus.ts startTicker default).
+const TICK_MS = 60_000;
+
+/** An idle window around the next one-minute ticker (2 s before to 3 s after). */
+export async function measureTick(fleet: Fleet, controller: ControllerProcess): Promise<TickResult> {
+  const up = Date.now() - controller.readyAt;
+  const tickAt = controller.readyAt + TICK_MS * Math.ceil((up + 2500) / TICK_MS);
+  await new Promise((r) => setTimeout(r, Math.max(0, tickAt - 2000 - Date.now())));
+  const cpu0 = controller.cpu();
+  const acks0 = fleet.acks;
+  await new Promise((r) => setTimeout(r, 5000));
+  return {
+    tickAtS: (tickAt - controller.readyAt) / 1000,
+    windowS: 5,
+    controllerCpuS: controller.cpu() - cpu0,
+    pushes: fleet.acks - acks0,
+  };
+}
+
 export interface ChangeSample {
   kind: ChangeKind;
   subject: string;

@@ -1,7 +1,14 @@
 // The benchmark's results: one JSON document, and a table for humans.
 import { cpus, totalmem } from 'node:os';
 import type { BenchOptions } from './args.js';
-import type { ChangeKindResult, ChangeSample, IdleResult, InitialResult, StormResult } from './measure.js';
+import type {
+  ChangeKindResult,
+  ChangeSample,
+  IdleResult,
+  InitialResult,
+  StormResult,
+  TickResult,
+} from './measure.js';
 import { round, type Summary } from './stats.js';
 
 export interface Machine {
@@ -47,6 +54,7 @@ export interface BenchResult {
   idle: IdleResult;
   changes: Record<string, ChangeKindResult>;
   changeSamples: ChangeSample[];
+  tick?: TickResult;
   storm?: StormResult;
   totalS: number;
 }
@@ -140,6 +148,13 @@ export function formatReport(r: BenchResult): string {
       `${o.quietMs} ms of fleet silence; content: write -> last proxy whose EDS shows the pod IP change; ` +
       'proxies/KB/CPU: mean per change)',
   );
+  if (r.tick) {
+    lines.push('');
+    lines.push(
+      `resync ticker at ${r.tick.tickAtS} s uptime (${r.tick.windowS} s window around it): ` +
+        `controller CPU ${round(r.tick.controllerCpuS, 2)} s, pushes ${r.tick.pushes}`,
+    );
+  }
   if (r.storm) {
     const s = r.storm;
     lines.push('');

@@ -7,7 +7,7 @@ import type { BenchOptions } from './args.js';
 import { ChangeDriver } from './changes.js';
 import { ControllerProcess } from './controller.js';
 import { Fleet } from './fleet.js';
-import { measureChanges, measureIdle, measureInitial, measureStorm } from './measure.js';
+import { measureChanges, measureIdle, measureInitial, measureStorm, measureTick } from './measure.js';
 import { nowMs } from './protocol.js';
 import { type BenchResult, machine } from './report.js';
 import { round } from './stats.js';
@@ -74,6 +74,11 @@ export async function runBench(o: BenchOptions): Promise<BenchResult> {
     progress(`${o.changes} x 5 changes`);
     const changes = await measureChanges(fleet, controller, new ChangeDriver(topo), o.changes, o.quietMs);
 
+    let tick: BenchResult['tick'];
+    if (!o.skipTick) {
+      progress('idle window around the one-minute resync ticker');
+      tick = await measureTick(fleet, controller);
+    }
     let storm: BenchResult['storm'];
     if (!o.skipStorm) {
       progress('reconnect storm: SIGKILL and restart');
@@ -114,6 +119,7 @@ export async function runBench(o: BenchOptions): Promise<BenchResult> {
       idle,
       changes: changes.byKind,
       changeSamples: changes.samples,
+      ...(tick ? { tick } : {}),
       ...(storm ? { storm } : {}),
       totalS: (nowMs() - started) / 1000,
     };
