@@ -92,6 +92,7 @@ export function bookstoreObjects(opts: BookstoreOptions = {}): AnyObject[] {
   const v2Port = opts.targetPorts?.v2 ?? 14001;
   const bookstorePorts: ServicePort[] = [{ name: 'http', port: 14001, targetPort: 'api' }];
   if (opts.tcpSplitPort) bookstorePorts.push({ name: 'tcp-x', ...opts.tcpSplitPort });
+  const bookstores = [sa('bookstore-v1', 'bookstore'), sa('bookstore-v2', 'bookstore')];
   const v1 = { app: 'bookstore', version: 'v1' };
   const v2 = { app: 'bookstore', version: 'v2' };
   const services = [
@@ -150,20 +151,11 @@ export function bookstoreObjects(opts: BookstoreOptions = {}): AnyObject[] {
     httpRouteGroup('bookwarehouse', 'everything', [{ name: 'everything', pathRegex: '.*', methods: ['*'] }]),
     tcpRoute('bookwarehouse', 'db', [13306]),
     tcpRoute('bookwarehouse', 'mysql', [3306]),
-    trafficTarget(
-      'bookwarehouse',
-      'bookwarehouse',
-      sa('bookwarehouse'),
-      [sa('bookstore-v1', 'bookstore'), sa('bookstore-v2', 'bookstore')],
-      [{ kind: 'HTTPRouteGroup', name: 'everything' }],
-    ),
-    trafficTarget(
-      'bookwarehouse',
-      'db',
-      sa('bookwarehouse'),
-      [sa('bookstore-v1', 'bookstore'), sa('bookstore-v2', 'bookstore')],
-      [{ kind: 'TCPRoute', name: 'db' }],
-    ),
+    // One target for the gRPC API, one for the database port (a TCPRoute).
+    ...[
+      ['bookwarehouse', { kind: 'HTTPRouteGroup', name: 'everything' }] as const,
+      ['db', { kind: 'TCPRoute', name: 'db' }] as const,
+    ].map(([name, rule]) => trafficTarget('bookwarehouse', name, sa('bookwarehouse'), bookstores, [rule])),
     trafficTarget(
       'bookwarehouse',
       'mysql',
