@@ -78,6 +78,7 @@ export class CertificateManager extends EventEmitter<CertificateManagerEvents> i
   readonly #log: Logger;
   readonly #now: () => number;
   readonly #minRenewMarginMs: number;
+  #version = 0;
   readonly #retryInitialMs: number;
   readonly #retryMaxMs: number;
   readonly #entries = new Map<string, Entry>();
@@ -102,6 +103,11 @@ export class CertificateManager extends EventEmitter<CertificateManagerEvents> i
 
   get trustBundlePem(): string {
     return this.#ca.trustBundlePem;
+  }
+
+  /** SecretSource.version: moves on every issuance, rotation and forget. */
+  get version(): number {
+    return this.#version;
   }
 
   get trustDomain(): string {
@@ -174,7 +180,10 @@ export class CertificateManager extends EventEmitter<CertificateManagerEvents> i
   /** Stops managing an identity; its certificate is no longer served. */
   forget(key: string): boolean {
     const removed = this.#entries.delete(key);
-    if (removed) this.#schedule();
+    if (removed) {
+      this.#version++;
+      this.#schedule();
+    }
     return removed;
   }
 
@@ -220,6 +229,7 @@ export class CertificateManager extends EventEmitter<CertificateManagerEvents> i
           if (this.#entries.get(entry.key) !== entry) return cert;
           const issuedAt = this.#now();
           entry.cert = cert;
+          this.#version++;
           entry.certTrustDomain = trustDomain;
           entry.failures = 0;
           entry.lifetimeMs = lifetimeOf(issuedAt, cert, validityMs);

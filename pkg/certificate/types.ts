@@ -39,6 +39,12 @@ export interface CertificateAuthority {
  */
 export interface SecretSource {
   readonly trustBundlePem: string;
+  /**
+   * Bumped whenever any certificate is issued, rotated or forgotten, so output
+   * built from secrets can be cached until it moves. Without it, SDS output
+   * is rebuilt on every push.
+   */
+  readonly version?: number;
   /** The workload certificate of an identity (`<ns>/<sa>`). */
   serviceCertificate(identityKey: string): IssuedCertificate | undefined;
 }

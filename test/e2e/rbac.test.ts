@@ -93,12 +93,15 @@ describe('SMI route matches enforced by proxyless gRPC servers', () => {
   test('a header-gated match allows only calls carrying a matching header, anchored', async () => {
     const restock = (header?: string) =>
       calls(4, ['--method', RESTOCK, ...(header ? ['--header', header] : [])]);
-    const [none, clerk, manager, other, partial] = await Promise.all([
+    // `clerk-trainee` and `head-clerk` each match one side of an ungrouped
+    // `^clerk|manager$`: the regex must be matched as a whole.
+    const [none, clerk, manager, other, partial, trainee] = await Promise.all([
       restock(),
       restock('x-role=clerk'),
       restock('x-role=manager'),
       restock('x-role=thief'),
       restock('x-role=head-clerk'),
+      restock('x-role=clerk-trainee'),
     ]);
     assert.deepEqual(none, { ok: {}, errors: { PERMISSION_DENIED: 4 } });
     for (const allowed of [clerk, manager]) {
@@ -107,6 +110,7 @@ describe('SMI route matches enforced by proxyless gRPC servers', () => {
     }
     assert.deepEqual(other, { ok: {}, errors: { PERMISSION_DENIED: 4 } });
     assert.deepEqual(partial, { ok: {}, errors: { PERMISSION_DENIED: 4 } });
+    assert.deepEqual(trainee, { ok: {}, errors: { PERMISSION_DENIED: 4 } });
   });
 
   test('a plaintext caller cannot reach the mTLS-only servers', async () => {

@@ -147,7 +147,7 @@ test('a server pod gets one mTLS listener per target port, with RBAC from every 
       and_rules: {
         rules: [
           { url_path: { path: { safe_regex: { regex: '(?:/bookstore\\.Bookstore/Restock).*' } } } },
-          { header: { name: 'x-role', string_match: { safe_regex: { regex: 'clerk|manager' } } } },
+          { header: { name: 'x-role', string_match: { safe_regex: { regex: '(?:clerk|manager)' } } } },
         ],
       },
     },

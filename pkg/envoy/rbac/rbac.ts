@@ -16,6 +16,16 @@ export function pathRegexToSafeRegex(pathRegex: string): string {
   return `(?:${body}).*`;
 }
 
+/**
+ * A header regex must match the whole value. Envoy's RE2 full match treats
+ * `clerk|manager` as one alternation, but grpc-js-xds wraps it as
+ * `^clerk|manager$` — which lets `clerk-trainee` through. Grouping makes both
+ * read it the same way.
+ */
+export function headerRegexToSafeRegex(regex: string): string {
+  return `(?:${regex})`;
+}
+
 function principals(rule: InboundRule, trustDomain: string): ProtoObject[] {
   // 'any' (permissive): the DownstreamTlsContext already demands a client
   // certificate from the mesh CA, so any authenticated peer is a mesh member.
@@ -43,7 +53,10 @@ export function httpMatchPermission(match: HTTPMatch): ProtoObject {
   for (const name of Object.keys(headers).sort()) {
     // Envoy compares header names lower-cased (HTTP/2 requires lower case).
     parts.push({
-      header: { name: name.toLowerCase(), string_match: { safe_regex: { regex: headers[name] ?? '' } } },
+      header: {
+        name: name.toLowerCase(),
+        string_match: { safe_regex: { regex: headerRegexToSafeRegex(headers[name] ?? '') } },
+      },
     });
   }
   if (parts.length === 0) return { any: true };

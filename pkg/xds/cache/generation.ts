@@ -27,21 +27,24 @@ export interface GeneratedSet {
  * Caches generator output per (view version, typeUrl, proxy group, requested
  * names): proxies of one group share the work and the result. Only the
  * current view version is kept; a new version drops the old entries and
- * sweeps the interner.
+ * sweeps the interner. Types that also read the SecretSource (SDS) are cached
+ * per secrets version as well, in their own map so an issuance drops only them.
  */
 export class GenerationCache {
   private readonly entries = new Map<string, GeneratedSet>();
+  private readonly secretEntries = new Map<string, GeneratedSet>();
   private viewVersion: number | undefined;
   private trustBundle: string | undefined;
-  private readonly uncached: ReadonlySet<string>;
+  private secretsVersion: number | undefined;
+  private readonly secretTypes: ReadonlySet<string>;
   hits = 0;
   misses = 0;
 
   constructor(
     private readonly interner: ResourceInterner,
-    uncachedTypes: readonly string[] = [],
+    secretDependentTypes: readonly string[] = [],
   ) {
-    this.uncached = new Set(uncachedTypes);
+    this.secretTypes = new Set(secretDependentTypes);
   }
 
   get(
@@ -54,25 +57,35 @@ export class GenerationCache {
     // A CA rotation changes what generators embed without a new view version.
     if (ctx.mesh.version !== this.viewVersion || ctx.secrets.trustBundlePem !== this.trustBundle) {
       this.entries.clear();
+      this.secretEntries.clear();
       this.viewVersion = ctx.mesh.version;
       this.trustBundle = ctx.secrets.trustBundlePem;
       this.interner.advance();
     }
-    if (this.uncached.has(typeUrl)) return this.build(generate(), subscription.names);
+    let entries = this.entries;
+    if (this.secretTypes.has(typeUrl)) {
+      // A source without a version cannot say when its output moves: rebuild every time.
+      if (ctx.secrets.version === undefined) return this.build(generate(), subscription.names);
+      if (ctx.secrets.version !== this.secretsVersion) {
+        this.secretEntries.clear();
+        this.secretsVersion = ctx.secrets.version;
+      }
+      entries = this.secretEntries;
+    }
     const key = `${typeUrl} ${proxy.groupKey} ${subscription.key}`;
-    const cached = this.entries.get(key);
+    const cached = entries.get(key);
     if (cached) {
       this.hits++;
       return cached;
     }
     this.misses++;
     const built = this.build(generate(), subscription.names);
-    this.entries.set(key, built);
+    entries.set(key, built);
     return built;
   }
 
   get size(): number {
-    return this.entries.size;
+    return this.entries.size + this.secretEntries.size;
   }
 
   private build(resources: Resource[], names: ReadonlySet<string> | undefined): GeneratedSet {

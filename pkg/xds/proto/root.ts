@@ -54,8 +54,14 @@ export function envoyRoot(): protobuf.Root {
   return root;
 }
 
-/** Looks up a message type by its type URL or full name. */
+const types = new Map<string, protobuf.Type>();
+
+/** Looks up a message type by its type URL or full name (memoised: this is on the encode path). */
 export function messageType(typeUrlOrName: string): protobuf.Type {
-  const name = typeUrlOrName.replace(/^type\.googleapis\.com\//, '');
-  return envoyRoot().lookupType(name);
+  let type = types.get(typeUrlOrName);
+  if (type === undefined) {
+    type = envoyRoot().lookupType(typeUrlOrName.replace(/^type\.googleapis\.com\//, ''));
+    types.set(typeUrlOrName, type);
+  }
+  return type;
 }

@@ -49,7 +49,7 @@ export class AdsServer {
 
   constructor(private readonly opts: AdsServerOptions) {
     this.log = opts.logger.child({ component: 'ads' });
-    this.cache = new GenerationCache(this.interner, opts.uncachedTypes ?? [TypeUrl.Secret]);
+    this.cache = new GenerationCache(this.interner, opts.secretDependentTypes ?? [TypeUrl.Secret]);
   }
 
   async start(): Promise<{ port: number; insecurePort?: number }> {

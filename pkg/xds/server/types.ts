@@ -43,11 +43,11 @@ export interface AdsServerOptions {
   /** DiscoveryResponse.control_plane.identifier; default "skein". */
   controlPlaneId?: string;
   /**
-   * Types whose generator output is NOT shared per group and view version,
-   * because it depends on more than the MeshView (default: SDS, which reads
-   * the certificate manager).
+   * Types whose generator output also depends on the SecretSource (default:
+   * SDS): cached per group, view version and `secrets.version`, or rebuilt on
+   * every push when the source has no version.
    */
-  uncachedTypes?: readonly string[];
+  secretDependentTypes?: readonly string[];
   /** Bytes written but not yet flushed to a stream before it counts as blocked; default 4 MiB. */
   maxBufferedBytes?: number;
 }
