@@ -151,3 +151,53 @@ describe('GenerationCache', () => {
     assert.deepEqual(set.duplicateNames, ['a']);
   });
 });
+
+describe('GenerationCache for secret-dependent types', () => {
+  function secretCtx(secretsVersion: number | undefined): GenerationContext {
+    const c = ctx(1);
+    const secrets =
+      secretsVersion === undefined
+        ? { trustBundlePem: 'ca', serviceCertificate: () => undefined }
+        : { trustBundlePem: 'ca', version: secretsVersion, serviceCertificate: () => undefined };
+    return { mesh: c.mesh, secrets };
+  }
+  const secret = (name: string): Resource => ({ name, typeUrl: TypeUrl.Secret, message: { name } });
+
+  it('reuses SDS output until the secrets version moves', () => {
+    const cache = new GenerationCache(new ResourceInterner(), [TypeUrl.Secret]);
+    let calls = 0;
+    const gen = () => {
+      calls++;
+      return [secret('service-cert:ns/sa')];
+    };
+    cache.get(TypeUrl.Secret, proxy('g'), secretCtx(1), wildcard, gen);
+    cache.get(TypeUrl.Secret, proxy('g'), secretCtx(1), wildcard, gen);
+    assert.equal(calls, 1);
+    cache.get(TypeUrl.Secret, proxy('g'), secretCtx(2), wildcard, gen);
+    assert.equal(calls, 2);
+  });
+
+  it('rebuilds SDS on every call when the source has no version', () => {
+    const cache = new GenerationCache(new ResourceInterner(), [TypeUrl.Secret]);
+    let calls = 0;
+    const gen = () => {
+      calls++;
+      return [secret('service-cert:ns/sa')];
+    };
+    cache.get(TypeUrl.Secret, proxy('g'), secretCtx(undefined), wildcard, gen);
+    cache.get(TypeUrl.Secret, proxy('g'), secretCtx(undefined), wildcard, gen);
+    assert.equal(calls, 2);
+  });
+
+  it('a secrets change leaves other types cached', () => {
+    const cache = new GenerationCache(new ResourceInterner(), [TypeUrl.Secret]);
+    let calls = 0;
+    const gen = () => {
+      calls++;
+      return [cluster('c')];
+    };
+    cache.get(TypeUrl.Cluster, proxy('g'), secretCtx(1), wildcard, gen);
+    cache.get(TypeUrl.Cluster, proxy('g'), secretCtx(2), wildcard, gen);
+    assert.equal(calls, 1);
+  });
+});
