@@ -99,8 +99,8 @@ export class Controller {
     const registry = new LocalRegistry({
       dir: o.localDir,
       store: this.store,
-      reporter: new LoggingProblemReporter(log.child({ component: 'registry' })),
-      logger: log.child({ component: 'registry' }),
+      reporter: new LoggingProblemReporter(log.child({ component: 'local-registry' })),
+      logger: log, // the registry names its own component
       meshName: o.meshName,
     });
     this.registry = registry;
