@@ -140,3 +140,20 @@ test('a named target port is resolved against the proxy’s own pod', () => {
   // Different listening ports mean different inbound config: different groups.
   assert.notEqual(a.groupKey, b.groupKey);
 });
+
+test('the per-pod view of a service is the same object on every call', () => {
+  const store = new MeshStore();
+  store.upsert(namespace('shop', 'skein'));
+  store.upsert(service('shop', 'api', [{ name: 'grpc-api', port: 14001, targetPort: 'grpc-api' }]));
+  const ports = (n: number) => ({
+    labels: { app: 'api' },
+    sa: 'web',
+    containerPorts: [{ name: 'grpc-api', containerPort: n }],
+  });
+  store.upsert(pod('shop', 'api-1', { ...ports(14021), uuid: UUID_A, ip: '10.0.0.5' }));
+  store.upsert(pod('shop', 'api-2', { ...ports(14022), uuid: UUID_B, ip: '10.0.0.6' }));
+  const view = buildMeshView(store, { meshName: 'skein' });
+  const first = proxyContext(ident(UUID_B), view).services[0];
+  assert.equal(first?.ports[0]?.targetPort, 14022);
+  assert.equal(proxyContext(ident(UUID_B), view).services[0], first);
+});

@@ -66,26 +66,39 @@ export function resolveTargetPort(port: ServicePort, pods: readonly Pod[]): numb
   return port.port;
 }
 
+// Pods and MeshServices are immutable and kept identical while unchanged, so
+// the per-pod copy can be shared by every push of that pod's proxy.
+const servedCache = new WeakMap<Pod, WeakMap<MeshService, MeshService>>();
+
 /**
  * The service as one pod serves it: named target ports resolved against that
  * pod's container ports (pods behind one Service may listen on different
- * numbers for the same port name). Returns the same object when nothing differs.
+ * numbers for the same port name). Returns the same object when nothing
+ * differs, and the same copy for the same (service, pod) pair.
  */
 export function servedByPod(svc: MeshService, pod: Pod): MeshService {
+  let byService = servedCache.get(pod);
+  const hit = byService?.get(svc);
+  if (hit) return hit;
   let changed = false;
   const ports = svc.ports.map((p) => {
     if (p.targetPortName === undefined) return p;
     for (const c of pod.spec?.containers ?? []) {
       const found = c.ports?.find((cp) => cp.name === p.targetPortName);
-      if (found && found.containerPort !== p.targetPort) {
-        changed = true;
-        return { ...p, targetPort: found.containerPort };
-      }
-      if (found) return p;
+      if (!found) continue;
+      if (found.containerPort === p.targetPort) return p;
+      changed = true;
+      return { ...p, targetPort: found.containerPort };
     }
     return p;
   });
-  return changed ? { ...svc, ports } : svc;
+  const out = changed ? { ...svc, ports } : svc;
+  if (!byService) {
+    byService = new WeakMap();
+    servedCache.set(pod, byService);
+  }
+  byService.set(svc, out);
+  return out;
 }
 
 export function toMeshService(svc: Service, pods: readonly Pod[]): MeshService {
