@@ -66,6 +66,17 @@ export interface InboundRule {
  * Contract: every method is a pure function of the view (same answer every
  * call); a new view is made for every change. Methods are cheap enough to call
  * per proxy — expensive answers are memoized inside the view.
+ *
+ * Identity contract (structural sharing across views): answers are immutable,
+ * and a view built with `previous` returns, for the same question, the very
+ * object (===) an earlier view of the chain returned whenever its content is
+ * unchanged — for `services()`, `service()`, `endpoints()`,
+ * `serviceIdentities()`, `outboundServices()`, `split()` and `inboundRules()`
+ * (and the MeshService objects inside lists). Consumers may therefore memoise
+ * pure functions of these answers on their identity (WeakMap) and treat a new
+ * object as "may have changed"; a miss only costs recomputation, never a wrong
+ * answer. Empty answers may be one shared frozen array for every question, so
+ * such memos must also key on what was asked (the service key, port, …).
  */
 export interface MeshView {
   /** Store version this view was computed from. */

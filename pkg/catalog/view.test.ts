@@ -16,6 +16,7 @@ import {
   trafficTarget,
 } from './fixtures.js';
 import { parseServiceHost, portProtocol } from './services.js';
+import type { MeshView } from './types.js';
 import { buildMeshView, meshConfigOf, monitoredNamespaces, policyProblems } from './view.js';
 
 const MESH = 'skein';
@@ -569,6 +570,128 @@ test('previous view: returned as-is when the store did not move; unchanged servi
   assert.equal(v2.service('shop/bookbuyer'), buyer);
   assert.notEqual(v2.service('shop/bookstore'), store1);
   assert.equal(v2.service('shop/bookstore')?.ports[0]?.port, 8080);
+});
+
+/** Every answer a generator may key a memo on, for the keys the tests below look at. */
+function answers(view: MeshView) {
+  return {
+    services: view.services(),
+    buyer: view.service('shop/bookbuyer'),
+    storeEndpoints: view.endpoints('shop/bookstore', 80),
+    buyerEndpoints: view.endpoints('shop/bookbuyer', 80),
+    storeIds: view.serviceIdentities('shop/bookstore'),
+    warehouseIds: view.serviceIdentities('shop/warehouse'),
+    storeRules: view.inboundRules('shop/bookstore', 80),
+    warehouseRules: view.inboundRules('shop/warehouse', 9000),
+    buyerOutbound: view.outboundServices({ namespace: 'shop', serviceAccount: 'bookbuyer' }),
+    storeOutbound: view.outboundServices({ namespace: 'shop', serviceAccount: 'bookstore' }),
+    split: view.split('shop/bookstore'),
+  };
+}
+
+function withSlices(): AnyObject[] {
+  return [
+    ...smi(),
+    trafficSplit('shop', 'split', 'bookstore', [
+      { service: 'bookstore-v1', weight: 1 },
+      { service: 'bookstore-v2', weight: 1 },
+    ]),
+    endpointSlice('shop', 'bookstore', 'bookstore-1', [{ ip: '10.0.0.11' }], [{ name: 'http', port: 14001 }]),
+    endpointSlice('shop', 'bookbuyer', 'bookbuyer-1', [{ ip: '10.0.0.20' }], [{ name: 'http', port: 8080 }]),
+  ];
+}
+
+test('identity contract: an unrelated change hands out the previous answers themselves', () => {
+  const store = storeWith(...withSlices());
+  const v1 = buildMeshView(store, { meshName: MESH });
+  const before = answers(v1);
+  assert.equal(before.storeEndpoints.length, 1);
+  assert.ok(before.split && before.storeRules.length > 0 && before.buyerOutbound.length > 0);
+  // A pod nothing selects and an HTTPRouteGroup no target names.
+  store.upsert(pod('shop', 'stray', { labels: { app: 'nobody' }, ip: '10.0.0.99' }));
+  store.upsert(httpRouteGroup('shop', 'unused', [{ name: 'x', pathRegex: '/x' }]));
+  const v2 = buildMeshView(store, { meshName: MESH, previous: v1 });
+  assert.notEqual(v2, v1);
+  const after = answers(v2);
+  for (const [name, value] of Object.entries(before)) {
+    assert.equal(after[name as keyof typeof after], value, name);
+  }
+  // Answers first asked of a later view are still the ones an earlier view gave.
+  const v3 = buildMeshView(store, { meshName: MESH, previous: v2 });
+  assert.equal(v3.endpoints('shop/bookstore', 80), before.storeEndpoints);
+});
+
+test('identity contract: a change replaces exactly the answers whose content changed', () => {
+  const store = storeWith(...withSlices());
+  const v1 = buildMeshView(store, { meshName: MESH });
+  const before = answers(v1);
+  store.upsert(
+    endpointSlice(
+      'shop',
+      'bookstore',
+      'bookstore-1',
+      [{ ip: '10.0.0.11' }, { ip: '10.0.0.13' }],
+      [{ name: 'http', port: 14001 }],
+    ),
+  );
+  const v2 = buildMeshView(store, { meshName: MESH, previous: v1 });
+  const after = answers(v2);
+  assert.notEqual(after.storeEndpoints, before.storeEndpoints);
+  assert.deepEqual(
+    after.storeEndpoints.map((e) => e.ip),
+    ['10.0.0.11', '10.0.0.13'],
+  );
+  for (const [name, value] of Object.entries(before)) {
+    if (name !== 'storeEndpoints') assert.equal(after[name as keyof typeof after], value, name);
+  }
+
+  // A split weight change: only the split answer moves.
+  store.upsert(
+    trafficSplit('shop', 'split', 'bookstore', [
+      { service: 'bookstore-v1', weight: 1 },
+      { service: 'bookstore-v2', weight: 3 },
+    ]),
+  );
+  const v3 = buildMeshView(store, { meshName: MESH, previous: v2 });
+  assert.notEqual(v3.split('shop/bookstore'), after.split);
+  assert.deepEqual(
+    v3.split('shop/bookstore')?.map((b) => b.weight),
+    [1, 3],
+  );
+  assert.equal(v3.endpoints('shop/bookstore', 80), after.storeEndpoints);
+  assert.equal(v3.inboundRules('shop/bookstore', 80), after.storeRules);
+
+  // A TrafficTarget removal: the rules and the sources' outbound services move.
+  store.delete('TrafficTarget', 'shop/buyer-to-store');
+  const v4 = buildMeshView(store, { meshName: MESH, previous: v3 });
+  assert.notEqual(v4.inboundRules('shop/bookstore', 80), after.storeRules);
+  assert.notEqual(
+    v4.outboundServices({ namespace: 'shop', serviceAccount: 'bookbuyer' }),
+    after.buyerOutbound,
+  );
+  assert.equal(v4.inboundRules('shop/warehouse', 9000), after.warehouseRules);
+  assert.equal(v4.services(), after.services);
+});
+
+test('identity contract: an older view never replaces what a newer one handed out', () => {
+  const store = storeWith(...withSlices());
+  const v1 = buildMeshView(store, { meshName: MESH });
+  store.upsert(
+    endpointSlice('shop', 'bookstore', 'bookstore-1', [{ ip: '10.0.0.14' }], [{ name: 'http', port: 14001 }]),
+  );
+  const v2 = buildMeshView(store, { meshName: MESH, previous: v1 });
+  const current = v2.endpoints('shop/bookstore', 80);
+  // v1 answers from its own snapshot, late: its answer must not displace v2's in the lineage.
+  assert.deepEqual(
+    v1.endpoints('shop/bookstore', 80).map((e) => e.ip),
+    ['10.0.0.11'],
+  );
+  const v3 = buildMeshView(store, { meshName: MESH, previous: v2 });
+  // v3 was built from the same store version as v2: it is v2.
+  assert.equal(v3, v2);
+  store.upsert(pod('shop', 'stray', { labels: { app: 'nobody' } }));
+  const v4 = buildMeshView(store, { meshName: MESH, previous: v2 });
+  assert.equal(v4.endpoints('shop/bookstore', 80), current);
 });
 
 test('namespace label for another mesh or a label change flips membership', () => {

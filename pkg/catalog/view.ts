@@ -15,14 +15,16 @@ import {
   toMeshService,
 } from './services.js';
 import { mergeSplits, type SplitTable } from './split.js';
+import { ViewLineage } from './stable.js';
 import type { Endpoint, InboundRule, MeshService, MeshView, SplitBackend } from './types.js';
 
 export interface BuildMeshViewOptions {
   meshName: string;
   /**
    * The view this one replaces. Used to return it unchanged when the store did
-   * not move, and to keep MeshService objects whose content did not change
-   * identical (===), so caches keyed by them stay warm.
+   * not move, and to hand out the previous view's answers again (the same
+   * objects) wherever they did not change — see the identity contract on
+   * MeshView — so caches keyed by them stay warm.
    */
   previous?: MeshView;
 }
@@ -37,7 +39,7 @@ export function buildMeshView(store: MeshStore, opts: BuildMeshViewOptions): Mes
   if (prev && prev.store === store && prev.meshName === opts.meshName && prev.version === store.version) {
     return prev;
   }
-  return new CatalogView(store, opts.meshName, prev?.computedServices());
+  return new CatalogView(store, opts.meshName, prev?.lineage ?? new ViewLineage());
 }
 
 /** Semantic problems found while building the view (missing route objects, split apexes/backends, …). */
@@ -73,8 +75,10 @@ class CatalogView implements MeshView {
   private readonly targetsByDest = new Map<string, CompiledTarget[]>();
   private readonly splits: SplitTable;
 
+  /** Answers shared with the views before and after this one (stable.ts). */
+  readonly lineage: ViewLineage;
+
   // Lazily computed, then fixed for the life of the view.
-  private reuse: ReadonlyMap<string, MeshService> | undefined;
   private meshServices: { list: readonly MeshService[]; byKey: Map<string, MeshService> } | undefined;
   private readonly selectedPods = new Map<string, readonly Pod[]>();
   private readonly ownIdentities = new Map<string, readonly Identity[]>();
@@ -89,10 +93,10 @@ class CatalogView implements MeshView {
   constructor(
     readonly store: MeshStore,
     readonly meshName: string,
-    reuse: ReadonlyMap<string, MeshService> | undefined,
+    lineage: ViewLineage,
   ) {
     this.version = store.version;
-    this.reuse = reuse;
+    this.lineage = lineage;
     const problems = new ProblemList();
 
     const monitored = new Set(
@@ -151,11 +155,19 @@ class CatalogView implements MeshView {
     }
     this.splits = mergeSplits(store.list('TrafficSplit').filter(inMesh), (k) => services.has(k), problems);
     this.problems = Object.freeze(problems.items);
+
+    const sources = new Set<string>();
+    for (const t of targets) for (const id of t.sources) sources.add(identityKey(id));
+    lineage.sweep(
+      (k) => services.has(k),
+      (k) => sources.has(k),
+    );
+    lineage.head = this;
   }
 
-  /** The MeshService map if this view has computed it (for reuse by the next view). */
-  computedServices(): ReadonlyMap<string, MeshService> | undefined {
-    return this.meshServices?.byKey;
+  /** Whether this view may record answers in the lineage (only the newest one does). */
+  private get recording(): boolean {
+    return this.lineage.head === this;
   }
 
   services(): readonly MeshService[] {
@@ -178,6 +190,7 @@ class CatalogView implements MeshView {
       const svc = this.service(key);
       const sp = svc?.ports.find((p) => p.port === port);
       eps = svc && sp ? Object.freeze(sliceEndpoints(svc, sp, this.slicesByService.get(key) ?? [])) : EMPTY;
+      eps = eps.length === 0 ? EMPTY : this.lineage.endpoints.settle(memoKey, eps, this.recording);
       this.endpointMemo.set(memoKey, eps);
     }
     return eps;
@@ -196,6 +209,7 @@ class CatalogView implements MeshView {
         }
         ids = Object.freeze([...all.entries()].sort(([a], [b]) => compareStrings(a, b)).map(([, id]) => id));
       }
+      ids = ids.length === 0 ? EMPTY : this.lineage.identities.settle(key, ids, this.recording);
       this.identities.set(key, ids);
     }
     return ids;
@@ -237,12 +251,11 @@ class CatalogView implements MeshView {
           }
         }
       }
-      out = Object.freeze(
-        [...result]
-          .sort(compareStrings)
-          .map((k) => this.service(k))
-          .filter((s): s is MeshService => s !== undefined),
-      );
+      const list = [...result]
+        .sort(compareStrings)
+        .map((k) => this.service(k))
+        .filter((s): s is MeshService => s !== undefined);
+      out = list.length > 0 ? this.lineage.outbound.settle(key, Object.freeze(list), this.recording) : EMPTY;
       this.outboundMemo.set(key, out);
     }
     return out;
@@ -259,7 +272,10 @@ class CatalogView implements MeshView {
         const weight = table.get(k) ?? 0;
         if (svc && weight > 0) list.push({ service: svc, weight });
       }
-      out = list.length > 0 ? Object.freeze(list) : undefined;
+      out =
+        list.length > 0
+          ? this.lineage.splits.settle(apexKey, Object.freeze(list), this.recording)
+          : undefined;
     }
     this.splitMemo.set(apexKey, out);
     return out;
@@ -270,6 +286,7 @@ class CatalogView implements MeshView {
     let rules = this.inboundMemo.get(memoKey);
     if (rules === undefined) {
       rules = this.computeInbound(key, port);
+      rules = rules.length === 0 ? EMPTY : this.lineage.inbound.settle(memoKey, rules, this.recording);
       this.inboundMemo.set(memoKey, rules);
     }
     return rules;
@@ -345,14 +362,12 @@ class CatalogView implements MeshView {
     for (const key of [...this.rawServices.keys()].sort(compareStrings)) {
       const raw = this.rawServices.get(key);
       if (!raw) continue;
-      let svc = toMeshService(raw, this.podsOf(key));
-      const old = this.reuse?.get(key);
-      if (old && JSON.stringify(old) === JSON.stringify(svc)) svc = old;
+      const svc = this.lineage.services.settle(key, toMeshService(raw, this.podsOf(key)), this.recording);
       byKey.set(key, svc);
       list.push(svc);
     }
-    this.reuse = undefined; // do not keep the previous generation alive
-    this.meshServices = { list: Object.freeze(list), byKey };
+    const settled = this.lineage.serviceList.settle('', Object.freeze(list), this.recording);
+    this.meshServices = { list: settled, byKey };
     return this.meshServices;
   }
 }

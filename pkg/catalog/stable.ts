@@ -1,0 +1,90 @@
+// Structural sharing between successive MeshViews: an answer equal to the one
+// an earlier view gave for the same question is handed out as that very
+// object, so everything downstream (generator memos, the encoded-resource
+// interner) can tell "unchanged" by identity instead of by content.
+import type { Identity } from '../mesh/identity.js';
+import type { Endpoint, InboundRule, MeshService, SplitBackend } from './types.js';
+
+/** Per key, the value last handed out; an equal fresh value is replaced by it. */
+export class StablePool<V> {
+  private readonly values = new Map<string, V>();
+
+  constructor(private readonly equal: (a: V, b: V) => boolean) {}
+
+  /**
+   * `fresh`, or the value last recorded under `key` when equal to it. Only the
+   * newest view of a lineage records (`record`), so a late question to an older
+   * view cannot replace a newer answer.
+   */
+  settle(key: string, fresh: V, record: boolean): V {
+    const known = this.values.get(key);
+    if (known !== undefined && (known === fresh || this.equal(known, fresh))) return known;
+    if (record) this.values.set(key, fresh);
+    return fresh;
+  }
+
+  /** Forgets keys whose subject no longer exists, so memory follows the mesh, not its history. */
+  sweep(live: (key: string) => boolean): void {
+    for (const key of this.values.keys()) if (!live(key)) this.values.delete(key);
+  }
+
+  get size(): number {
+    return this.values.size;
+  }
+}
+
+function sameList<T>(a: readonly T[], b: readonly T[], same: (x: T, y: T) => boolean): boolean {
+  if (a.length !== b.length) return false;
+  for (let i = 0; i < a.length; i++) {
+    const x = a[i];
+    const y = b[i];
+    if (x === undefined || y === undefined || !same(x, y)) return false;
+  }
+  return true;
+}
+
+const identical = <T>(x: T, y: T): boolean => x === y;
+// Plain data built by the view itself (no cycles, fixed key order), so JSON is a faithful comparison.
+const sameJson = (x: unknown, y: unknown): boolean => JSON.stringify(x) === JSON.stringify(y);
+
+/**
+ * The pools one chain of views (each built with `previous` = the one before)
+ * shares. Lists of services compare their elements by identity: services are
+ * settled first, so an equal service is already the same object.
+ */
+export class ViewLineage {
+  /** The newest view of the lineage; only it records new answers. */
+  head: object | undefined;
+  readonly services = new StablePool<MeshService>(sameJson);
+  readonly serviceList = new StablePool<readonly MeshService[]>((a, b) => sameList(a, b, identical));
+  readonly endpoints = new StablePool<readonly Endpoint[]>((a, b) =>
+    sameList(
+      a,
+      b,
+      (x, y) => x.ip === y.ip && x.port === y.port && x.ready === y.ready && x.podName === y.podName,
+    ),
+  );
+  readonly identities = new StablePool<readonly Identity[]>((a, b) =>
+    sameList(a, b, (x, y) => x.namespace === y.namespace && x.serviceAccount === y.serviceAccount),
+  );
+  readonly inbound = new StablePool<readonly InboundRule[]>(sameJson);
+  readonly outbound = new StablePool<readonly MeshService[]>((a, b) => sameList(a, b, identical));
+  readonly splits = new StablePool<readonly SplitBackend[]>((a, b) =>
+    sameList(a, b, (x, y) => x.service === y.service && x.weight === y.weight),
+  );
+
+  /**
+   * Drops answers about services and source identities that are gone. Keys
+   * are `<ns>/<svc>`, `<ns>/<svc>|<port>` (services) or `<ns>/<sa>` (identities).
+   */
+  sweep(serviceExists: (key: string) => boolean, sourceExists: (key: string) => boolean): void {
+    const byService = (key: string): boolean => {
+      const bar = key.indexOf('|');
+      return serviceExists(bar < 0 ? key : key.slice(0, bar));
+    };
+    for (const pool of [this.services, this.endpoints, this.identities, this.inbound, this.splits]) {
+      pool.sweep(byService);
+    }
+    this.outbound.sweep(sourceExists);
+  }
+}
