@@ -4,6 +4,7 @@
 import type { MeshService, MeshView, ProxyContext } from '../../catalog/types.js';
 import { spiffeId } from '../../mesh/identity.js';
 import { DiscoveryType, LbPolicy } from '../common/enums.js';
+import { IdentityMemo } from '../common/memo.js';
 import { byName } from '../common/outbound.js';
 import { AnyType, adsConfigSource, ExtName, typed } from '../common/xds.js';
 import { parseUpstreamClusterName } from '../eds/eds.js';
@@ -48,6 +49,16 @@ export function proxylessCluster(mesh: MeshView, service: MeshService, port: num
   };
 }
 
+// Keyed on the service and its identities (both the same objects while
+// unchanged, MeshView contract), plus the trust domain and port.
+const clusters = new IdentityMemo<ProtoObject>();
+
+function clusterOf(mesh: MeshView, service: MeshService, port: number): ProtoObject {
+  return clusters.get([service, mesh.serviceIdentities(service.key)], `${mesh.trustDomain}|${port}`, () =>
+    proxylessCluster(mesh, service, port),
+  );
+}
+
 /**
  * CDS for `identity.kind === 'grpc'` proxies. Clients request clusters by the
  * names their routes reference, so every requested name that exists is
@@ -69,7 +80,7 @@ export const proxylessClusterGenerator: ResourceGenerator = {
           out.push({
             name: upstreamClusterName(service, port.port),
             typeUrl: TypeUrl.Cluster,
-            message: proxylessCluster(mesh, service, port.port),
+            message: clusterOf(mesh, service, port.port),
           });
         }
       }
@@ -79,7 +90,7 @@ export const proxylessClusterGenerator: ResourceGenerator = {
         if (!parsed) continue;
         const service = mesh.service(parsed.serviceKey);
         if (!service?.ports.some((p) => p.port === parsed.port)) continue;
-        out.push({ name, typeUrl: TypeUrl.Cluster, message: proxylessCluster(mesh, service, parsed.port) });
+        out.push({ name, typeUrl: TypeUrl.Cluster, message: clusterOf(mesh, service, parsed.port) });
       }
     }
     return byName(out);

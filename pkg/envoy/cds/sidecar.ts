@@ -2,9 +2,10 @@
 // may call (split backends included), STATIC local clusters for the ports its
 // pod serves, and the ORIGINAL_DST passthrough cluster in permissive mode.
 import type { MeshServicePort } from '../../catalog/types.js';
-import type { Identity } from '../../mesh/identity.js';
+import { type Identity, identityKey } from '../../mesh/identity.js';
 import { DiscoveryType, LbPolicy } from '../common/enums.js';
 import { inboundPorts } from '../common/inbound.js';
+import { IdentityMemo } from '../common/memo.js';
 import { byName, outboundPlan, type UpstreamCluster } from '../common/outbound.js';
 import { upstreamTlsSocket } from '../common/tls.js';
 import { adsConfigSource, durationSeconds, http2ProtocolOptions, socketAddress } from '../common/xds.js';
@@ -53,6 +54,13 @@ export function localCluster(name: string, port: MeshServicePort): ProtoObject {
   );
 }
 
+// Messages keyed on the MeshService they describe (the same object while
+// unchanged, MeshView contract) plus the scalars they embed, so an unrelated
+// change leaves every cluster message — and its encoding — as it was.
+const upstreamClusters = new IdentityMemo<ProtoObject>();
+const localClusters = new IdentityMemo<ProtoObject>();
+let passthrough: ProtoObject | undefined;
+
 export function passthroughCluster(): ProtoObject {
   return {
     name: PASSTHROUGH_CLUSTER,
@@ -72,11 +80,25 @@ export const sidecarCdsGenerator: ResourceGenerator = {
     const add = (message: ProtoObject, name: string): void => {
       out.push({ name, typeUrl: TypeUrl.Cluster, message });
     };
+    const own = identityKey(proxy.identity);
     for (const up of outboundPlan(ctx.mesh, proxy.identity).clusters.values()) {
-      add(upstreamCluster(proxy.identity, up), up.name);
+      // up.port is one of up.service's ports, so the service and its number identify it.
+      const message = upstreamClusters.get([up.service], `${own}|${up.name}|${up.port.port}`, () =>
+        upstreamCluster(proxy.identity, up),
+      );
+      add(message, up.name);
     }
-    for (const p of inboundPorts(proxy)) add(localCluster(p.localCluster, p.port), p.localCluster);
-    if (ctx.mesh.permissive) add(passthroughCluster(), PASSTHROUGH_CLUSTER);
+    for (const p of inboundPorts(proxy)) {
+      // p.port is one of p.service's ports: the name and its number identify it.
+      const message = localClusters.get([p.service], `${p.localCluster}|${p.port.port}`, () =>
+        localCluster(p.localCluster, p.port),
+      );
+      add(message, p.localCluster);
+    }
+    if (ctx.mesh.permissive) {
+      passthrough ??= passthroughCluster();
+      add(passthrough, PASSTHROUGH_CLUSTER);
+    }
     return byName(out);
   },
 };

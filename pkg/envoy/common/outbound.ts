@@ -1,9 +1,12 @@
 // What a source identity may call, resolved to upstream clusters: the one
 // computation LDS, RDS, CDS, EDS and SDS share for a proxy. Memoised per
-// (immutable) MeshView and identity, since all five generators ask for it.
+// (immutable) MeshView and identity, since all five generators ask for it,
+// and across views on the view answers it is computed from, so an unchanged
+// plan is the same object and messages keyed on it are reused.
 import type { MeshService, MeshServicePort, MeshView } from '../../catalog/types.js';
 import { type Identity, identityKey } from '../../mesh/identity.js';
 import { upstreamClusterName } from '../names.js';
+import { IdentityMemo, NONE } from './memo.js';
 
 /** One upstream cluster of an outbound service port. */
 export interface UpstreamTarget {
@@ -39,6 +42,7 @@ export interface OutboundPlan {
 }
 
 const cache = new WeakMap<MeshView, Map<string, OutboundPlan>>();
+const plans = new IdentityMemo<OutboundPlan>();
 
 export function outboundPlan(mesh: MeshView, source: Identity): OutboundPlan {
   let byIdentity = cache.get(mesh);
@@ -49,13 +53,19 @@ export function outboundPlan(mesh: MeshView, source: Identity): OutboundPlan {
   const key = identityKey(source);
   let plan = byIdentity.get(key);
   if (!plan) {
-    plan = computePlan(mesh, source);
+    // The plan is a function of the services the source may call and their
+    // splits only (not of the source itself): sources allowed the same
+    // services share one plan, in permissive mode every proxy does.
+    const services = mesh.outboundServices(source);
+    const parts: object[] = [services];
+    for (const s of services) parts.push(mesh.split(s.key) ?? NONE);
+    plan = plans.get(parts, '', () => computePlan(mesh, services));
     byIdentity.set(key, plan);
   }
   return plan;
 }
 
-function computePlan(mesh: MeshView, source: Identity): OutboundPlan {
+function computePlan(mesh: MeshView, outbound: readonly MeshService[]): OutboundPlan {
   const ports: OutboundPort[] = [];
   const clusters = new Map<string, UpstreamCluster>();
   const upstreamServices = new Map<string, MeshService>();
@@ -68,7 +78,7 @@ function computePlan(mesh: MeshView, source: Identity): OutboundPlan {
     return name;
   };
 
-  const services = [...mesh.outboundServices(source)].sort((a, b) => compare(a.key, b.key));
+  const services = [...outbound].sort((a, b) => compare(a.key, b.key));
   for (const service of services) {
     const backends = mesh.split(service.key);
     for (const port of [...service.ports].sort((a, b) => a.port - b.port)) {

@@ -2,6 +2,7 @@
 // requested upstream cluster name `<ns>/<svc>|<port>` (names.ts).
 import type { Endpoint } from '../../catalog/types.js';
 import { HealthStatus } from '../common/enums.js';
+import { IdentityMemo } from '../common/memo.js';
 import { byName } from '../common/outbound.js';
 import { socketAddress } from '../common/xds.js';
 import { type ProtoObject, type Resource, type ResourceGenerator, TypeUrl } from '../types.js';
@@ -36,6 +37,14 @@ export function clusterLoadAssignment(clusterName: string, endpoints: readonly E
   };
 }
 
+// Keyed on the endpoints array (the same object while unchanged, MeshView
+// contract) and the cluster name: an unchanged service keeps its message.
+const assignments = new IdentityMemo<ProtoObject>();
+
+function assignmentOf(name: string, endpoints: readonly Endpoint[]): ProtoObject {
+  return assignments.get([endpoints], name, () => clusterLoadAssignment(name, endpoints));
+}
+
 /**
  * Serves exactly the requested names that resolve to a service port; unknown or
  * unparseable names are omitted and sent once they appear (xDS rule 8). EDS
@@ -55,7 +64,7 @@ export const edsGenerator: ResourceGenerator = {
       out.push({
         name,
         typeUrl: TypeUrl.ClusterLoadAssignment,
-        message: clusterLoadAssignment(name, ctx.mesh.endpoints(service.key, parsed.port)),
+        message: assignmentOf(name, ctx.mesh.endpoints(service.key, parsed.port)),
       });
     }
     return byName(out);

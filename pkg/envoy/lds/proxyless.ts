@@ -6,6 +6,7 @@
 //   template `grpc/server?xds.resource.listening_address=<ip>:<port>`, carrying
 //   the SMI policy as an RBAC HTTP filter and mTLS (gRFC A29).
 import type { InboundRule, MeshView, ProxyContext } from '../../catalog/types.js';
+import { IdentityMemo } from '../common/memo.js';
 import { byName } from '../common/outbound.js';
 import { AnyType, adsConfigSource, ExtName, socketAddress, typed } from '../common/xds.js';
 import {
@@ -121,9 +122,22 @@ function clientListeners(mesh: MeshView, requested: ReadonlySet<string> | undefi
   return targets.map((t) => ({
     name: t.name,
     typeUrl: TypeUrl.Listener,
-    message: proxylessClientListener(t),
+    // t.port is one of t.service's ports.
+    message: clientListenerMemo.get([t.service], `${t.name}|${t.port.port}`, () =>
+      proxylessClientListener(t),
+    ),
   }));
 }
+
+// Listeners memoised on the view answers they are built from (the same
+// objects while unchanged, MeshView contract): client listeners on their
+// service, server listeners on the inbound rule lists they enforce.
+const clientListenerMemo = new IdentityMemo<ProtoObject>();
+const serverListenerMemo = new IdentityMemo<ProtoObject>();
+const PERMISSIVE_RULES: readonly InboundRule[] = Object.freeze([
+  { sources: 'any', http: 'all', origin: 'permissive' },
+]);
+const NO_RULES: readonly InboundRule[] = Object.freeze([]);
 
 function serverListeners(
   proxy: ProxyContext,
@@ -133,11 +147,11 @@ function serverListeners(
   const podIP = proxy.podIP;
   if (podIP === undefined) return [];
   // Services backing the same target port share one listener.
-  const byTargetPort = new Map<number, InboundRule[]>();
+  const byTargetPort = new Map<number, (readonly InboundRule[])[]>();
   for (const service of proxy.services) {
     for (const port of service.ports) {
       const list = byTargetPort.get(port.targetPort) ?? [];
-      list.push(...mesh.inboundRules(service.key, port.port));
+      list.push(mesh.inboundRules(service.key, port.port));
       byTargetPort.set(port.targetPort, list);
     }
   }
@@ -159,14 +173,12 @@ function serverListeners(
   for (const [name, addr] of wanted) {
     // A container port no service exposes: nothing in SMI allows traffic to
     // it (deny all); permissive mode allows every meshed caller.
-    const rules: readonly InboundRule[] =
-      byTargetPort.get(addr.port) ??
-      (mesh.permissive ? [{ sources: 'any', http: 'all', origin: 'permissive' }] : []);
-    out.push({
-      name,
-      typeUrl: TypeUrl.Listener,
-      message: proxylessServerListener(name, addr.ip, addr.port, rules, mesh.trustDomain),
-    });
+    const ruleLists = byTargetPort.get(addr.port) ?? [mesh.permissive ? PERMISSIVE_RULES : NO_RULES];
+    const key = `${name}|${addr.ip}|${addr.port}|${mesh.trustDomain}`;
+    const message = serverListenerMemo.get(ruleLists, key, () =>
+      proxylessServerListener(name, addr.ip, addr.port, ruleLists.flat(), mesh.trustDomain),
+    );
+    out.push({ name, typeUrl: TypeUrl.Listener, message });
   }
   return out;
 }

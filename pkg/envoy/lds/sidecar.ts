@@ -4,10 +4,11 @@
 // a filter chain.
 import type { MeshService, MeshView, ProxyContext } from '../../catalog/types.js';
 import { PORT_INBOUND_LISTENER, PORT_OUTBOUND_LISTENER } from '../../mesh/constants.js';
-import type { Identity } from '../../mesh/identity.js';
+import { type Identity, identityKey } from '../../mesh/identity.js';
 import { TrafficDirection } from '../common/enums.js';
 import { type InboundPort, inboundPorts, inboundRulesOf, isHttpLike } from '../common/inbound.js';
-import { byName, type OutboundPort, outboundPlan } from '../common/outbound.js';
+import { IdentityMemo } from '../common/memo.js';
+import { byName, type OutboundPlan, type OutboundPort, outboundPlan } from '../common/outbound.js';
 import { downstreamTlsSocket } from '../common/tls.js';
 import { AnyType, adsConfigSource, ExtName, socketAddress, typed } from '../common/xds.js';
 import {
@@ -68,10 +69,10 @@ function hasClusterIP(svc: MeshService): svc is MeshService & { clusterIP: strin
  * port; when several headless services share a port only the first (by key)
  * gets a chain, because Envoy rejects a listener with two identical matches.
  */
-function outboundListener(mesh: MeshView, source: Identity): ProtoObject | undefined {
+function outboundListener(plan: OutboundPlan, permissive: boolean): ProtoObject | undefined {
   const chains: ProtoObject[] = [];
   const portOnly = new Set<number>();
-  for (const p of outboundPlan(mesh, source).ports) {
+  for (const p of plan.ports) {
     const name = outboundFilterChainName(p.service, p.port);
     const match: ProtoObject = { destination_port: { value: p.port.port } };
     if (hasClusterIP(p.service)) {
@@ -95,7 +96,7 @@ function outboundListener(mesh: MeshView, source: Identity): ProtoObject | undef
   };
   // Permissive mode lets traffic to non-mesh destinations out unchanged; in
   // SMI mode an unmatched connection has no chain and Envoy closes it.
-  if (mesh.permissive) {
+  if (permissive) {
     listener['default_filter_chain'] = {
       name: PASSTHROUGH_CLUSTER,
       filters: [tcpProxy(PASSTHROUGH_CLUSTER, { cluster: PASSTHROUGH_CLUSTER })],
@@ -103,7 +104,7 @@ function outboundListener(mesh: MeshView, source: Identity): ProtoObject | undef
   }
   // Envoy rejects a listener without any filter chain: leave it out, so the
   // redirected connections are refused (nothing to call is allowed anyway).
-  return chains.length > 0 || mesh.permissive ? listener : undefined;
+  return chains.length > 0 || permissive ? listener : undefined;
 }
 
 function inboundChain(mesh: MeshView, own: Identity, p: InboundPort): ProtoObject {
@@ -125,9 +126,7 @@ function inboundChain(mesh: MeshView, own: Identity, p: InboundPort): ProtoObjec
 }
 
 /** Inbound mTLS listener; undefined when the pod serves no service port. */
-function inboundListener(mesh: MeshView, proxy: ProxyContext): ProtoObject | undefined {
-  const ports = inboundPorts(proxy);
-  if (ports.length === 0) return undefined;
+function inboundListener(mesh: MeshView, proxy: ProxyContext, ports: readonly InboundPort[]): ProtoObject {
   return {
     name: INBOUND_LISTENER,
     address: socketAddress('0.0.0.0', PORT_INBOUND_LISTENER),
@@ -140,15 +139,42 @@ function inboundListener(mesh: MeshView, proxy: ProxyContext): ProtoObject | und
   };
 }
 
+// Listeners memoised on the view answers they are built from (the same
+// objects while unchanged, MeshView contract). The outbound listener depends
+// on the outbound plan alone, so proxies sharing a plan share the message.
+const outboundListeners = new IdentityMemo<ProtoObject | undefined>();
+const inboundListeners = new IdentityMemo<ProtoObject>();
+
+/**
+ * The inbound listener reads, per inbound port, its service (ports, fqdn, key)
+ * and the inbound rules of every service port behind it; inboundPorts derives
+ * the rest from the services.
+ */
+function inboundListenerOf(mesh: MeshView, proxy: ProxyContext): ProtoObject | undefined {
+  const ports = inboundPorts(proxy);
+  if (ports.length === 0) return undefined;
+  const parts: object[] = [];
+  for (const p of ports) {
+    parts.push(p.service);
+    for (const port of p.servicePorts) parts.push(mesh.inboundRules(p.service.key, port));
+  }
+  return inboundListeners.get(parts, `${identityKey(proxy.identity)}|${mesh.trustDomain}`, () =>
+    inboundListener(mesh, proxy, ports),
+  );
+}
+
 /** Full set every time: LDS is state-of-the-world (xDS rule 7). */
 export const sidecarLdsGenerator: ResourceGenerator = {
   typeUrl: TypeUrl.Listener,
   generate(proxy, ctx): Resource[] {
     if (proxy.identity.kind !== 'sidecar') return [];
     const out: Resource[] = [];
-    const outbound = outboundListener(ctx.mesh, proxy.identity);
+    const plan = outboundPlan(ctx.mesh, proxy.identity);
+    const outbound = outboundListeners.get([plan], String(ctx.mesh.permissive), () =>
+      outboundListener(plan, ctx.mesh.permissive),
+    );
     if (outbound) out.push({ name: OUTBOUND_LISTENER, typeUrl: TypeUrl.Listener, message: outbound });
-    const inbound = inboundListener(ctx.mesh, proxy);
+    const inbound = inboundListenerOf(ctx.mesh, proxy);
     if (inbound) out.push({ name: INBOUND_LISTENER, typeUrl: TypeUrl.Listener, message: inbound });
     return byName(out);
   },

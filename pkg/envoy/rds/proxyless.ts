@@ -2,6 +2,7 @@
 // named like its client Listener's canonical name and referenced by every
 // alias Listener of that port.
 import type { MeshService, MeshServicePort, MeshView, ProxyContext } from '../../catalog/types.js';
+import { IdentityMemo, NONE } from '../common/memo.js';
 import { byName } from '../common/outbound.js';
 import { proxylessClientListenerName } from '../names.js';
 import { clientTargetAliases, resolveClientTarget, routeDestinations } from '../proxyless/targets.js';
@@ -40,6 +41,10 @@ export function proxylessRouteConfiguration(
   };
 }
 
+// Keyed on the service and its split (the same objects while unchanged,
+// MeshView contract): routeDestinations reads nothing else.
+const configs = new IdentityMemo<ProtoObject>();
+
 /** RDS for `identity.kind === 'grpc'` proxies. */
 export const proxylessRouteGenerator: ResourceGenerator = {
   typeUrl: TypeUrl.RouteConfiguration,
@@ -62,7 +67,10 @@ export const proxylessRouteGenerator: ResourceGenerator = {
     const out: Resource[] = ports.map(({ service, port }) => ({
       name: proxylessClientListenerName(service, port.port),
       typeUrl: TypeUrl.RouteConfiguration,
-      message: proxylessRouteConfiguration(ctx.mesh, service, port),
+      // port is one of service's ports.
+      message: configs.get([service, ctx.mesh.split(service.key) ?? NONE], String(port.port), () =>
+        proxylessRouteConfiguration(ctx.mesh, service, port),
+      ),
     }));
     return byName(out);
   },

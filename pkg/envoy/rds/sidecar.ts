@@ -3,7 +3,8 @@
 // enforced by the RBAC filter in front of it, lds/sidecar.ts).
 import type { MeshService, ProxyContext } from '../../catalog/types.js';
 import { type InboundPort, inboundPorts, isHttpLike } from '../common/inbound.js';
-import { byName, type OutboundPort, outboundPlan } from '../common/outbound.js';
+import { IdentityMemo } from '../common/memo.js';
+import { byName, type OutboundPlan, type OutboundPort, outboundPlan } from '../common/outbound.js';
 import { inboundRouteConfigName, outboundRouteConfigName } from '../names.js';
 import { type ProtoObject, type Resource, type ResourceGenerator, TypeUrl } from '../types.js';
 
@@ -85,11 +86,14 @@ function inboundRouteConfig(name: string, port: InboundPort): ProtoObject {
   };
 }
 
+// Route configs memoised on what they are built from (the same objects while
+// unchanged, MeshView contract): outbound ones on the plan plus the proxy's
+// namespace (bare service names), inbound ones on the service served.
+const outboundConfigs = new IdentityMemo<ProtoObject>();
+const inboundConfigs = new IdentityMemo<ProtoObject>();
+
 /** Route config name → builder, without building anything yet. */
-function routeConfigBuilders(
-  proxy: ProxyContext,
-  plan: ReturnType<typeof outboundPlan>,
-): Map<string, () => ProtoObject> {
+function routeConfigBuilders(proxy: ProxyContext, plan: OutboundPlan): Map<string, () => ProtoObject> {
   const builders = new Map<string, () => ProtoObject>();
   const outboundByPort = new Map<number, OutboundPort[]>();
   for (const p of plan.ports) {
@@ -100,12 +104,18 @@ function routeConfigBuilders(
   }
   for (const [port, ports] of outboundByPort) {
     const name = outboundRouteConfigName(port);
-    builders.set(name, () => outboundRouteConfig(name, ports, proxy.identity.namespace));
+    const ns = proxy.identity.namespace;
+    builders.set(name, () =>
+      outboundConfigs.get([plan], `${name}|${ns}`, () => outboundRouteConfig(name, ports, ns)),
+    );
   }
   for (const p of inboundPorts(proxy)) {
     if (!isHttpLike(p.port)) continue;
     const name = inboundRouteConfigName(p.port.targetPort);
-    if (!builders.has(name)) builders.set(name, () => inboundRouteConfig(name, p));
+    // p.port is one of p.service's ports; the name carries its target port.
+    const key = `${name}|${p.port.port}`;
+    if (!builders.has(name))
+      builders.set(name, () => inboundConfigs.get([p.service], key, () => inboundRouteConfig(name, p)));
   }
   return builders;
 }

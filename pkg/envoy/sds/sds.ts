@@ -4,6 +4,7 @@
 import type { ProxyContext } from '../../catalog/types.js';
 import { identityKey, spiffeId } from '../../mesh/identity.js';
 import { inboundPorts, inboundRulesOf } from '../common/inbound.js';
+import { IdentityMemo, NONE } from '../common/memo.js';
 import { byName, outboundPlan } from '../common/outbound.js';
 import { inboundRootSecretName, outboundRootSecretName, serviceCertSecretName } from '../names.js';
 import {
@@ -46,6 +47,34 @@ function inboundSans(proxy: ProxyContext, ctx: GenerationContext): string[] | un
   return sans.size > 0 ? [...sans].sort() : undefined;
 }
 
+// Secrets memoised on what they are built from, so an unchanged secret is the
+// same message (and encoding) across views: the issued certificate object,
+// the service identities (the same array while unchanged, MeshView contract),
+// the inbound rule lists. The trust bundle enters the key as a small tag.
+const certSecrets = new IdentityMemo<ProtoObject>();
+const inboundRoots = new IdentityMemo<ProtoObject>();
+const outboundRoots = new IdentityMemo<ProtoObject>();
+let lastBundle = '';
+let bundleTag = 0;
+
+/** Changes whenever the trust bundle does (a CA rotation), without copying the PEM into every key. */
+function bundleKey(bundle: string): number {
+  if (bundle !== lastBundle) {
+    lastBundle = bundle;
+    bundleTag++;
+  }
+  return bundleTag;
+}
+
+/** The inbound rule lists inboundSans reads, in a fixed order; the only view input besides scalars. */
+function inboundRuleLists(proxy: ProxyContext, ctx: GenerationContext): object[] {
+  const parts: object[] = [NONE];
+  for (const p of inboundPorts(proxy)) {
+    for (const port of p.servicePorts) parts.push(ctx.mesh.inboundRules(p.service.key, port));
+  }
+  return parts;
+}
+
 function secret(proxy: ProxyContext, ctx: GenerationContext, name: string): ProtoObject | undefined {
   const own = identityKey(proxy.identity);
   const bundle = ctx.secrets.trustBundlePem;
@@ -54,18 +83,21 @@ function secret(proxy: ProxyContext, ctx: GenerationContext, name: string): Prot
     if (name.slice(SERVICE_CERT.length) !== own) return undefined;
     const cert = ctx.secrets.serviceCertificate(own);
     if (!cert) return undefined; // not issued yet: sent once it is (xDS rule 8)
-    return {
+    return certSecrets.get([cert], name, () => ({
       name,
       tls_certificate: {
         certificate_chain: { inline_string: cert.certPem },
         private_key: { inline_string: cert.keyPem },
       },
-    };
+    }));
   }
   if (bundle === '') return undefined;
   if (name.startsWith(INBOUND_ROOT)) {
     if (name.slice(INBOUND_ROOT.length) !== own) return undefined;
-    return validationContext(name, bundle, inboundSans(proxy, ctx));
+    const key = `${name}|${ctx.mesh.permissive}|${ctx.mesh.trustDomain}|${bundleKey(bundle)}`;
+    return inboundRoots.get(inboundRuleLists(proxy, ctx), key, () =>
+      validationContext(name, bundle, inboundSans(proxy, ctx)),
+    );
   }
   if (name.startsWith(OUTBOUND_ROOT)) {
     const serviceKey = name.slice(OUTBOUND_ROOT.length);
@@ -75,8 +107,11 @@ function secret(proxy: ProxyContext, ctx: GenerationContext, name: string): Prot
     // No identity yet means no SAN to pin: an empty list would accept any mesh
     // certificate, so send nothing until the service has pods.
     if (ids.length === 0) return undefined;
-    const sans = [...new Set(ids.map((id) => spiffeId(id, ctx.mesh.trustDomain)))].sort();
-    return validationContext(name, bundle, sans);
+    const key = `${name}|${ctx.mesh.trustDomain}|${bundleKey(bundle)}`;
+    return outboundRoots.get([ids], key, () => {
+      const sans = [...new Set(ids.map((id) => spiffeId(id, ctx.mesh.trustDomain)))].sort();
+      return validationContext(name, bundle, sans);
+    });
   }
   return undefined;
 }

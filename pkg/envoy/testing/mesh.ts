@@ -228,14 +228,21 @@ export function rawSplit(mesh: MeshView, weights: { v1: number; v2?: number }): 
 
 export const FAKE_TRUST_BUNDLE = '-----BEGIN CERTIFICATE-----\nfake-root\n-----END CERTIFICATE-----\n';
 
-/** A SecretSource that has issued certificates for the given identity keys only. */
+/**
+ * A SecretSource that has issued certificates for the given identity keys
+ * only. Like the certificate manager, it returns the same certificate object
+ * for an identity until it changes.
+ */
 export function fakeSecrets(issued: readonly string[] | 'all'): SecretSource {
+  const certs = new Map<string, IssuedCertificate>();
   return {
     trustBundlePem: FAKE_TRUST_BUNDLE,
     serviceCertificate(key: string): IssuedCertificate | undefined {
       if (issued !== 'all' && !issued.includes(key)) return undefined;
+      const known = certs.get(key);
+      if (known) return known;
       const [ns, sa] = key.split('/');
-      return {
+      const cert: IssuedCertificate = {
         commonName: `${sa}.${ns}.cluster.local`,
         certPem: `-----BEGIN CERTIFICATE-----\ncert-of-${key}\n-----END CERTIFICATE-----\n`,
         keyPem: `-----BEGIN PRIVATE KEY-----\nkey-of-${key}\n-----END PRIVATE KEY-----\n`,
@@ -246,6 +253,8 @@ export function fakeSecrets(issued: readonly string[] | 'all'): SecretSource {
         uriSans: [`spiffe://cluster.local/ns/${ns}/sa/${sa}`],
         dnsSans: [],
       };
+      certs.set(key, cert);
+      return cert;
     },
   };
 }

@@ -64,10 +64,13 @@ interface InternEntry {
  */
 export class ResourceInterner {
   private readonly entries = new Map<string, InternEntry>();
-  // Generators may return the same (immutable) message object to many proxies
-  // within a view; skip re-encoding it.
+  // Generators return the same (immutable) message object for an unchanged
+  // resource, to many proxies within a view and across views (they memoise on
+  // the MeshView's stable answers); skip re-encoding and re-hashing it.
   private readonly byMessage = new WeakMap<object, EncodedResource>();
   private epoch = 0;
+  /** How many resources were encoded (and hashed) so far: the work the message identity did not save. */
+  encodes = 0;
 
   intern(resource: Resource): EncodedResource {
     const known = this.byMessage.get(resource.message);
@@ -76,6 +79,7 @@ export class ResourceInterner {
       return known;
     }
     const encoded = encodeResource(resource);
+    this.encodes++;
     const key = `${encoded.typeUrl} ${encoded.hash}`;
     const entry = this.entries.get(key);
     const shared = entry ? entry.resource : encoded;

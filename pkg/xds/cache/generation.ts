@@ -29,10 +29,17 @@ export interface GeneratedSet {
  * current view version is kept; a new version drops the old entries and
  * sweeps the interner. Types that also read the SecretSource (SDS) are cached
  * per secrets version as well, in their own map so an issuance drops only them.
+ *
+ * The entries of the version before are kept until the next one: a set
+ * regenerated for a new version that holds exactly the same encoded resources
+ * (the interner returns the same objects for unchanged messages) is answered
+ * with the previous set itself, so its version hash is not computed again.
  */
 export class GenerationCache {
-  private readonly entries = new Map<string, GeneratedSet>();
-  private readonly secretEntries = new Map<string, GeneratedSet>();
+  private entries = new Map<string, GeneratedSet>();
+  private secretEntries = new Map<string, GeneratedSet>();
+  private previousEntries = new Map<string, GeneratedSet>();
+  private previousSecretEntries = new Map<string, GeneratedSet>();
   private viewVersion: number | undefined;
   private trustBundle: string | undefined;
   private secretsVersion: number | undefined;
@@ -56,21 +63,26 @@ export class GenerationCache {
   ): GeneratedSet {
     // A CA rotation changes what generators embed without a new view version.
     if (ctx.mesh.version !== this.viewVersion || ctx.secrets.trustBundlePem !== this.trustBundle) {
-      this.entries.clear();
-      this.secretEntries.clear();
+      this.previousEntries = this.entries;
+      this.previousSecretEntries = this.secretEntries;
+      this.entries = new Map();
+      this.secretEntries = new Map();
       this.viewVersion = ctx.mesh.version;
       this.trustBundle = ctx.secrets.trustBundlePem;
       this.interner.advance();
     }
     let entries = this.entries;
+    let previous = this.previousEntries;
     if (this.secretTypes.has(typeUrl)) {
       // A source without a version cannot say when its output moves: rebuild every time.
-      if (ctx.secrets.version === undefined) return this.build(generate(), subscription.names);
+      if (ctx.secrets.version === undefined) return this.build(generate(), subscription.names, undefined);
       if (ctx.secrets.version !== this.secretsVersion) {
-        this.secretEntries.clear();
+        this.previousSecretEntries = this.secretEntries;
+        this.secretEntries = new Map();
         this.secretsVersion = ctx.secrets.version;
       }
       entries = this.secretEntries;
+      previous = this.previousSecretEntries;
     }
     const key = `${typeUrl} ${proxy.groupKey} ${subscription.key}`;
     const cached = entries.get(key);
@@ -79,7 +91,7 @@ export class GenerationCache {
       return cached;
     }
     this.misses++;
-    const built = this.build(generate(), subscription.names);
+    const built = this.build(generate(), subscription.names, previous.get(key));
     entries.set(key, built);
     return built;
   }
@@ -88,7 +100,11 @@ export class GenerationCache {
     return this.entries.size + this.secretEntries.size;
   }
 
-  private build(resources: Resource[], names: ReadonlySet<string> | undefined): GeneratedSet {
+  private build(
+    resources: Resource[],
+    names: ReadonlySet<string> | undefined,
+    before: GeneratedSet | undefined,
+  ): GeneratedSet {
     const seen = new Set<string>();
     const duplicateNames: string[] = [];
     const out: EncodedResource[] = [];
@@ -103,6 +119,14 @@ export class GenerationCache {
       out.push(this.interner.intern(r));
     }
     out.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+    if (before !== undefined && duplicateNames.length === 0 && sameResources(before, out)) return before;
     return { resources: out, version: contentVersion(out), duplicateNames };
   }
+}
+
+/** The same encoded resource objects in the same order, and no duplicates reported before either. */
+function sameResources(set: GeneratedSet, resources: readonly EncodedResource[]): boolean {
+  if (set.duplicateNames.length > 0 || set.resources.length !== resources.length) return false;
+  for (let i = 0; i < resources.length; i++) if (set.resources[i] !== resources[i]) return false;
+  return true;
 }
