@@ -129,8 +129,11 @@ export interface ChangeKindResult {
 /**
  * Waits until a change has played out: the fleet got no ACK for `quietMs`
  * AND the controller used under 10% of a core over the last `quietMs` (it may
- * still be computing a push that has not left yet). With no ACK at all it
- * waits at least `noAckMinMs` (covers the registry's 1 s polling fallback).
+ * still be computing a push that has not left yet) AND so did the fleet
+ * workers together (they may still be receiving responses: HTTP/2 interleaves
+ * many large responses, so none may complete, and nothing is ACKed, for a
+ * while after the controller went idle). With no ACK at all it waits at least
+ * `noAckMinMs` (covers the registry's 1 s polling fallback).
  */
 export async function waitSettled(
   fleet: Fleet,
@@ -140,16 +143,20 @@ export async function waitSettled(
   noAckMinMs: number,
   maxMs: number,
 ): Promise<void> {
-  const samples: { at: number; cpu: number }[] = [];
+  const samples: { at: number; cpu: number; fleetCpu: number }[] = [];
   for (;;) {
     const now = nowMs();
-    samples.push({ at: now, cpu: controller.cpu() });
+    const cpu = controller.cpu();
+    const fleetCpu = fleet.cpu();
+    samples.push({ at: now, cpu, fleetCpu });
     while (samples.length > 1 && (samples[1]?.at ?? now) <= now - quietMs) samples.shift();
     const oldest = samples[0];
+    const budget = oldest === undefined ? 0 : (0.1 * (now - oldest.at)) / 1000;
     const cpuQuiet =
       oldest !== undefined &&
       now - oldest.at >= quietMs - 60 &&
-      controller.cpu() - oldest.cpu <= (0.1 * (now - oldest.at)) / 1000;
+      cpu - oldest.cpu <= budget &&
+      fleetCpu - oldest.fleetCpu <= budget;
     const acked = fleet.lastAckAt >= since;
     const fleetQuiet = now - fleet.lastAckAt >= quietMs + fleet.flushMs;
     if (cpuQuiet && fleetQuiet && now - since >= (acked ? quietMs : noAckMinMs)) return;
