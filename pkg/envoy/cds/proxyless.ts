@@ -1,7 +1,7 @@
 // CDS for proxyless gRPC clients: one EDS cluster per service port
 // (`<ns>/<svc>|<port>`, the same names the sidecar CDS and the shared EDS use),
 // with gRFC A29 mTLS that pins the server's SPIFFE identities.
-import type { MeshService, MeshView, ProxyContext } from '../../catalog/types.js';
+import type { MeshService, MeshServicePort, MeshView, ProxyContext } from '../../catalog/types.js';
 import { spiffeId } from '../../mesh/identity.js';
 import { DiscoveryType, LbPolicy } from '../common/enums.js';
 import { IdentityMemo } from '../common/memo.js';
@@ -53,10 +53,9 @@ export function proxylessCluster(mesh: MeshView, service: MeshService, port: num
 // unchanged, MeshView contract), plus the trust domain and port.
 const clusters = new IdentityMemo<ProtoObject>();
 
-function clusterOf(mesh: MeshView, service: MeshService, port: number): ProtoObject {
-  return clusters.get([service, mesh.serviceIdentities(service.key)], `${mesh.trustDomain}|${port}`, () =>
-    proxylessCluster(mesh, service, port),
-  );
+function clusterOf(mesh: MeshView, service: MeshService, port: MeshServicePort): ProtoObject {
+  const parts = [service, port, mesh.serviceIdentities(service.key)];
+  return clusters.get(parts, mesh.trustDomain, () => proxylessCluster(mesh, service, port.port));
 }
 
 /**
@@ -80,7 +79,7 @@ export const proxylessClusterGenerator: ResourceGenerator = {
           out.push({
             name: upstreamClusterName(service, port.port),
             typeUrl: TypeUrl.Cluster,
-            message: clusterOf(mesh, service, port.port),
+            message: clusterOf(mesh, service, port),
           });
         }
       }
@@ -89,8 +88,9 @@ export const proxylessClusterGenerator: ResourceGenerator = {
         const parsed = parseUpstreamClusterName(name);
         if (!parsed) continue;
         const service = mesh.service(parsed.serviceKey);
-        if (!service?.ports.some((p) => p.port === parsed.port)) continue;
-        out.push({ name, typeUrl: TypeUrl.Cluster, message: clusterOf(mesh, service, parsed.port) });
+        const port = service?.ports.find((p) => p.port === parsed.port);
+        if (!service || !port) continue;
+        out.push({ name, typeUrl: TypeUrl.Cluster, message: clusterOf(mesh, service, port) });
       }
     }
     return byName(out);

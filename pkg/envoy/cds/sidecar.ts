@@ -82,15 +82,14 @@ export const sidecarCdsGenerator: ResourceGenerator = {
     };
     const own = identityKey(proxy.identity);
     for (const up of outboundPlan(ctx.mesh, proxy.identity).clusters.values()) {
-      // up.port is one of up.service's ports, so the service and its number identify it.
-      const message = upstreamClusters.get([up.service], `${own}|${up.name}|${up.port.port}`, () =>
+      // up.name follows from the service and port; keys are existing strings (cheap to hash).
+      const message = upstreamClusters.get([up.service, up.port], own, () =>
         upstreamCluster(proxy.identity, up),
       );
       add(message, up.name);
     }
     for (const p of inboundPorts(proxy)) {
-      // p.port is one of p.service's ports: the name and its number identify it.
-      const message = localClusters.get([p.service], `${p.localCluster}|${p.port.port}`, () =>
+      const message = localClusters.get([p.service, p.port], p.localCluster, () =>
         localCluster(p.localCluster, p.port),
       );
       add(message, p.localCluster);

@@ -122,10 +122,7 @@ function clientListeners(mesh: MeshView, requested: ReadonlySet<string> | undefi
   return targets.map((t) => ({
     name: t.name,
     typeUrl: TypeUrl.Listener,
-    // t.port is one of t.service's ports.
-    message: clientListenerMemo.get([t.service], `${t.name}|${t.port.port}`, () =>
-      proxylessClientListener(t),
-    ),
+    message: clientListenerMemo.get([t.service, t.port], t.name, () => proxylessClientListener(t)),
   }));
 }
 

@@ -50,20 +50,22 @@ function inboundSans(proxy: ProxyContext, ctx: GenerationContext): string[] | un
 // Secrets memoised on what they are built from, so an unchanged secret is the
 // same message (and encoding) across views: the issued certificate object,
 // the service identities (the same array while unchanged, MeshView contract),
-// the inbound rule lists. The trust bundle enters the key as a small tag.
+// the inbound rule lists. Validation contexts embed the trust domain and the
+// trust bundle: they live in a scope that a change of either replaces.
 const certSecrets = new IdentityMemo<ProtoObject>();
-const inboundRoots = new IdentityMemo<ProtoObject>();
-const outboundRoots = new IdentityMemo<ProtoObject>();
-let lastBundle = '';
-let bundleTag = 0;
+interface Scope {
+  readonly trustDomain: string;
+  readonly bundle: string;
+  readonly inbound: IdentityMemo<ProtoObject>;
+  readonly outbound: IdentityMemo<ProtoObject>;
+}
+let scope: Scope | undefined;
 
-/** Changes whenever the trust bundle does (a CA rotation), without copying the PEM into every key. */
-function bundleKey(bundle: string): number {
-  if (bundle !== lastBundle) {
-    lastBundle = bundle;
-    bundleTag++;
+function scopeOf(trustDomain: string, bundle: string): Scope {
+  if (scope?.trustDomain !== trustDomain || scope.bundle !== bundle) {
+    scope = { trustDomain, bundle, inbound: new IdentityMemo(), outbound: new IdentityMemo() };
   }
-  return bundleTag;
+  return scope;
 }
 
 /** The inbound rule lists inboundSans reads, in a fixed order; the only view input besides scalars. */
@@ -75,45 +77,60 @@ function inboundRuleLists(proxy: ProxyContext, ctx: GenerationContext): object[]
   return parts;
 }
 
-function secret(proxy: ProxyContext, ctx: GenerationContext, name: string): ProtoObject | undefined {
-  const own = identityKey(proxy.identity);
-  const bundle = ctx.secrets.trustBundlePem;
-  if (name.startsWith(SERVICE_CERT)) {
-    // Never another identity's key, whatever the proxy asks for.
-    if (name.slice(SERVICE_CERT.length) !== own) return undefined;
-    const cert = ctx.secrets.serviceCertificate(own);
-    if (!cert) return undefined; // not issued yet: sent once it is (xDS rule 8)
-    return certSecrets.get([cert], name, () => ({
-      name,
-      tls_certificate: {
-        certificate_chain: { inline_string: cert.certPem },
-        private_key: { inline_string: cert.keyPem },
-      },
-    }));
+/** Builds the secrets of one proxy; what every name needs is looked up once. */
+class SecretBuilder {
+  private readonly own: string;
+  private readonly bundle: string;
+  private upstream: ReadonlyMap<string, unknown> | undefined;
+
+  constructor(
+    private readonly proxy: ProxyContext,
+    private readonly ctx: GenerationContext,
+  ) {
+    this.own = identityKey(proxy.identity);
+    this.bundle = ctx.secrets.trustBundlePem;
   }
-  if (bundle === '') return undefined;
-  if (name.startsWith(INBOUND_ROOT)) {
-    if (name.slice(INBOUND_ROOT.length) !== own) return undefined;
-    const key = `${name}|${ctx.mesh.permissive}|${ctx.mesh.trustDomain}|${bundleKey(bundle)}`;
-    return inboundRoots.get(inboundRuleLists(proxy, ctx), key, () =>
-      validationContext(name, bundle, inboundSans(proxy, ctx)),
-    );
+
+  secret(name: string): ProtoObject | undefined {
+    const { own, bundle, ctx } = this;
+    if (name.startsWith(SERVICE_CERT)) {
+      // Never another identity's key, whatever the proxy asks for.
+      if (name.slice(SERVICE_CERT.length) !== own) return undefined;
+      const cert = ctx.secrets.serviceCertificate(own);
+      if (!cert) return undefined; // not issued yet: sent once it is (xDS rule 8)
+      return certSecrets.get([cert], name, () => ({
+        name,
+        tls_certificate: {
+          certificate_chain: { inline_string: cert.certPem },
+          private_key: { inline_string: cert.keyPem },
+        },
+      }));
+    }
+    if (bundle === '') return undefined;
+    if (name.startsWith(OUTBOUND_ROOT)) {
+      const serviceKey = name.slice(OUTBOUND_ROOT.length);
+      // Only for services this proxy has clusters for.
+      this.upstream ??= outboundPlan(ctx.mesh, this.proxy.identity).upstreamServices;
+      if (!this.upstream.has(serviceKey)) return undefined;
+      const ids = ctx.mesh.serviceIdentities(serviceKey);
+      // No identity yet means no SAN to pin: an empty list would accept any mesh
+      // certificate, so send nothing until the service has pods.
+      if (ids.length === 0) return undefined;
+      const trustDomain = ctx.mesh.trustDomain;
+      return scopeOf(trustDomain, bundle).outbound.get([ids], name, () => {
+        const sans = [...new Set(ids.map((id) => spiffeId(id, trustDomain)))].sort();
+        return validationContext(name, bundle, sans);
+      });
+    }
+    if (name.startsWith(INBOUND_ROOT)) {
+      if (name.slice(INBOUND_ROOT.length) !== own) return undefined;
+      const memo = scopeOf(ctx.mesh.trustDomain, bundle).inbound;
+      return memo.get(inboundRuleLists(this.proxy, ctx), `${name}|${ctx.mesh.permissive}`, () =>
+        validationContext(name, bundle, inboundSans(this.proxy, ctx)),
+      );
+    }
+    return undefined;
   }
-  if (name.startsWith(OUTBOUND_ROOT)) {
-    const serviceKey = name.slice(OUTBOUND_ROOT.length);
-    // Only for services this proxy has clusters for.
-    if (!outboundPlan(ctx.mesh, proxy.identity).upstreamServices.has(serviceKey)) return undefined;
-    const ids = ctx.mesh.serviceIdentities(serviceKey);
-    // No identity yet means no SAN to pin: an empty list would accept any mesh
-    // certificate, so send nothing until the service has pods.
-    if (ids.length === 0) return undefined;
-    const key = `${name}|${ctx.mesh.trustDomain}|${bundleKey(bundle)}`;
-    return outboundRoots.get([ids], key, () => {
-      const sans = [...new Set(ids.map((id) => spiffeId(id, ctx.mesh.trustDomain)))].sort();
-      return validationContext(name, bundle, sans);
-    });
-  }
-  return undefined;
 }
 
 /** Every secret name a proxy's listeners and clusters reference. */
@@ -131,8 +148,9 @@ export const sdsGenerator: ResourceGenerator = {
   typeUrl: TypeUrl.Secret,
   generate(proxy, ctx, requested): Resource[] {
     const out: Resource[] = [];
+    const builder = new SecretBuilder(proxy, ctx);
     for (const name of requested ?? defaultNames(proxy, ctx)) {
-      const message = secret(proxy, ctx, name);
+      const message = builder.secret(name);
       if (message) out.push({ name, typeUrl: TypeUrl.Secret, message });
     }
     return byName(out);

@@ -61,6 +61,22 @@ describe('ResourceInterner', () => {
     assert.equal(interner.size, 1);
   });
 
+  it('recognises a message object it already encoded, even after a sweep evicted it', () => {
+    const interner = new ResourceInterner();
+    const r = cluster('a');
+    const first = interner.intern(r);
+    assert.equal(interner.encodes, 1);
+    assert.equal(interner.intern(r), first);
+    interner.advance();
+    interner.advance();
+    assert.equal(interner.size, 0); // swept
+    assert.equal(interner.intern(r), first);
+    assert.equal(interner.encodes, 1); // not encoded again
+    assert.equal(interner.size, 1); // and back in the table, so equal content shares it
+    assert.equal(interner.intern(cluster('a')), first);
+    assert.equal(interner.encodes, 2);
+  });
+
   it('frames a resource as a DiscoveryResponse.resources entry', () => {
     const r = encodeResource(cluster('a'));
     const bytes = encodeDiscoveryResponse({

@@ -50,9 +50,13 @@ export function encodeResource(resource: Resource): EncodedResource {
 }
 
 interface InternEntry {
-  resource: EncodedResource;
+  readonly resource: EncodedResource;
+  /** `<typeUrl> <hash>`, its key in the table. */
+  readonly key: string;
   /** Last epoch in which some generation produced this content. */
   epoch: number;
+  /** False once swept from the table (a message may still point at it). */
+  live: boolean;
 }
 
 /**
@@ -67,26 +71,28 @@ export class ResourceInterner {
   // Generators return the same (immutable) message object for an unchanged
   // resource, to many proxies within a view and across views (they memoise on
   // the MeshView's stable answers); skip re-encoding and re-hashing it.
-  private readonly byMessage = new WeakMap<object, EncodedResource>();
+  private readonly byMessage = new WeakMap<object, InternEntry>();
   private epoch = 0;
   /** How many resources were encoded (and hashed) so far: the work the message identity did not save. */
   encodes = 0;
 
   intern(resource: Resource): EncodedResource {
     const known = this.byMessage.get(resource.message);
-    if (known && known.name === resource.name && known.typeUrl === resource.typeUrl) {
-      this.touch(known);
-      return known;
+    if (known && known.resource.name === resource.name && known.resource.typeUrl === resource.typeUrl) {
+      // The common case on every push: O(1), no key built.
+      if (known.live) {
+        known.epoch = this.epoch;
+        return known.resource;
+      }
+      const entry = this.add(known.resource, known.key);
+      this.byMessage.set(resource.message, entry);
+      return entry.resource;
     }
     const encoded = encodeResource(resource);
     this.encodes++;
-    const key = `${encoded.typeUrl} ${encoded.hash}`;
-    const entry = this.entries.get(key);
-    const shared = entry ? entry.resource : encoded;
-    if (entry) entry.epoch = this.epoch;
-    else this.entries.set(key, { resource: encoded, epoch: this.epoch });
-    this.byMessage.set(resource.message, shared);
-    return shared;
+    const entry = this.add(encoded, `${encoded.typeUrl} ${encoded.hash}`);
+    this.byMessage.set(resource.message, entry);
+    return entry.resource;
   }
 
   /** Starts a new epoch; drops entries not produced in the previous or current one. Returns how many. */
@@ -96,6 +102,7 @@ export class ResourceInterner {
     for (const [key, entry] of this.entries) {
       if (entry.epoch < this.epoch - 1) {
         this.entries.delete(key);
+        entry.live = false;
         evicted++;
       }
     }
@@ -106,9 +113,14 @@ export class ResourceInterner {
     return this.entries.size;
   }
 
-  private touch(resource: EncodedResource): void {
-    const entry = this.entries.get(`${resource.typeUrl} ${resource.hash}`);
-    if (entry) entry.epoch = this.epoch;
-    else this.entries.set(`${resource.typeUrl} ${resource.hash}`, { resource, epoch: this.epoch });
+  /** The live entry for this content (an equal earlier one wins), touched in this epoch. */
+  private add(resource: EncodedResource, key: string): InternEntry {
+    let entry = this.entries.get(key);
+    if (entry === undefined) {
+      entry = { resource, key, epoch: this.epoch, live: true };
+      this.entries.set(key, entry);
+    }
+    entry.epoch = this.epoch;
+    return entry;
   }
 }

@@ -36,10 +36,10 @@ export interface GeneratedSet {
  * with the previous set itself, so its version hash is not computed again.
  */
 export class GenerationCache {
-  private entries = new Map<string, GeneratedSet>();
-  private secretEntries = new Map<string, GeneratedSet>();
-  private previousEntries = new Map<string, GeneratedSet>();
-  private previousSecretEntries = new Map<string, GeneratedSet>();
+  private entries = new SetTable();
+  private secretEntries = new SetTable();
+  private previousEntries = new SetTable();
+  private previousSecretEntries = new SetTable();
   private viewVersion: number | undefined;
   private trustBundle: string | undefined;
   private secretsVersion: number | undefined;
@@ -65,8 +65,8 @@ export class GenerationCache {
     if (ctx.mesh.version !== this.viewVersion || ctx.secrets.trustBundlePem !== this.trustBundle) {
       this.previousEntries = this.entries;
       this.previousSecretEntries = this.secretEntries;
-      this.entries = new Map();
-      this.secretEntries = new Map();
+      this.entries = new SetTable();
+      this.secretEntries = new SetTable();
       this.viewVersion = ctx.mesh.version;
       this.trustBundle = ctx.secrets.trustBundlePem;
       this.interner.advance();
@@ -78,21 +78,21 @@ export class GenerationCache {
       if (ctx.secrets.version === undefined) return this.build(generate(), subscription.names, undefined);
       if (ctx.secrets.version !== this.secretsVersion) {
         this.previousSecretEntries = this.secretEntries;
-        this.secretEntries = new Map();
+        this.secretEntries = new SetTable();
         this.secretsVersion = ctx.secrets.version;
       }
       entries = this.secretEntries;
       previous = this.previousSecretEntries;
     }
-    const key = `${typeUrl} ${proxy.groupKey} ${subscription.key}`;
-    const cached = entries.get(key);
+    const group = `${typeUrl} ${proxy.groupKey}`;
+    const cached = entries.get(group, subscription.key);
     if (cached) {
       this.hits++;
       return cached;
     }
     this.misses++;
-    const built = this.build(generate(), subscription.names, previous.get(key));
-    entries.set(key, built);
+    const built = this.build(generate(), subscription.names, previous.get(group, subscription.key));
+    entries.set(group, subscription.key, built);
     return built;
   }
 
@@ -121,6 +121,31 @@ export class GenerationCache {
     out.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
     if (before !== undefined && duplicateNames.length === 0 && sameResources(before, out)) return before;
     return { resources: out, version: contentVersion(out), duplicateNames };
+  }
+}
+
+/**
+ * Sets by (type and group, subscription key). Two levels because a
+ * subscription key can be long (every subscribed name): kept as the stream's
+ * own string, its hash is computed once rather than on every lookup of a
+ * freshly concatenated key.
+ */
+class SetTable {
+  private readonly byGroup = new Map<string, Map<string, GeneratedSet>>();
+  size = 0;
+
+  get(group: string, subscription: string): GeneratedSet | undefined {
+    return this.byGroup.get(group)?.get(subscription);
+  }
+
+  set(group: string, subscription: string, set: GeneratedSet): void {
+    let sets = this.byGroup.get(group);
+    if (sets === undefined) {
+      sets = new Map();
+      this.byGroup.set(group, sets);
+    }
+    if (!sets.has(subscription)) this.size++;
+    sets.set(subscription, set);
   }
 }
 

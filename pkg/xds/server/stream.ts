@@ -52,10 +52,19 @@ interface TypeState {
   lastNackMessage?: string;
 }
 
-function sameSet(a: ReadonlySet<string>, b: ReadonlySet<string>): boolean {
-  if (a.size !== b.size) return false;
-  for (const x of a) if (!b.has(x)) return false;
-  return true;
+/**
+ * Whether a request names exactly the subscribed names (ignoring '*'), without
+ * building a set: every ACK repeats the whole list. A request repeating a name
+ * reads as different, which only costs the slow path.
+ */
+function sameNames(requested: readonly string[], names: ReadonlySet<string>): boolean {
+  let count = 0;
+  for (const n of requested) {
+    if (n === '*') continue;
+    if (!names.has(n)) return false;
+    count++;
+  }
+  return count === names.size;
 }
 
 function errorMessage(e: unknown): string {
@@ -238,13 +247,13 @@ export class AdsStream {
 
   private updateSubscription(st: TypeState, requested: readonly string[], first: boolean): void {
     const star = requested.includes('*');
-    const names = new Set(requested.filter((n) => n !== '*'));
     // Rule 6: wildcard only for LDS/CDS — '*', or an empty list on the first
     // request (and an empty list keeps an existing wildcard). For RDS/EDS/SDS an
     // empty list means unsubscribe.
     const wildcard =
       isWildcardType(st.typeUrl) && (star || (requested.length === 0 && (first || st.wildcard)));
-    if (!first && wildcard === st.wildcard && sameSet(names, st.names)) return;
+    if (!first && wildcard === st.wildcard && sameNames(requested, st.names)) return;
+    const names = new Set(requested.filter((n) => n !== '*'));
     st.wildcard = wildcard;
     st.names = names;
     st.key = subscriptionKey(wildcard ? undefined : names);
