@@ -49,7 +49,7 @@ export class Controller {
   private workloads: LocalWorkloads | undefined;
   private writer: WorkloadCertWriter | undefined;
   private view: MeshView | undefined;
-  private readonly problems: ProblemLog;
+  private problems: ProblemLog;
   private adsServing = false;
   private stopFns: (() => void)[] = [];
 
@@ -95,14 +95,7 @@ export class Controller {
     });
     const httpPort = await health.listen(o.httpPort, o.host);
 
-    if (!o.localDir) throw new Error('only local mode is available: pass --local <dir>');
-    const registry = new LocalRegistry({
-      dir: o.localDir,
-      store: this.store,
-      reporter: new LoggingProblemReporter(log.child({ component: 'local-registry' })),
-      logger: log, // the registry names its own component
-      meshName: o.meshName,
-    });
+    const registry = await this.createRegistry();
     this.registry = registry;
     await registry.start();
     this.stopFns.push(publishStoreChanges(this.store, this.bus));
@@ -156,6 +149,57 @@ export class Controller {
     const ports = await this.ads.start();
     this.adsServing = true;
 
+    const result: ControllerPorts = { ads: ports.port, http: httpPort };
+    if (ports.insecurePort !== undefined) result.insecureAds = ports.insecurePort;
+    // Local workload files and bootstraps stand in for what the injector gives pods in Kubernetes.
+    if (o.localDir) await this.startLocalWorkloads(ports.insecurePort);
+    log.info(
+      {
+        ...result,
+        mesh: o.meshName,
+        ...(o.localDir
+          ? { local: o.localDir }
+          : { kubernetes: o.kubeconfig ?? 'in-cluster', namespace: o.namespace }),
+        state: o.stateDir,
+      },
+      'skein controller ready',
+    );
+    return result;
+  }
+
+  /** Local mode reads manifests; Kubernetes mode (loaded only then) watches the API. */
+  private async createRegistry(): Promise<Registry> {
+    const o = this.opts;
+    const log = this.log;
+    if (o.localDir) {
+      return new LocalRegistry({
+        dir: o.localDir,
+        store: this.store,
+        reporter: new LoggingProblemReporter(log.child({ component: 'local-registry' })),
+        logger: log, // the registry names its own component
+        meshName: o.meshName,
+      });
+    }
+    // Imported lazily: client-node is large and needs a Node 20 shim (registry/kube/compat.ts).
+    const { createKubeMode } = await import('../registry/kube/setup.js');
+    const kube = createKubeMode({
+      ...(o.kubeconfig !== undefined ? { kubeconfig: o.kubeconfig } : {}),
+      ...(o.inCluster ? { inCluster: true } : {}),
+      meshName: o.meshName,
+      controlPlaneNamespace: o.namespace,
+      store: this.store,
+      logger: log,
+    });
+    // Policy problems become Events on the objects too.
+    this.problems = new ProblemLog(log.child({ component: 'policy' }), kube.events);
+    return kube.registry;
+  }
+
+  private async startLocalWorkloads(insecurePort: number | undefined): Promise<void> {
+    const o = this.opts;
+    const log = this.log;
+    const certs = this.certs;
+    if (!certs) throw new Error('controller not initialised');
     const certsDir = workloadCertsDir(o.stateDir);
     this.writer = new WorkloadCertWriter({
       manager: certs,
@@ -168,9 +212,7 @@ export class Controller {
       writer: this.writer,
       certsDir,
       bootstrapDir: path.join(o.stateDir, 'bootstrap'),
-      ...(ports.insecurePort !== undefined
-        ? { insecureAdsAddress: `${connectHost}:${ports.insecurePort}` }
-        : {}),
+      ...(insecurePort !== undefined ? { insecureAdsAddress: `${connectHost}:${insecurePort}` } : {}),
       logger: log.child({ component: 'local-workloads' }),
     });
     await this.syncWorkloads();
@@ -179,11 +221,6 @@ export class Controller {
         if (a.kind === 'store' || a.kind === 'config') void this.syncWorkloads();
       }),
     );
-
-    const result: ControllerPorts = { ads: ports.port, http: httpPort };
-    if (ports.insecurePort !== undefined) result.insecureAds = ports.insecurePort;
-    log.info({ ...result, mesh: o.meshName, local: o.localDir, state: o.stateDir }, 'skein controller ready');
-    return result;
   }
 
   async stop(): Promise<void> {

@@ -32,3 +32,28 @@ test('flags are parsed and validated', () => {
   assert.throws(() => parseControllerArgs(['--bogus']), UsageError);
   assert.equal(parseControllerArgs(['--help']), 'help');
 });
+
+test('Kubernetes mode: --kubeconfig, or in-cluster when neither source is given inside a pod', () => {
+  const k = parseControllerArgs(['--kubeconfig', '/k/config', '--mesh-name', 'm', '--namespace', 'cp'], {});
+  assert.ok(k !== 'help');
+  assert.equal(k.kubeconfig, '/k/config');
+  assert.equal(k.localDir, undefined);
+  assert.equal(k.inCluster, undefined);
+  assert.equal(k.meshName, 'm');
+  assert.equal(k.namespace, 'cp');
+
+  const pod = parseControllerArgs([], { KUBERNETES_SERVICE_HOST: '10.96.0.1' });
+  assert.ok(pod !== 'help');
+  assert.equal(pod.inCluster, true);
+  assert.equal(pod.namespace, 'skein-system');
+
+  // --local wins over being in a pod; local mode is unchanged.
+  const local = parseControllerArgs(['--local', 'd'], { KUBERNETES_SERVICE_HOST: '10.96.0.1' });
+  assert.ok(local !== 'help');
+  assert.equal(local.localDir, 'd');
+  assert.equal(local.inCluster, undefined);
+
+  assert.throws(() => parseControllerArgs([], {}), /--local <dir> or --kubeconfig <path>/);
+  assert.throws(() => parseControllerArgs(['--local', 'd', '--kubeconfig', 'k'], {}), /exclude each other/);
+  assert.throws(() => parseControllerArgs(['--kubeconfig', ''], {}), UsageError);
+});

@@ -5,6 +5,10 @@ import { parseDuration } from '../mesh/duration.js';
 export interface ControllerOptions {
   /** Local mode: directory of manifests. */
   localDir?: string;
+  /** Kubernetes mode with a kubeconfig file (its current context). */
+  kubeconfig?: string;
+  /** Kubernetes mode with the pod's service account (neither --local nor --kubeconfig, in a pod). */
+  inCluster?: boolean;
   stateDir: string;
   meshName: string;
   /** Control-plane namespace (where the MeshConfig lives). */
@@ -21,11 +25,14 @@ export interface ControllerOptions {
 export const CONTROLLER_USAGE = `skein-controller — the skein service-mesh control plane
 
 Usage:
-  skein-controller --local <dir> [flags]
+  skein-controller --local <dir> [flags]          manifests in a directory, no cluster
+  skein-controller --kubeconfig <path> [flags]    a Kubernetes cluster
+  skein-controller [flags]                        in a pod: the pod's service account
 
 Flags:
   --local <dir>               Local mode: read Kubernetes-style manifests from <dir> and watch it
-  --state-dir <dir>           Where local mode keeps the CA, workload certs and bootstraps (default .state)
+  --kubeconfig <path>         Kubernetes mode: connect with this kubeconfig (its current context)
+  --state-dir <dir>           Where the CA is kept, and in local mode workload certs and bootstraps (default .state)
   --mesh-name <name>          Mesh name; namespaces join with skein.dev/monitored-by=<name> (default ${DEFAULT_MESH_NAME})
   --namespace <ns>            Control-plane namespace holding the MeshConfig (default skein-system)
   --host <ip>                 Address to listen on (default 0.0.0.0)
@@ -49,8 +56,14 @@ function port(name: string, value: string | undefined, fallback?: number): numbe
   return n;
 }
 
-/** Parses controller flags; returns 'help' for -h/--help. Throws UsageError with the flag at fault. */
-export function parseControllerArgs(argv: string[]): ControllerOptions | 'help' {
+/**
+ * Parses controller flags; returns 'help' for -h/--help. Throws UsageError with
+ * the flag at fault. `env` decides in-cluster mode (KUBERNETES_SERVICE_HOST).
+ */
+export function parseControllerArgs(
+  argv: string[],
+  env: Record<string, string | undefined> = process.env,
+): ControllerOptions | 'help' {
   let parsed: ReturnType<typeof parse>;
   try {
     parsed = parse(argv);
@@ -59,8 +72,13 @@ export function parseControllerArgs(argv: string[]): ControllerOptions | 'help' 
   }
   const v = parsed.values;
   if (v.help) return 'help';
-  if (!v.local)
-    throw new UsageError('--local <dir> is required (the Kubernetes registry is not available yet)');
+  if (v.local !== undefined && v.kubeconfig !== undefined)
+    throw new UsageError('--local and --kubeconfig exclude each other: pick one source of truth');
+  if (v.local === '') throw new UsageError('--local: needs a directory');
+  if (v.kubeconfig === '') throw new UsageError('--kubeconfig: needs a file');
+  const inCluster = v.local === undefined && v.kubeconfig === undefined && !!env['KUBERNETES_SERVICE_HOST'];
+  if (v.local === undefined && v.kubeconfig === undefined && !inCluster)
+    throw new UsageError('pass --local <dir> or --kubeconfig <path> (in a pod, the service account is used)');
   let minPushIntervalMs: number | undefined;
   if (v['min-push-interval'] !== undefined) {
     try {
@@ -70,7 +88,9 @@ export function parseControllerArgs(argv: string[]): ControllerOptions | 'help' 
     }
   }
   const options: ControllerOptions = {
-    localDir: v.local,
+    ...(v.local !== undefined ? { localDir: v.local } : {}),
+    ...(v.kubeconfig !== undefined ? { kubeconfig: v.kubeconfig } : {}),
+    ...(inCluster ? { inCluster } : {}),
     stateDir: v['state-dir'] ?? '.state',
     meshName: v['mesh-name'] ?? DEFAULT_MESH_NAME,
     namespace: v.namespace ?? 'skein-system',
@@ -91,6 +111,7 @@ function parse(argv: string[]) {
     strict: true,
     options: {
       local: { type: 'string' },
+      kubeconfig: { type: 'string' },
       'state-dir': { type: 'string' },
       'mesh-name': { type: 'string' },
       namespace: { type: 'string' },

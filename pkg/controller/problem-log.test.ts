@@ -25,3 +25,24 @@ test('a policy problem is logged once when it appears and once when it is resolv
   assert.match(lines[1]?.problem ?? '', /TrafficTarget shop\/a: HTTPRouteGroup shop\/r not found/);
   assert.equal(problems.size, 0);
 });
+
+test('with a reporter, each appearance of a policy problem is reported once (Kubernetes Events)', () => {
+  const reported: unknown[] = [];
+  const problems = new ProblemLog(pino({ level: 'silent' }), { report: (p) => reported.push(p) });
+  const missing = { kind: 'TrafficSplit', namespace: 'shop', name: 's', reason: 'backend shop/v2 not found' };
+  problems.update([missing]);
+  problems.update([missing]);
+  assert.deepEqual(reported, [
+    {
+      source: 'policy',
+      kind: 'TrafficSplit',
+      namespace: 'shop',
+      name: 's',
+      reason: 'backend shop/v2 not found',
+      code: 'PolicyProblem',
+    },
+  ]);
+  problems.update([]);
+  problems.update([missing]);
+  assert.equal(reported.length, 2, 'reported again when it comes back');
+});

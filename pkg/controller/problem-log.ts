@@ -1,5 +1,9 @@
 import type { PolicyProblem } from '../catalog/problems.js';
 import type { Logger } from '../logger/logger.js';
+import type { ProblemReporter } from '../registry/registry.js';
+
+/** Event reason of policy problems (schema and semantic ones are `InvalidObject`). */
+export const POLICY_PROBLEM_CODE = 'PolicyProblem';
 
 function describe(p: PolicyProblem): string {
   return `${p.kind} ${p.namespace ? `${p.namespace}/` : ''}${p.name}: ${p.reason}`;
@@ -8,12 +12,16 @@ function describe(p: PolicyProblem): string {
 /**
  * Logs semantic policy problems (a TrafficTarget naming a missing route group,
  * a TrafficSplit backend that does not exist, …) once when they appear and
- * once when they are gone, rather than on every view rebuild.
+ * once when they are gone, rather than on every view rebuild. With a reporter
+ * (Kubernetes mode: Events on the object) each appearance is reported too.
  */
 export class ProblemLog {
   private current = new Set<string>();
 
-  constructor(private readonly log: Logger) {}
+  constructor(
+    private readonly log: Logger,
+    private readonly reporter?: ProblemReporter,
+  ) {}
 
   update(problems: readonly PolicyProblem[]): void {
     const next = new Set(problems.map(describe));
@@ -23,6 +31,14 @@ export class ProblemLog {
           { kind: p.kind, namespace: p.namespace, name: p.name, reason: p.reason },
           'policy problem',
         );
+        this.reporter?.report({
+          source: 'policy',
+          kind: p.kind,
+          ...(p.namespace !== undefined ? { namespace: p.namespace } : {}),
+          name: p.name,
+          reason: p.reason,
+          code: POLICY_PROBLEM_CODE,
+        });
       }
     }
     for (const old of this.current)

@@ -8,6 +8,11 @@ export interface Problem {
   namespace?: string;
   name?: string;
   reason: string;
+  /** The object's apiVersion and uid, when known (a Kubernetes Event names its object by both). */
+  apiVersion?: string;
+  uid?: string;
+  /** A short CamelCase cause, used as the Event reason (default `InvalidObject`). */
+  code?: string;
 }
 
 /**

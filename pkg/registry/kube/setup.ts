@@ -1,0 +1,50 @@
+import type { Logger } from '../../logger/logger.js';
+import { LoggingProblemReporter } from '../problems.js';
+import type { MeshStore } from '../store.js';
+import { KubeClient } from './client.js';
+import { KubeEventReporter, storeLookup, teeReporter } from './events.js';
+import { loadKubeConfig } from './kubeconfig.js';
+import { TokenBucket } from './rate-limiter.js';
+import { KubeRegistry } from './registry.js';
+
+export interface KubeModeOptions {
+  /** A kubeconfig file; without it the pod's service account (in-cluster config). */
+  kubeconfig?: string;
+  inCluster?: boolean;
+  meshName: string;
+  controlPlaneNamespace: string;
+  store: MeshStore;
+  logger: Logger;
+}
+
+export interface KubeMode {
+  registry: KubeRegistry;
+  /** Records problems as Events; the controller also gives it policy problems. */
+  events: KubeEventReporter;
+}
+
+/**
+ * The controller's Kubernetes side: a KubeRegistry whose problems are logged
+ * and recorded as Events. Events go through their own rate limiter (like
+ * client-go's event broadcaster) so a burst of them never delays a relist.
+ */
+export function createKubeMode(o: KubeModeOptions): KubeMode {
+  const kubeConfig = loadKubeConfig({
+    ...(o.kubeconfig !== undefined ? { kubeconfig: o.kubeconfig } : {}),
+    ...(o.inCluster ? { inCluster: true } : {}),
+  });
+  const events = new KubeEventReporter({
+    client: new KubeClient({ kubeConfig, limiter: new TokenBucket(1, 25) }),
+    logger: o.logger,
+    lookup: storeLookup(o.store),
+  });
+  const registry = new KubeRegistry({
+    kubeConfig,
+    meshName: o.meshName,
+    controlPlaneNamespace: o.controlPlaneNamespace,
+    store: o.store,
+    reporter: teeReporter(new LoggingProblemReporter(o.logger.child({ component: 'kube-registry' })), events),
+    logger: o.logger,
+  });
+  return { registry, events };
+}
