@@ -5,7 +5,7 @@ import { silentLogger } from '../../logger/logger.js';
 import { MeshStore } from '../store.js';
 import { KubeClient } from './client.js';
 import { KubeEventReporter, storeLookup, teeReporter } from './events.js';
-import { FakeApiServer } from './testing/fake-apiserver.js';
+import { FakeApiServer, metaField } from './testing/fake-apiserver.js';
 
 const SHOP_EVENTS = '/api/v1/namespaces/shop/events';
 
@@ -58,7 +58,7 @@ describe('KubeEventReporter', () => {
     assert.equal(event['message'], problem.reason);
     assert.deepEqual(event['source'], { component: 'skein-controller' });
     assert.equal(event['count'], 1);
-    assert.match(String((event['metadata'] as { name: string }).name), /^tt\.[0-9a-f]+$/);
+    assert.match(metaField(event, 'name'), /^tt\.[0-9a-f]+$/);
 
     r.report(problem);
     r.report(problem);
@@ -81,8 +81,7 @@ describe('KubeEventReporter', () => {
     r.report(problem);
     await r.flush();
     assert.equal(server.list(SHOP_EVENTS).length, 2);
-    for (const e of server.list(SHOP_EVENTS))
-      server.remove(SHOP_EVENTS, `shop/${(e['metadata'] as { name: string }).name}`);
+    for (const e of server.list(SHOP_EVENTS)) server.remove(SHOP_EVENTS, `shop/${metaField(e, 'name')}`);
     r.report(problem);
     await r.flush();
     const events = server.list(SHOP_EVENTS);

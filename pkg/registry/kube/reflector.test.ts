@@ -4,7 +4,7 @@ import { silentLogger } from '../../logger/logger.js';
 import { KubeClient } from './client.js';
 import { TokenBucket } from './rate-limiter.js';
 import { type RawObject, Reflector, type ReflectorOptions } from './reflector.js';
-import { FakeApiServer, type Obj } from './testing/fake-apiserver.js';
+import { FakeApiServer, metaField, type Obj } from './testing/fake-apiserver.js';
 
 const PODS = '/api/v1/pods';
 
@@ -89,9 +89,9 @@ describe('Reflector', () => {
   function serverState(): Record<string, string | undefined> {
     return Object.fromEntries(
       server.list(PODS).map((o) => {
-        const m = o['metadata'] as { name: string; namespace: string };
-        const s = o['status'] as { phase?: string };
-        return [`${m.namespace}/${m.name}`, s.phase];
+        const s = o['status'];
+        const phase = typeof s === 'object' && s !== null && 'phase' in s ? String(s.phase) : undefined;
+        return [`${metaField(o, 'namespace')}/${metaField(o, 'name')}`, phase];
       }),
     );
   }

@@ -55,6 +55,13 @@ function metaOf(o: Obj): Record<string, unknown> {
   return m;
 }
 
+/** `metadata.<field>` of an object as a string ('' when absent), for tests. */
+export function metaField(o: Obj, field: string): string {
+  const m = o['metadata'];
+  const v = isRecord(m) ? m[field] : undefined;
+  return typeof v === 'string' ? v : '';
+}
+
 function keyOf(o: Obj): string {
   const m = metaOf(o);
   return typeof m['namespace'] === 'string' && m['namespace'] !== ''
