@@ -3,7 +3,7 @@ SHELL := /bin/bash
 NODE ?= node
 STATE ?= .state
 
-.PHONY: all deps build start demo test test-unit test-e2e lint format bench clean
+.PHONY: all deps build cluster-bin start demo test test-unit test-e2e lint format bench clean
 
 all: build
 
@@ -17,6 +17,15 @@ deps: node_modules/.package-lock.json
 build: deps
 	npx tsc -p tsconfig.json
 
+# A real kube-apiserver, kube-controller-manager and etcd for the Kubernetes tests,
+# built from Go modules (test/cluster/go.mod pins the version). Rebuilt only when
+# missing or when the module or its mains change.
+CLUSTER_BINS := $(addprefix test/cluster/bin/,etcd kube-apiserver kube-controller-manager)
+$(CLUSTER_BINS) &: test/cluster/go.mod test/cluster/go.sum test/cluster/build.sh $(wildcard test/cluster/cmd/*/*.go test/cluster/internal/*/*.go)
+	test/cluster/build.sh
+
+cluster-bin: $(CLUSTER_BINS)
+
 # Runs the controller on the bundled example mesh; no cluster needed.
 start: build
 	$(NODE) dist/cmd/skein-controller/main.js --local examples/bookstore --state-dir $(STATE) --host 127.0.0.1 --insecure-ads-port 15129
@@ -25,13 +34,13 @@ start: build
 demo: build
 	$(NODE) dist/test/demo/main.js
 
-test: build
+test: build cluster-bin
 	$(NODE) --test --test-concurrency=2 $$(find dist/pkg dist/cmd -name '*.test.js' | sort) $$(find dist/test -name '*.test.js' | sort)
 
 test-unit: build
 	$(NODE) --test $$(find dist/pkg dist/cmd -name '*.test.js' | sort)
 
-test-e2e: build
+test-e2e: build cluster-bin
 	$(NODE) --test --test-concurrency=1 $$(find dist/test -name '*.test.js' | sort)
 
 lint: deps

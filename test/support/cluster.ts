@@ -1,0 +1,500 @@
+// A real Kubernetes control plane for tests: etcd, kube-apiserver and
+// kube-controller-manager built from Go modules by `make cluster-bin` into
+// test/cluster/bin/, all on 127.0.0.1, with throwaway certificates, a static
+// admin token and a temp dir that stop() removes.
+//
+// There is no kubelet and no scheduler: tests create Node objects, give pods
+// spec.nodeName and mark them Running/Ready themselves (see kube.ts).
+// Must precede @kubernetes/client-node: fills what its undici 8 needs on Node 20.
+import '../../pkg/registry/kube/compat.js';
+import { type ChildProcess, spawn } from 'node:child_process';
+import { generateKeyPairSync, randomBytes } from 'node:crypto';
+import { existsSync, rmSync } from 'node:fs';
+import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { request } from 'node:https';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { createInterface } from 'node:readline';
+import { fileURLToPath } from 'node:url';
+import { KubeConfig } from '@kubernetes/client-node';
+import { BuiltinCA } from '../../pkg/certificate/builtin.js';
+import { freePorts, sleep } from './processes.js';
+
+// dist/test/support/cluster.js → repository root.
+const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..', '..');
+export const CLUSTER_BIN_DIR = path.join(repoRoot, 'test', 'cluster', 'bin');
+
+/** Controllers the tests rely on; kube-controller-manager runs only these. */
+export const DEFAULT_CONTROLLERS: readonly string[] = [
+  'endpointslice-controller',
+  'namespace-controller',
+  'garbage-collector-controller',
+  'serviceaccount-controller',
+];
+
+/** A file written by `cluster-main` so several test processes can share one cluster. */
+export const SHARED_CLUSTER_ENV = 'SKEIN_TEST_CLUSTER';
+
+export interface TestClusterOptions {
+  /** Where etcd, kube-apiserver and kube-controller-manager live; default test/cluster/bin. */
+  binDir?: string;
+  /** kube-controller-manager --controllers; default DEFAULT_CONTROLLERS. */
+  controllers?: readonly string[];
+  /** Extra kube-apiserver flags (appended, so they win). */
+  apiServerArgs?: readonly string[];
+  /** Per component start timeout; default 60 s (a cold kube-apiserver on 2 cores takes ~5-10 s). */
+  startTimeoutMs?: number;
+  /** Echo component logs to this process's stderr. */
+  verbose?: boolean;
+}
+
+/** How to reach a running cluster; what `cluster-main` writes to its state file. */
+export interface ClusterEndpoint {
+  /** https://127.0.0.1:<port> */
+  server: string;
+  /** PEM of the CA that signed the API server's serving certificate. */
+  caPem: string;
+  /** Bearer token of user `admin` in group system:masters. */
+  adminToken: string;
+  /** A kubeconfig file (context `test`) for that user. */
+  kubeconfigPath: string;
+}
+
+const LOG_TAIL = 200;
+
+/** One component process: stderr/stdout kept as a bounded tail for error messages. */
+class Component {
+  readonly tail: string[] = [];
+  readonly exited: Promise<void>;
+  private readonly lineWaiters = new Set<(line: string) => void>();
+
+  constructor(
+    readonly name: string,
+    readonly child: ChildProcess,
+    verbose: boolean,
+  ) {
+    const onLine = (line: string) => {
+      this.tail.push(line);
+      if (this.tail.length > LOG_TAIL) this.tail.shift();
+      if (verbose) process.stderr.write(`[${name}] ${line}\n`);
+      for (const w of [...this.lineWaiters]) w(line);
+    };
+    if (child.stdout) createInterface({ input: child.stdout }).on('line', onLine);
+    if (child.stderr) createInterface({ input: child.stderr }).on('line', onLine);
+    this.exited = new Promise((resolve) => child.once('exit', () => resolve()));
+  }
+
+  get running(): boolean {
+    return this.child.exitCode === null && this.child.signalCode === null;
+  }
+
+  describe(): string {
+    return `${this.name} (exit ${this.child.exitCode ?? this.child.signalCode ?? 'none'}); last log lines:\n${this.tail.slice(-30).join('\n')}`;
+  }
+
+  /** The first output line `pick` maps to a value; rejects on exit or timeout. */
+  waitForLine<T>(pick: (line: string) => T | undefined, timeoutMs: number): Promise<T> {
+    return new Promise((resolve, reject) => {
+      const timer = setTimeout(
+        () => fail(new Error(`${this.name} not ready in ${timeoutMs} ms: ${this.describe()}`)),
+        timeoutMs,
+      );
+      const onExit = () => fail(new Error(`${this.name} exited before it was ready: ${this.describe()}`));
+      const waiter = (line: string) => {
+        const value = pick(line);
+        if (value === undefined) return;
+        cleanup();
+        resolve(value);
+      };
+      const cleanup = () => {
+        clearTimeout(timer);
+        this.lineWaiters.delete(waiter);
+        this.child.off('exit', onExit);
+      };
+      const fail = (err: Error) => {
+        cleanup();
+        reject(err);
+      };
+      this.lineWaiters.add(waiter);
+      this.child.once('exit', onExit);
+    });
+  }
+
+  /** SIGTERM, then SIGKILL if it has not exited after `graceMs`. */
+  async stop(graceMs = 10_000): Promise<void> {
+    if (!this.running) return;
+    this.child.kill('SIGTERM');
+    const timer = setTimeout(() => this.child.kill('SIGKILL'), graceMs);
+    await this.exited;
+    clearTimeout(timer);
+  }
+}
+
+/** Every component still running in this process, killed if the process exits without stop(). */
+const live = new Set<Component>();
+const liveDirs = new Set<string>();
+process.once('exit', () => {
+  for (const c of live) c.child.kill('SIGKILL');
+  for (const d of liveDirs) rmSync(d, { recursive: true, force: true });
+});
+
+function spawnComponent(name: string, bin: string, args: string[], verbose: boolean): Component {
+  if (!existsSync(bin)) throw new Error(`${bin} is missing: run \`make cluster-bin\` first`);
+  const child = spawn(bin, args, {
+    // The lifeline: the Go mains exit when stdin reaches EOF, i.e. when this
+    // process dies without stopping them (kill -9, a crashed test runner).
+    stdio: ['pipe', 'pipe', 'pipe'],
+    env: { ...process.env, TESTCLUSTER_LIFELINE: 'stdin' },
+  });
+  const c = new Component(name, child, verbose);
+  live.add(c);
+  void c.exited.then(() => live.delete(c));
+  return c;
+}
+
+export interface HttpResult {
+  status: number;
+  body: string;
+}
+
+function httpsRequest(
+  endpoint: Pick<ClusterEndpoint, 'server' | 'caPem'>,
+  method: string,
+  urlPath: string,
+  token: string,
+  body?: unknown,
+): Promise<HttpResult> {
+  const payload = body === undefined ? undefined : JSON.stringify(body);
+  const headers: Record<string, string> = { authorization: `Bearer ${token}`, accept: 'application/json' };
+  if (payload !== undefined) headers['content-type'] = 'application/json';
+  return new Promise((resolve, reject) => {
+    const req = request(
+      new URL(urlPath, endpoint.server),
+      { method, ca: endpoint.caPem, headers, timeout: 5000 },
+      (res) => {
+        let text = '';
+        res.setEncoding('utf8');
+        res.on('data', (d: string) => {
+          text += d;
+        });
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, body: text }));
+      },
+    );
+    req.on('timeout', () => req.destroy(new Error('timeout')));
+    req.on('error', reject);
+    req.end(payload);
+  });
+}
+
+function kubeconfigJson(server: string, caPem: string, user: string, token: string): string {
+  return JSON.stringify({
+    apiVersion: 'v1',
+    kind: 'Config',
+    clusters: [
+      {
+        name: 'test',
+        cluster: { server, 'certificate-authority-data': Buffer.from(caPem).toString('base64') },
+      },
+    ],
+    users: [{ name: user, user: { token } }],
+    contexts: [{ name: 'test', context: { cluster: 'test', user } }],
+    'current-context': 'test',
+  });
+}
+
+/** A client-node KubeConfig for the admin user (group system:masters) of a cluster. */
+export function kubeConfigFor(endpoint: ClusterEndpoint): KubeConfig {
+  const kc = new KubeConfig();
+  kc.loadFromOptions({
+    clusters: [
+      {
+        name: 'test',
+        server: endpoint.server,
+        caData: Buffer.from(endpoint.caPem).toString('base64'),
+        skipTLSVerify: false,
+      },
+    ],
+    users: [{ name: 'admin', token: endpoint.adminToken }],
+    contexts: [{ name: 'test', cluster: 'test', user: 'admin' }],
+    currentContext: 'test',
+  });
+  return kc;
+}
+
+/**
+ * A running etcd + kube-apiserver + kube-controller-manager. `start()` returns
+ * once the API server is ready and the controller manager has created the
+ * `default` ServiceAccount (proof that its controllers run).
+ */
+export class TestCluster implements ClusterEndpoint {
+  readonly server: string;
+  readonly caPem: string;
+  readonly adminToken: string;
+  readonly kubeconfigPath: string;
+  private etcd: Component | undefined;
+  private apiServer: Component | undefined;
+  private controllerManager: Component | undefined;
+  private stopped = false;
+
+  private constructor(
+    /** Temp dir with certs, tokens, kubeconfigs and etcd data; removed by stop(). */
+    readonly dir: string,
+    private readonly bin: string,
+    private readonly opts: TestClusterOptions,
+    private readonly ports: { etcd: number; apiServer: number },
+    endpoint: Omit<ClusterEndpoint, 'server'>,
+  ) {
+    this.server = `https://127.0.0.1:${ports.apiServer}`;
+    this.caPem = endpoint.caPem;
+    this.adminToken = endpoint.adminToken;
+    this.kubeconfigPath = endpoint.kubeconfigPath;
+  }
+
+  static async start(opts: TestClusterOptions = {}): Promise<TestCluster> {
+    const bin = opts.binDir ?? CLUSTER_BIN_DIR;
+    const dir = await mkdtemp(path.join(tmpdir(), 'skein-cluster-'));
+    liveDirs.add(dir);
+    try {
+      const [etcdPort, apiServerPort] = await freePorts(2);
+      if (etcdPort === undefined || apiServerPort === undefined) throw new Error('no free ports');
+      const files = await writeClusterFiles(dir, `https://127.0.0.1:${apiServerPort}`);
+      const cluster = new TestCluster(dir, bin, opts, { etcd: etcdPort, apiServer: apiServerPort }, files);
+      try {
+        await cluster.startEtcd();
+        await cluster.startApiServer();
+        await cluster.startControllerManager();
+      } catch (err) {
+        await cluster.stop();
+        throw err;
+      }
+      return cluster;
+    } catch (err) {
+      await rm(dir, { recursive: true, force: true });
+      liveDirs.delete(dir);
+      throw err;
+    }
+  }
+
+  private get timeoutMs(): number {
+    return this.opts.startTimeoutMs ?? 60_000;
+  }
+
+  private get verbose(): boolean {
+    return this.opts.verbose ?? false;
+  }
+
+  /** A client-node KubeConfig for the admin user (group system:masters). */
+  kubeConfig(): KubeConfig {
+    return kubeConfigFor(this);
+  }
+
+  /** GET on the API server (as admin unless `token` is given); for probes like /readyz or /version. */
+  get(urlPath: string, token = this.adminToken): Promise<HttpResult> {
+    return httpsRequest(this, 'GET', urlPath, token);
+  }
+
+  /** Any request as admin with a JSON body; for tests that must not depend on a client library. */
+  request(method: string, urlPath: string, body?: unknown): Promise<HttpResult> {
+    return httpsRequest(this, method, urlPath, this.adminToken, body);
+  }
+
+  /** Last log lines of a component (for assertion messages). */
+  logs(component: 'etcd' | 'kube-apiserver' | 'kube-controller-manager'): string[] {
+    const c = {
+      etcd: this.etcd,
+      'kube-apiserver': this.apiServer,
+      'kube-controller-manager': this.controllerManager,
+    }[component];
+    return c ? [...c.tail] : [];
+  }
+
+  /** Starts etcd on the cluster's fixed client port and data dir (also after stopEtcd()). */
+  async startEtcd(): Promise<void> {
+    if (this.etcd?.running) return;
+    this.etcd = spawnComponent(
+      'etcd',
+      path.join(this.bin, 'etcd'),
+      ['--data-dir', path.join(this.dir, 'etcd'), '--client-port', String(this.ports.etcd)],
+      this.verbose,
+    );
+    await this.etcd.waitForLine(
+      (line) => (line.includes('"msg":"ready"') ? true : undefined),
+      this.timeoutMs,
+    );
+  }
+
+  async stopEtcd(): Promise<void> {
+    await this.etcd?.stop();
+  }
+
+  /** Starts kube-apiserver on the cluster's fixed port; resolves when /readyz says ok. */
+  async startApiServer(): Promise<void> {
+    if (this.apiServer?.running) return;
+    const d = (f: string) => path.join(this.dir, f);
+    const args = [
+      `--etcd-servers=http://127.0.0.1:${this.ports.etcd}`,
+      '--bind-address=127.0.0.1',
+      '--advertise-address=127.0.0.1',
+      `--secure-port=${this.ports.apiServer}`,
+      `--cert-dir=${d('apiserver-certs')}`,
+      `--tls-cert-file=${d('apiserver.crt')}`,
+      `--tls-private-key-file=${d('apiserver.key')}`,
+      // ClusterIPs are allocated from here, but nothing routes them: data only.
+      '--service-cluster-ip-range=10.96.0.0/16',
+      '--authorization-mode=RBAC',
+      `--token-auth-file=${d('tokens.csv')}`,
+      '--service-account-issuer=https://kubernetes.default.svc.cluster.local',
+      `--service-account-key-file=${d('sa.pub')}`,
+      `--service-account-signing-key-file=${d('sa.key')}`,
+      // No kubelet runs, so the `kubernetes` Service gets no endpoints from the API server itself.
+      '--endpoint-reconciler-type=none',
+      // Shutdown then ends open watches after ~2 s instead of waiting up to the
+      // 60 s request timeout for clients (the controller manager, tests) to leave.
+      '--shutdown-send-retry-after=true',
+      '--profiling=false',
+      ...(this.opts.apiServerArgs ?? []),
+    ];
+    this.apiServer = spawnComponent(
+      'kube-apiserver',
+      path.join(this.bin, 'kube-apiserver'),
+      args,
+      this.verbose,
+    );
+    await this.waitUntil('kube-apiserver /readyz', this.apiServer, async () => {
+      const res = await this.get('/readyz');
+      return res.status === 200;
+    });
+  }
+
+  async stopApiServer(): Promise<void> {
+    await this.apiServer?.stop();
+  }
+
+  private async startControllerManager(): Promise<void> {
+    const args = [
+      `--kubeconfig=${path.join(this.dir, 'controller-manager.kubeconfig')}`,
+      `--controllers=${(this.opts.controllers ?? DEFAULT_CONTROLLERS).join(',')}`,
+      '--leader-elect=false',
+      // No serving endpoint: nothing scrapes it, and it would need delegated auth.
+      '--secure-port=0',
+      '--profiling=false',
+    ];
+    this.controllerManager = spawnComponent(
+      'kube-controller-manager',
+      path.join(this.bin, 'kube-controller-manager'),
+      args,
+      this.verbose,
+    );
+    // The serviceaccount controller creates `default` in every namespace: once it
+    // exists in `default`, the controller manager is syncing.
+    await this.waitUntil(
+      'kube-controller-manager (default ServiceAccount)',
+      this.controllerManager,
+      async () => {
+        const res = await this.get('/api/v1/namespaces/default/serviceaccounts/default');
+        return res.status === 200;
+      },
+    );
+  }
+
+  private async waitUntil(what: string, component: Component, probe: () => Promise<boolean>): Promise<void> {
+    const deadline = Date.now() + this.timeoutMs;
+    for (;;) {
+      if (!component.running) throw new Error(`${what}: ${component.describe()}`);
+      if (await probe().catch(() => false)) return;
+      if (Date.now() > deadline)
+        throw new Error(`${what} not ready in ${this.timeoutMs} ms: ${component.describe()}`);
+      await sleep(200);
+    }
+  }
+
+  /** Stops every component (controller manager, API server, etcd) and removes the temp dir. */
+  async stop(): Promise<void> {
+    if (this.stopped) return;
+    this.stopped = true;
+    await this.controllerManager?.stop();
+    await this.apiServer?.stop();
+    await this.etcd?.stop();
+    await rm(this.dir, { recursive: true, force: true });
+    liveDirs.delete(this.dir);
+  }
+}
+
+/** Certificates, keys, tokens and kubeconfigs for one cluster, written into `dir`. */
+async function writeClusterFiles(dir: string, server: string): Promise<Omit<ClusterEndpoint, 'server'>> {
+  const ca = await BuiltinCA.create({ commonName: 'skein-test-cluster-ca', validityMs: 24 * 60 * 60 * 1000 });
+  const serving = await ca.issue({
+    commonName: 'kube-apiserver',
+    ipSans: ['127.0.0.1'],
+    dnsSans: ['localhost', 'kubernetes.default.svc'],
+    usage: 'server',
+    validityMs: 24 * 60 * 60 * 1000,
+  });
+  // The API server signs ServiceAccount tokens with this key and verifies them with its public half.
+  const sa = generateKeyPairSync('ec', {
+    namedCurve: 'prime256v1',
+    privateKeyEncoding: { type: 'pkcs8', format: 'pem' },
+    publicKeyEncoding: { type: 'spki', format: 'pem' },
+  });
+  const adminToken = randomBytes(24).toString('hex');
+  const controllerManagerToken = randomBytes(24).toString('hex');
+  // token,user,uid,"group1,group2" — system:masters bypasses RBAC. The controller
+  // manager gets its own name (visible in audit/logs) but the same powers, which
+  // saves giving each controller a ServiceAccount (--use-service-account-credentials).
+  const tokens = [
+    `${adminToken},admin,admin,"system:masters"`,
+    `${controllerManagerToken},system:kube-controller-manager,kube-controller-manager,"system:masters"`,
+  ].join('\n');
+  const kubeconfigPath = path.join(dir, 'admin.kubeconfig');
+  await mkdir(path.join(dir, 'apiserver-certs'), { recursive: true });
+  await Promise.all([
+    writeFile(path.join(dir, 'ca.crt'), ca.trustBundlePem),
+    writeFile(path.join(dir, 'apiserver.crt'), serving.certPem),
+    writeFile(path.join(dir, 'apiserver.key'), serving.keyPem, { mode: 0o600 }),
+    writeFile(path.join(dir, 'sa.key'), sa.privateKey, { mode: 0o600 }),
+    writeFile(path.join(dir, 'sa.pub'), sa.publicKey),
+    writeFile(path.join(dir, 'tokens.csv'), `${tokens}\n`, { mode: 0o600 }),
+    writeFile(kubeconfigPath, kubeconfigJson(server, ca.trustBundlePem, 'admin', adminToken), {
+      mode: 0o600,
+    }),
+    writeFile(
+      path.join(dir, 'controller-manager.kubeconfig'),
+      kubeconfigJson(server, ca.trustBundlePem, 'kube-controller-manager', controllerManagerToken),
+      { mode: 0o600 },
+    ),
+  ]);
+  return { caPem: ca.trustBundlePem, adminToken, kubeconfigPath };
+}
+
+/**
+ * The cluster a test file should use: the shared one named by
+ * $SKEIN_TEST_CLUSTER (a state file written by `cluster-main`), else a
+ * cluster of its own. `release()` stops only a cluster this call started.
+ */
+export async function acquireCluster(
+  opts: TestClusterOptions = {},
+): Promise<{ endpoint: ClusterEndpoint; kubeConfig: KubeConfig; release: () => Promise<void> }> {
+  const stateFile = process.env[SHARED_CLUSTER_ENV];
+  if (stateFile) {
+    const endpoint = parseEndpoint(await readFile(stateFile, 'utf8'));
+    return { endpoint, kubeConfig: kubeConfigFor(endpoint), release: async () => {} };
+  }
+  const cluster = await TestCluster.start(opts);
+  return { endpoint: cluster, kubeConfig: cluster.kubeConfig(), release: () => cluster.stop() };
+}
+
+function parseEndpoint(text: string): ClusterEndpoint {
+  const v: unknown = JSON.parse(text);
+  if (typeof v !== 'object' || v === null) throw new Error('cluster state file: not an object');
+  const field = (k: string): string => {
+    const x: unknown = Reflect.get(v, k);
+    if (typeof x !== 'string') throw new Error(`cluster state file: ${k} is not a string`);
+    return x;
+  };
+  return {
+    server: field('server'),
+    caPem: field('caPem'),
+    adminToken: field('adminToken'),
+    kubeconfigPath: field('kubeconfigPath'),
+  };
+}

@@ -1,0 +1,164 @@
+// Small helpers for tests against the real API server (cluster.ts). No kubelet
+// runs there, so a test plays its part: create a Node, create pods bound to it
+// with spec.nodeName, and report them Running/Ready with an IP through the
+// status subresource. The real EndpointSlice controller then publishes them —
+// it skips pods whose Node does not exist, and addresses of pods that are not Ready.
+// Must precede @kubernetes/client-node: fills what its undici 8 needs on Node 20.
+import '../../pkg/registry/kube/compat.js';
+import {
+  ApiException,
+  type CoreV1Api,
+  type DiscoveryV1Api,
+  PatchStrategy,
+  setHeaderOptions,
+  type V1EndpointSlice,
+  type V1Namespace,
+  type V1Node,
+  type V1Pod,
+} from '@kubernetes/client-node';
+import { sleep } from './processes.js';
+
+/** The Node every helper-made pod is bound to unless told otherwise. */
+export const TEST_NODE = 'test-node';
+
+/** Creates a Node object (no kubelet behind it); an existing one is fine. */
+export async function createNode(core: CoreV1Api, name = TEST_NODE): Promise<V1Node> {
+  try {
+    return await core.createNode({
+      body: { metadata: { name, labels: { 'kubernetes.io/hostname': name } } },
+    });
+  } catch (err) {
+    if (err instanceof ApiException && err.code === 409) return core.readNode({ name });
+    throw err;
+  }
+}
+
+/**
+ * Creates a Namespace and waits until the serviceaccount controller made its
+ * `default` ServiceAccount: the ServiceAccount admission plugin refuses pods
+ * that name a missing account.
+ */
+export async function createNamespace(
+  core: CoreV1Api,
+  name: string,
+  labels: Record<string, string> = {},
+): Promise<V1Namespace> {
+  const ns = await core.createNamespace({ body: { metadata: { name, labels } } });
+  await waitFor(`ServiceAccount ${name}/default`, async () => {
+    try {
+      await core.readNamespacedServiceAccount({ namespace: name, name: 'default' });
+      return true;
+    } catch (err) {
+      if (err instanceof ApiException && err.code === 404) return false;
+      throw err;
+    }
+  });
+  return ns;
+}
+
+export interface TestPodSpec {
+  namespace: string;
+  name: string;
+  labels?: Record<string, string>;
+  /** Default `default` (must exist; see createNamespace). */
+  serviceAccountName?: string;
+  /** Default TEST_NODE (must exist; see createNode). */
+  nodeName?: string;
+  /** Container ports, named `port-<n>` unless given as { name, port }. */
+  ports?: (number | { name: string; port: number })[];
+}
+
+/** Creates a pod already bound to a node (spec.nodeName), as the scheduler would. */
+export function createPod(core: CoreV1Api, spec: TestPodSpec): Promise<V1Pod> {
+  const ports = (spec.ports ?? []).map((p) =>
+    typeof p === 'number' ? { name: `port-${p}`, containerPort: p } : { name: p.name, containerPort: p.port },
+  );
+  return core.createNamespacedPod({
+    namespace: spec.namespace,
+    body: {
+      metadata: { name: spec.name, labels: spec.labels ?? {} },
+      spec: {
+        nodeName: spec.nodeName ?? TEST_NODE,
+        serviceAccountName: spec.serviceAccountName ?? 'default',
+        containers: [{ name: 'app', image: 'example.invalid/app:test', ports }],
+      },
+    },
+  });
+}
+
+/**
+ * Reports a pod Running and Ready with `ip`, through pods/<name>/status as a
+ * kubelet would. `ready: false` reports it Running but not Ready (the
+ * EndpointSlice controller then lists it with ready=false).
+ */
+export function markPodRunning(
+  core: CoreV1Api,
+  namespace: string,
+  name: string,
+  ip: string,
+  ready = true,
+): Promise<V1Pod> {
+  const now = new Date().toISOString();
+  const status = ready ? 'True' : 'False';
+  const body = {
+    status: {
+      phase: 'Running',
+      // podIPs[0] must equal podIP (API validation).
+      podIP: ip,
+      podIPs: [{ ip }],
+      hostIP: '127.0.0.1',
+      startTime: now,
+      conditions: [
+        { type: 'PodScheduled', status: 'True', lastTransitionTime: now },
+        { type: 'Initialized', status: 'True', lastTransitionTime: now },
+        { type: 'ContainersReady', status, lastTransitionTime: now },
+        { type: 'Ready', status, lastTransitionTime: now },
+      ],
+    },
+  };
+  // A JSON merge patch replaces the conditions list whole, so the result does not depend on earlier state.
+  return core.patchNamespacedPodStatus(
+    { namespace, name, body },
+    setHeaderOptions('Content-Type', PatchStrategy.MergePatch),
+  );
+}
+
+/** The EndpointSlices the controller published for a Service (label kubernetes.io/service-name). */
+export async function endpointSlicesOf(
+  discovery: DiscoveryV1Api,
+  namespace: string,
+  service: string,
+): Promise<V1EndpointSlice[]> {
+  const list = await discovery.listNamespacedEndpointSlice({
+    namespace,
+    labelSelector: `kubernetes.io/service-name=${service}`,
+  });
+  return list.items;
+}
+
+/** Ready endpoint addresses of a Service across its slices, sorted. */
+export async function readyAddresses(
+  discovery: DiscoveryV1Api,
+  namespace: string,
+  service: string,
+): Promise<string[]> {
+  const slices = await endpointSlicesOf(discovery, namespace, service);
+  return slices
+    .flatMap((s) => s.endpoints ?? [])
+    .filter((e) => e.conditions?.ready === true)
+    .flatMap((e) => e.addresses)
+    .sort();
+}
+
+/** Polls `probe` every 100 ms until it returns true; throws after `timeoutMs`. */
+export async function waitFor(
+  what: string,
+  probe: () => Promise<boolean>,
+  timeoutMs = 20_000,
+): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await probe())) {
+    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
+    await sleep(100);
+  }
+}
