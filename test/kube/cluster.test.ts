@@ -2,7 +2,6 @@
 // pinned version, and the real EndpointSlice controller publishes a pod that a
 // test marked Ready through the status subresource.
 // Must precede @kubernetes/client-node: fills what its undici 8 needs on Node 20.
-import '../../pkg/registry/kube/compat.js';
 import assert from 'node:assert/strict';
 import { readFile } from 'node:fs/promises';
 import { after, before, describe, test } from 'node:test';

@@ -3,7 +3,6 @@
 // accepted and enforced, namespace membership by label, endpoints published by
 // the real EndpointSlice controller, Events for invalid objects, and recovery
 // from an API server restart.
-import '../../pkg/registry/kube/compat.js';
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { readdirSync, readFileSync } from 'node:fs';

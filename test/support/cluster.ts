@@ -6,7 +6,6 @@
 // There is no kubelet and no scheduler: tests create Node objects, give pods
 // spec.nodeName and mark them Running/Ready themselves (see kube.ts).
 // Must precede @kubernetes/client-node: fills what its undici 8 needs on Node 20.
-import '../../pkg/registry/kube/compat.js';
 import { type ChildProcess, spawn } from 'node:child_process';
 import { generateKeyPairSync, randomBytes } from 'node:crypto';
 import { existsSync, rmSync } from 'node:fs';

@@ -4,7 +4,6 @@
 // status subresource. The real EndpointSlice controller then publishes them —
 // it skips pods whose Node does not exist, and addresses of pods that are not Ready.
 // Must precede @kubernetes/client-node: fills what its undici 8 needs on Node 20.
-import '../../pkg/registry/kube/compat.js';
 import {
   ApiException,
   type CoreV1Api,

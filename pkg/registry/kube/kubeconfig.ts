@@ -1,4 +1,3 @@
-import './compat.js';
 import { KubeConfig } from '@kubernetes/client-node';
 
 export { KubeConfig };
