@@ -88,11 +88,14 @@ export class Controller {
     ]);
     this.health = health;
     // Local mode is a developer's machine: show per-proxy xDS state (versions
-    // sent/ACKed/NACKed per type), like Istio's syncz.
-    health.route('/debug/proxies', (_req, res) => {
-      res.writeHead(200, { 'content-type': 'application/json' });
-      res.end(JSON.stringify(this.streams(), null, 2));
-    });
+    // sent/ACKed/NACKed per type), like Istio's syncz. Off in a cluster, where
+    // it would reveal the mesh to anyone who can reach the port.
+    if (o.localDir !== undefined) {
+      health.route('/debug/proxies', (_req, res) => {
+        res.writeHead(200, { 'content-type': 'application/json' });
+        res.end(JSON.stringify(this.streams(), null, 2));
+      });
+    }
     const httpPort = await health.listen(o.httpPort, o.host);
 
     const registry = await this.createRegistry();
