@@ -3,7 +3,7 @@ SHELL := /bin/bash
 NODE ?= node
 STATE ?= .state
 
-.PHONY: all deps build cluster-bin start demo test test-unit test-e2e lint format bench clean
+.PHONY: all deps build cluster-bin envoyvalidate-bin start demo test test-unit test-e2e lint format bench clean
 
 all: build
 
@@ -26,6 +26,14 @@ $(CLUSTER_BINS) &: test/cluster/go.mod test/cluster/go.sum test/cluster/build.sh
 
 cluster-bin: $(CLUSTER_BINS)
 
+# Envoy's own validation rules (go-control-plane's ValidateAll), for tests that
+# check the configuration skein generates. Rebuilt only when missing or changed.
+ENVOYVALIDATE_BIN := test/envoyvalidate/bin/envoyvalidate
+$(ENVOYVALIDATE_BIN): test/envoyvalidate/go.mod test/envoyvalidate/go.sum test/envoyvalidate/build.sh $(wildcard test/envoyvalidate/*.go)
+	test/envoyvalidate/build.sh
+
+envoyvalidate-bin: $(ENVOYVALIDATE_BIN)
+
 # Runs the controller on the bundled example mesh; no cluster needed.
 start: build
 	$(NODE) dist/cmd/skein-controller/main.js --local examples/bookstore --state-dir $(STATE) --host 127.0.0.1 --insecure-ads-port 15129
@@ -34,13 +42,13 @@ start: build
 demo: build
 	$(NODE) dist/test/demo/main.js
 
-test: build cluster-bin
+test: build cluster-bin envoyvalidate-bin
 	$(NODE) --test --test-concurrency=2 $$(find dist/pkg dist/cmd -name '*.test.js' | sort) $$(find dist/test -name '*.test.js' | sort)
 
 test-unit: build
 	$(NODE) --test $$(find dist/pkg dist/cmd -name '*.test.js' | sort)
 
-test-e2e: build cluster-bin
+test-e2e: build cluster-bin envoyvalidate-bin
 	$(NODE) --test --test-concurrency=1 $$(find dist/test -name '*.test.js' | sort)
 
 lint: deps

@@ -5,6 +5,7 @@ import { after, before, describe, test } from 'node:test';
 import { TypeUrl } from '../../pkg/envoy/types.js';
 import type { ReceivedResponse } from '../../pkg/xds/server/test-client.js';
 import { adsClient, fetchLikeEnvoy, proxyCredentials } from '../support/envoy-like.js';
+import { validateWithEnvoy } from '../support/envoy-validate.js';
 import { LocalMesh } from '../support/local-mesh.js';
 import { sleep } from '../support/processes.js';
 
@@ -130,6 +131,7 @@ spec:
         after.clusters.map((c) => c.name),
         before.clusters.map((c) => c.name),
       );
+      assert.deepEqual(await validateWithEnvoy(after.encoded), []);
       const ready = await fetch(`http://127.0.0.1:${mesh.ports.http}/readyz`);
       assert.equal(ready.status, 200);
     } finally {

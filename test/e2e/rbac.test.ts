@@ -7,6 +7,8 @@ import assert from 'node:assert/strict';
 import { writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
+import { adsClient, fetchLikeEnvoy, proxyCredentials } from '../support/envoy-like.js';
+import { validateWithEnvoy } from '../support/envoy-validate.js';
 import { LocalMesh } from '../support/local-mesh.js';
 
 const BOOKSTORE = 'bookstore.bookstore.svc.cluster.local';
@@ -117,6 +119,24 @@ describe('SMI route matches enforced by proxyless gRPC servers', () => {
     const r = await calls(2, ['--plaintext']);
     assert.deepEqual(r.ok, {});
     assert.deepEqual(Object.keys(r.errors), ['UNAVAILABLE'], JSON.stringify(r));
+  });
+
+  test("the sidecar configuration of this mesh's route matches passes Envoy's validation rules", async () => {
+    const identities = [
+      { uuid: '00000000-0000-4000-8000-000000000011', serviceAccount: 'bookbuyer', namespace: 'bookbuyer' },
+      { uuid: '00000000-0000-4000-8000-000000000021', serviceAccount: 'bookstore', namespace: 'bookstore' },
+    ];
+    for (const proxy of identities) {
+      const { credentials, cn } = await proxyCredentials(mesh.stateDir, proxy);
+      const client = adsClient(mesh.ports.ads, credentials);
+      try {
+        const res = await fetchLikeEnvoy(client, cn);
+        assert.ok(res.listeners.length > 0 && res.routes.length > 0, `${proxy.serviceAccount}: no config`);
+        assert.deepEqual(await validateWithEnvoy(res.encoded), [], proxy.serviceAccount);
+      } finally {
+        client.close();
+      }
+    }
   });
 
   test('no workload rejected its configuration', () => {

@@ -1,6 +1,7 @@
 // Envoy-sidecar configuration served by the real controller over real mTLS ADS,
-// fetched the way Envoy subscribes, and checked against Envoy's protos and
-// its cross-reference rules.
+// fetched the way Envoy subscribes, and checked against Envoy's protos, its
+// cross-reference rules and its own validation rules (go-control-plane's
+// ValidateAll over the bytes as received), in SMI and in permissive mode.
 import assert from 'node:assert/strict';
 import { readFile } from 'node:fs/promises';
 import { after, before, describe, test } from 'node:test';
@@ -10,7 +11,13 @@ import { crossReferenceProblems } from '../../pkg/envoy/testing/crossref.js';
 import { resourceProblems } from '../../pkg/envoy/testing/roundtrip.js';
 import { TypeUrl } from '../../pkg/envoy/types.js';
 import { spiffeId } from '../../pkg/mesh/identity.js';
-import { adsClient, fetchLikeEnvoy, proxyCredentials } from '../support/envoy-like.js';
+import {
+  adsClient,
+  type EnvoyLikeResources,
+  fetchLikeEnvoy,
+  proxyCredentials,
+} from '../support/envoy-like.js';
+import { validateWithEnvoy } from '../support/envoy-validate.js';
 import { LocalMesh } from '../support/local-mesh.js';
 
 const BUYER = {
@@ -29,6 +36,8 @@ const THIEF = {
   namespace: 'bookthief',
 };
 
+type Proxy = typeof BUYER;
+
 describe('Envoy sidecar configuration over mTLS ADS', () => {
   let mesh: LocalMesh;
   before(async () => {
@@ -38,22 +47,30 @@ describe('Envoy sidecar configuration over mTLS ADS', () => {
     await mesh?.stop();
   });
 
+  async function fetchFor(proxy: Proxy): Promise<EnvoyLikeResources> {
+    const { credentials, cn } = await proxyCredentials(mesh.stateDir, proxy);
+    const client = adsClient(mesh.ports.ads, credentials);
+    try {
+      return await fetchLikeEnvoy(client, cn);
+    } finally {
+      client.close();
+    }
+  }
+
+  /** Every check a proxy's configuration must pass, Envoy's validation rules included. */
+  async function assertValidConfig(proxy: Proxy, res: EnvoyLikeResources): Promise<void> {
+    const all = [...res.listeners, ...res.routes, ...res.clusters, ...res.endpoints, ...res.secrets];
+    assert.deepEqual(resourceProblems(all), []);
+    assert.deepEqual(crossReferenceProblems(res), []);
+    assert.equal(res.encoded.length, all.length);
+    assert.deepEqual(await validateWithEnvoy(res.encoded), []);
+    // Every proxy at least gets its own certificate.
+    assert.ok(res.secrets.some((s) => s.name === `service-cert:${proxy.namespace}/${proxy.serviceAccount}`));
+  }
+
   for (const proxy of [BUYER, STORE_V1, THIEF]) {
-    test(`${proxy.serviceAccount}: every resource round-trips through Envoy's protos and every reference resolves`, async () => {
-      const { credentials, cn } = await proxyCredentials(mesh.stateDir, proxy);
-      const client = adsClient(mesh.ports.ads, credentials);
-      try {
-        const res = await fetchLikeEnvoy(client, cn);
-        const all = [...res.listeners, ...res.routes, ...res.clusters, ...res.endpoints, ...res.secrets];
-        assert.deepEqual(resourceProblems(all), []);
-        assert.deepEqual(crossReferenceProblems(res), []);
-        // Every proxy at least gets its own certificate.
-        assert.ok(
-          res.secrets.some((s) => s.name === `service-cert:${proxy.namespace}/${proxy.serviceAccount}`),
-        );
-      } finally {
-        client.close();
-      }
+    test(`${proxy.serviceAccount}: every resource round-trips through Envoy's protos, passes Envoy's validation rules and every reference resolves`, async () => {
+      await assertValidConfig(proxy, await fetchFor(proxy));
     });
   }
 
@@ -142,6 +159,27 @@ describe('Envoy sidecar configuration over mTLS ADS', () => {
       assert.match(status.details, /not a UUID/);
     } finally {
       client.close();
+    }
+  });
+
+  // Last: it changes the mesh (and restores it).
+  test("permissive mode: every sidecar's configuration passes Envoy's validation rules", async () => {
+    const original = await mesh.readManifest('meshconfig.yaml');
+    const setting = /^(\s+permissive:) false$/m;
+    assert.match(original, setting);
+    const reachesBookstore = (r: EnvoyLikeResources) =>
+      r.clusters.some((c) => c.name.startsWith('bookstore/'));
+    try {
+      await mesh.writeManifest('meshconfig.yaml', original.replace(setting, '$1 true'));
+      // Permissive mode has taken effect once bookthief, named by no TrafficTarget, may reach bookstore.
+      const deadline = Date.now() + 15_000;
+      let thief = await fetchFor(THIEF);
+      while (!reachesBookstore(thief) && Date.now() < deadline) thief = await fetchFor(THIEF);
+      assert.ok(reachesBookstore(thief), `bookthief got ${thief.clusters.map((c) => c.name).join()}`);
+      await assertValidConfig(THIEF, thief);
+      for (const proxy of [BUYER, STORE_V1]) await assertValidConfig(proxy, await fetchFor(proxy));
+    } finally {
+      await mesh.writeManifest('meshconfig.yaml', original);
     }
   });
 });

@@ -6,6 +6,7 @@ import { type ProxyResources, referencesOf } from '../../pkg/envoy/testing/cross
 import { type Resource, TypeUrl } from '../../pkg/envoy/types.js';
 import { type Identity, proxyCommonName, spiffeId } from '../../pkg/mesh/identity.js';
 import { RawAdsClient, type ReceivedResponse } from '../../pkg/xds/server/test-client.js';
+import type { EncodedResource } from './envoy-validate.js';
 
 /** mTLS channel credentials for a proxy, issued by the controller's CA in `<state>/ca`. */
 export async function proxyCredentials(
@@ -40,13 +41,24 @@ function toResources(r: ReceivedResponse): Resource[] {
   }));
 }
 
+/** What fetchLikeEnvoy returns: the decoded resources, plus every one of them exactly as received. */
+export interface EnvoyLikeResources extends ProxyResources {
+  /** The raw Any values of the latest response of each type (for validateWithEnvoy). */
+  encoded: EncodedResource[];
+}
+
+function toEncoded(r: ReceivedResponse): EncodedResource[] {
+  return r.resources.map((a) => ({ typeUrl: a.typeUrl, bytes: a.value }));
+}
+
 /**
  * Subscribes the way Envoy does — LDS and CDS as wildcards, then RDS, EDS and
  * SDS by the names those reference — ACKing every response, and returns the
  * latest resources of each type.
  */
-export async function fetchLikeEnvoy(client: RawAdsClient, nodeId: string): Promise<ProxyResources> {
+export async function fetchLikeEnvoy(client: RawAdsClient, nodeId: string): Promise<EnvoyLikeResources> {
   const latest = new Map<string, Resource[]>();
+  const latestEncoded = new Map<string, EncodedResource[]>();
   const node = { id: nodeId, cluster: 'skein-test' };
   client.send({ typeUrl: TypeUrl.Cluster, node });
   client.send({ typeUrl: TypeUrl.Listener });
@@ -58,14 +70,18 @@ export async function fetchLikeEnvoy(client: RawAdsClient, nodeId: string): Prom
     client.send({ typeUrl, resourceNames: sorted });
   };
   const deadline = Date.now() + 10_000;
+  // Responses drained at the end go through the loop too: one may be a push
+  // (the mesh changed) that references new names to subscribe to.
+  const pending: ReceivedResponse[] = [];
   for (;;) {
     let res: ReceivedResponse;
     try {
-      res = await client.next(Math.max(1, deadline - Date.now()));
+      res = pending.shift() ?? (await client.next(Math.max(1, deadline - Date.now())));
     } catch {
       break; // quiet: everything requested has arrived
     }
     latest.set(res.typeUrl, toResources(res));
+    latestEncoded.set(res.typeUrl, toEncoded(res));
     client.ack(res, subscribed.get(res.typeUrl) ?? []);
     const all = [...latest.values()].flat();
     const refs = referencesOf(all);
@@ -75,14 +91,11 @@ export async function fetchLikeEnvoy(client: RawAdsClient, nodeId: string): Prom
     // An empty RDS/EDS/SDS subscription gets no response (it unsubscribes).
     const expected = [...subscribed].filter(([, names]) => names.length > 0).map(([t]) => t);
     const complete = [...expected, TypeUrl.Cluster, TypeUrl.Listener].every((t) => latest.has(t));
-    if (complete && subscribed.size === 3) {
+    if (complete && subscribed.size === 3 && pending.length === 0) {
       // Wait briefly for anything still in flight, then stop.
       const more = await client.drain(300);
       if (more.length === 0) break;
-      for (const m of more) {
-        latest.set(m.typeUrl, toResources(m));
-        client.ack(m, subscribed.get(m.typeUrl) ?? []);
-      }
+      pending.push(...more);
     }
   }
   return {
@@ -91,5 +104,6 @@ export async function fetchLikeEnvoy(client: RawAdsClient, nodeId: string): Prom
     clusters: latest.get(TypeUrl.Cluster) ?? [],
     endpoints: latest.get(TypeUrl.ClusterLoadAssignment) ?? [],
     secrets: latest.get(TypeUrl.Secret) ?? [],
+    encoded: [...latestEncoded.values()].flat(),
   };
 }
