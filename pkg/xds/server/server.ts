@@ -6,12 +6,37 @@ import type { ProxyIdentity } from '../../mesh/identity.js';
 import { ResourceInterner } from '../cache/encoded.js';
 import { GenerationCache } from '../cache/generation.js';
 import { AuthenticationError, identityFromNodeId, identityFromPeerCertificate } from './auth.js';
+import { DeltaAdsStream } from './delta-stream.js';
 import { adsServiceDefinition } from './service.js';
-import { AdsStream } from './stream.js';
-import type { AdsServerOptions, DiscoveryRequest, StreamStatus } from './types.js';
+import { AdsStream, type StreamTransport } from './stream.js';
+import type { AdsServerOptions, DeltaDiscoveryRequest, DiscoveryRequest, StreamStatus } from './types.js';
 
-type AdsCall = grpc.ServerDuplexStream<DiscoveryRequest, Buffer>;
 type Mode = 'mtls' | 'insecure';
+
+/** What both request kinds carry for authentication: the node of the first request. */
+interface FirstRequest {
+  node?: { id: string };
+}
+
+/** A SotW or Delta stream, as the server tracks it. */
+interface TrackedStream {
+  readonly id: string;
+  status(): StreamStatus | undefined;
+  close(): void;
+}
+
+interface ServedStream<Req> extends TrackedStream {
+  handleRequest(req: Req): void;
+}
+
+/** What the server hands every stream it creates, whichever the protocol. */
+interface StreamBase {
+  id: string;
+  remote: string;
+  transport: StreamTransport;
+  authenticate(first: FirstRequest): ProxyIdentity;
+  onClose(stream: { id: string }): void;
+}
 
 const DEFAULT_MAX_BUFFERED_BYTES = 4 * 1024 * 1024;
 const SHUTDOWN_GRACE_MS = 5_000;
@@ -35,13 +60,13 @@ function hostPort(host: string, port: number): string {
 }
 
 /**
- * The SotW Aggregated Discovery Service. The main port requires mTLS and
+ * The Aggregated Discovery Service, SotW and Delta. The main port requires mTLS and
  * takes the proxy identity from the client certificate; an optional
  * plaintext port (off by default) takes it from node.id.
  */
 export class AdsServer {
   private readonly servers: grpc.Server[] = [];
-  private readonly active = new Map<string, AdsStream>();
+  private readonly active = new Map<string, TrackedStream>();
   private readonly log: Logger;
   readonly cache: GenerationCache;
   readonly interner = new ResourceInterner();
@@ -117,20 +142,34 @@ export class AdsServer {
 
   private createServer(mode: Mode): grpc.Server {
     const server = new grpc.Server(SERVER_CHANNEL_OPTIONS);
+    const options = () => ({
+      source: this.opts.source,
+      cache: this.cache,
+      logger: this.log,
+      controlPlaneId: this.opts.controlPlaneId ?? 'skein',
+      maxBufferedBytes: this.opts.maxBufferedBytes ?? DEFAULT_MAX_BUFFERED_BYTES,
+    });
     server.addService(adsServiceDefinition, {
-      StreamAggregatedResources: (call: AdsCall) => this.onCall(call, mode),
+      StreamAggregatedResources: (call: grpc.ServerDuplexStream<DiscoveryRequest, Buffer>) =>
+        this.onCall(call, mode, (base) => new AdsStream({ ...options(), ...base })),
+      DeltaAggregatedResources: (call: grpc.ServerDuplexStream<DeltaDiscoveryRequest, Buffer>) =>
+        this.onCall(call, mode, (base) => new DeltaAdsStream({ ...options(), ...base })),
     });
     this.servers.push(server);
     return server;
   }
 
-  private onCall(call: AdsCall, mode: Mode): void {
+  private onCall<Req extends FirstRequest>(
+    call: grpc.ServerDuplexStream<Req, Buffer>,
+    mode: Mode,
+    create: (base: StreamBase) => ServedStream<Req>,
+  ): void {
     const id = randomUUID();
     const remote = call.getPeer();
     const failCall = (code: grpc.status, details: string): void => {
       call.emit('error', { code, details });
     };
-    let authenticate: (first: DiscoveryRequest) => ProxyIdentity;
+    let authenticate: (first: FirstRequest) => ProxyIdentity;
     if (mode === 'mtls') {
       let identity: ProxyIdentity;
       try {
@@ -159,14 +198,9 @@ export class AdsServer {
     }
 
     let finished = false;
-    const stream = new AdsStream({
+    const stream = create({
       id,
       remote,
-      source: this.opts.source,
-      cache: this.cache,
-      logger: this.log,
-      controlPlaneId: this.opts.controlPlaneId ?? 'skein',
-      maxBufferedBytes: this.opts.maxBufferedBytes ?? DEFAULT_MAX_BUFFERED_BYTES,
       authenticate,
       transport: {
         write: (response, flushed) => (finished ? true : call.write(response, flushed)),
@@ -187,7 +221,7 @@ export class AdsServer {
     });
     this.active.set(id, stream);
 
-    call.on('data', (req: DiscoveryRequest) => stream.handleRequest(req));
+    call.on('data', (req: Req) => stream.handleRequest(req));
     const done = (): void => stream.close();
     call.on('end', done); // the proxy half-closed
     call.on('cancelled', done); // the proxy went away

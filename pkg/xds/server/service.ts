@@ -2,10 +2,12 @@ import type { ServiceDefinition } from '@grpc/grpc-js';
 import protobuf from 'protobufjs';
 import type { EncodedResource } from '../cache/encoded.js';
 import { messageType } from '../proto/root.js';
-import type { DiscoveryRequest } from './types.js';
+import { decodeDeltaDiscoveryRequest, encodeDeltaDiscoveryRequest } from './delta-codec.js';
+import type { DeltaDiscoveryRequest, DiscoveryRequest } from './types.js';
 
 export const ADS_SERVICE = 'envoy.service.discovery.v3.AggregatedDiscoveryService';
 export const ADS_SOTW_PATH = `/${ADS_SERVICE}/StreamAggregatedResources`;
+export const ADS_DELTA_PATH = `/${ADS_SERVICE}/DeltaAggregatedResources`;
 
 const REQUEST_TYPE = 'envoy.service.discovery.v3.DiscoveryRequest';
 const RESPONSE_TYPE = 'envoy.service.discovery.v3.DiscoveryResponse';
@@ -119,9 +121,10 @@ export function decodeDiscoveryResponse(bytes: Uint8Array): DecodedDiscoveryResp
 }
 
 /**
- * The hand-built grpc-js definition of the SotW ADS method: requests are
- * decoded with protobufjs, responses arrive already encoded (a Buffer from
- * encodeDiscoveryResponse) and pass through untouched.
+ * The hand-built grpc-js definition of both ADS methods, SotW and Delta:
+ * requests are decoded with protobufjs, responses arrive already encoded (a
+ * Buffer from encodeDiscoveryResponse / encodeDeltaDiscoveryResponse) and pass
+ * through untouched.
  */
 export const adsServiceDefinition: ServiceDefinition = {
   StreamAggregatedResources: {
@@ -130,6 +133,15 @@ export const adsServiceDefinition: ServiceDefinition = {
     responseStream: true,
     requestSerialize: (req: DiscoveryRequest): Buffer => Buffer.from(encodeDiscoveryRequest(req)),
     requestDeserialize: (bytes: Buffer): DiscoveryRequest => decodeDiscoveryRequest(bytes),
+    responseSerialize: (res: Buffer): Buffer => res,
+    responseDeserialize: (bytes: Buffer): Buffer => bytes,
+  },
+  DeltaAggregatedResources: {
+    path: ADS_DELTA_PATH,
+    requestStream: true,
+    responseStream: true,
+    requestSerialize: (req: DeltaDiscoveryRequest): Buffer => Buffer.from(encodeDeltaDiscoveryRequest(req)),
+    requestDeserialize: (bytes: Buffer): DeltaDiscoveryRequest => decodeDeltaDiscoveryRequest(bytes),
     responseSerialize: (res: Buffer): Buffer => res,
     responseDeserialize: (bytes: Buffer): Buffer => bytes,
   },

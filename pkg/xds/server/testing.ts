@@ -11,8 +11,9 @@ import {
 } from '../../envoy/types.js';
 import { silentLogger } from '../../logger/logger.js';
 import { type ProxyIdentity, proxyCommonName } from '../../mesh/identity.js';
+import { RawDeltaClient } from './delta-test-client.js';
 import { AdsServer } from './server.js';
-import { RawAdsClient } from './test-client.js';
+import { RawAdsClient, type RawAdsClientOptions } from './test-client.js';
 import type { AdsServerOptions, ProxyConfigSource } from './types.js';
 
 // Test fixtures for the ADS server: a fake ProxyConfigSource over mutable
@@ -171,26 +172,39 @@ export class FakeSource implements ProxyConfigSource {
   }
 }
 
-export interface Fixture {
+export interface Fixture<S extends ProxyConfigSource = FakeSource> {
   ca: BuiltinCA;
   otherCa: BuiltinCA;
   server: AdsServer;
-  source: FakeSource;
+  source: S;
   port: number;
   insecurePort?: number;
   /** An mTLS client whose certificate has this CN (from `ca` unless told). */
   client(commonName: string, issuer?: BuiltinCA): Promise<RawAdsClient>;
   insecureClient(): RawAdsClient;
+  /** The same as `client`, on the Delta ADS method. */
+  deltaClient(commonName: string, issuer?: BuiltinCA): Promise<RawDeltaClient>;
+  insecureDeltaClient(): RawDeltaClient;
   close(): Promise<void>;
 }
 
 let cas: Promise<[BuiltinCA, BuiltinCA]> | undefined;
 
-export async function startFixture(opts: Partial<AdsServerOptions> = {}): Promise<Fixture> {
+/**
+ * A test fixture around an AdsServer over a FakeSource (unless `source` is
+ * given: any ProxyConfigSource, e.g. one over the real generators).
+ */
+export async function startFixture<S extends ProxyConfigSource>(
+  opts: Partial<AdsServerOptions> & { source: S },
+): Promise<Fixture<S>>;
+export async function startFixture(opts?: Partial<AdsServerOptions>): Promise<Fixture>;
+export async function startFixture(
+  opts: Partial<AdsServerOptions> = {},
+): Promise<Fixture<ProxyConfigSource>> {
   cas ??= Promise.all([BuiltinCA.create(), BuiltinCA.create({ commonName: 'other-ca' })]);
   const [ca, otherCa] = await cas;
   const serverCert = await ca.issueServerCert(['localhost', '127.0.0.1']);
-  const source = new FakeSource();
+  const source = opts.source ?? new FakeSource();
   const server = new AdsServer({
     source,
     tls: { caPem: ca.trustBundlePem, certPem: serverCert.certPem, keyPem: serverCert.keyPem },
@@ -201,36 +215,38 @@ export async function startFixture(opts: Partial<AdsServerOptions> = {}): Promis
     ...opts,
   });
   const { port, insecurePort } = await server.start();
-  const clients: RawAdsClient[] = [];
-  const fixture: Fixture = {
+  const clients: { close(): void }[] = [];
+  const mtls = async (commonName: string, issuer: BuiltinCA): Promise<RawAdsClientOptions> => {
+    const cert = await issuer.issue({ commonName, validityMs: 3_600_000, usage: 'client' });
+    return {
+      address: `127.0.0.1:${port}`,
+      credentials: grpc.credentials.createSsl(
+        Buffer.from(ca.trustBundlePem),
+        Buffer.from(cert.keyPem),
+        Buffer.from(cert.certPem),
+      ),
+      // Verify the server as "localhost" (a DNS SAN): TLS SNI may not carry an IP address.
+      channelOptions: { 'grpc.ssl_target_name_override': 'localhost' },
+    };
+  };
+  const plaintext = (): RawAdsClientOptions => ({
+    address: `127.0.0.1:${insecurePort}`,
+    credentials: grpc.credentials.createInsecure(),
+  });
+  const track = <C extends { close(): void }>(c: C): C => {
+    clients.push(c);
+    return c;
+  };
+  const fixture: Fixture<ProxyConfigSource> = {
     ca,
     otherCa,
     server,
     source,
     port,
-    client: async (commonName, issuer = ca) => {
-      const cert = await issuer.issue({ commonName, validityMs: 3_600_000, usage: 'client' });
-      const c = new RawAdsClient({
-        address: `127.0.0.1:${port}`,
-        credentials: grpc.credentials.createSsl(
-          Buffer.from(ca.trustBundlePem),
-          Buffer.from(cert.keyPem),
-          Buffer.from(cert.certPem),
-        ),
-        // Verify the server as "localhost" (a DNS SAN): TLS SNI may not carry an IP address.
-        channelOptions: { 'grpc.ssl_target_name_override': 'localhost' },
-      });
-      clients.push(c);
-      return c;
-    },
-    insecureClient: () => {
-      const c = new RawAdsClient({
-        address: `127.0.0.1:${insecurePort}`,
-        credentials: grpc.credentials.createInsecure(),
-      });
-      clients.push(c);
-      return c;
-    },
+    client: async (commonName, issuer = ca) => track(new RawAdsClient(await mtls(commonName, issuer))),
+    insecureClient: () => track(new RawAdsClient(plaintext())),
+    deltaClient: async (commonName, issuer = ca) => track(new RawDeltaClient(await mtls(commonName, issuer))),
+    insecureDeltaClient: () => track(new RawDeltaClient(plaintext())),
     close: async () => {
       for (const c of clients) c.close();
       await server.stop();

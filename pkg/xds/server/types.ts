@@ -58,7 +58,10 @@ export interface TypeStatus {
   ackedVersion?: string;
   nackedVersion?: string;
   lastNackMessage?: string;
+  /** '*' for a wildcard; Delta xDS may add explicitly named ones to it (`names`). */
   subscribed: string[] | '*';
+  /** Delta only: names subscribed explicitly next to a wildcard. */
+  names?: string[];
 }
 
 /** One connected stream, for the debug endpoint. */
@@ -70,6 +73,8 @@ export interface StreamStatus {
   remote?: string;
   /** node.id of the first request (xDS rule 5). */
   nodeId?: string;
+  /** Which ADS method the stream uses; absent = state of the world. */
+  protocol?: 'delta';
   types: { [typeUrl: string]: TypeStatus };
 }
 
@@ -79,6 +84,20 @@ export interface DiscoveryRequest {
   node?: { id: string; cluster: string };
   resourceNames: string[];
   typeUrl: string;
+  responseNonce: string;
+  /** Present on a NACK. */
+  errorDetail?: { code: number; message: string };
+}
+
+/** A decoded DeltaDiscoveryRequest (Delta xDS, xDS rule 11), reduced to what the server reads. */
+export interface DeltaDiscoveryRequest {
+  node?: { id: string; cluster: string };
+  typeUrl: string;
+  resourceNamesSubscribe: string[];
+  resourceNamesUnsubscribe: string[];
+  /** Only on the first request of a type on a reconnected stream: name → version the client holds. */
+  initialResourceVersions: Map<string, string>;
+  /** Empty unless the request ACKs or NACKs a response. */
   responseNonce: string;
   /** Present on a NACK. */
   errorDetail?: { code: number; message: string };
