@@ -1,0 +1,250 @@
+// The Envoy bootstrap of an injected sidecar, in protobufjs fromObject form
+// with proto field names. The same object is written to the bootstrap Secret as
+// JSON for `envoy --config-path`: Envoy parses proto3 JSON, which accepts proto
+// field names and enum names, and this object uses no well-known types whose
+// JSON form differs from fromObject form (Duration, wrappers, Struct) — the
+// tests check that, so the file Envoy reads is the message the tests validate.
+//
+// Credentials are files from the mounted bootstrap Secret, referenced through
+// file-based SDS with a watched directory rather than inlined: kubelet swaps a
+// Secret volume atomically (a `..data` symlink rename in the mount directory),
+// and Envoy re-reads the certificate on that move, so a controller that
+// rotates the Secret's certificate keeps the proxy's ADS connection alive
+// without restarting Envoy. It also keeps the private key out of the bootstrap
+// (and of /config_dump).
+
+import { AnyType, ExtName, socketAddress, typed } from '../envoy/common/xds.js';
+import type { ProtoObject } from '../envoy/types.js';
+import { PORT_ADS, PORT_ENVOY_ADMIN, PORT_PROMETHEUS_LISTENER } from '../mesh/constants.js';
+import { BOOTSTRAP_MOUNT_PATH, SecretKey } from './constants.js';
+import type { HttpProbeForward, ProbeForwards, TcpProbeForward } from './probes.js';
+
+export const BOOTSTRAP_TYPE_URL = 'type.googleapis.com/envoy.config.bootstrap.v3.Bootstrap';
+export const DISCOVERY_RESPONSE_TYPE_URL = 'type.googleapis.com/envoy.service.discovery.v3.DiscoveryResponse';
+const SECRET_TYPE_URL = 'type.googleapis.com/envoy.extensions.transport_sockets.tls.v3.Secret';
+
+export const ADS_CLUSTER = 'skein-controller';
+export const ADMIN_CLUSTER = 'skein-envoy-admin';
+export const PROMETHEUS_LISTENER = 'skein-prometheus';
+export const ADS_CERT_SECRET = 'skein-ads-client-cert';
+export const ADS_CA_SECRET = 'skein-ads-ca';
+
+export interface ControllerAddress {
+  /** DNS name of the controller Service, also the SAN its serving certificate must carry. */
+  host: string;
+  port: number;
+}
+
+/** `skein-controller.<ns>.svc.<cluster-domain>:15128`. */
+export function controllerAddress(
+  controlPlaneNamespace: string,
+  clusterDomain = 'cluster.local',
+): ControllerAddress {
+  return { host: `skein-controller.${controlPlaneNamespace}.svc.${clusterDomain}`, port: PORT_ADS };
+}
+
+export interface BootstrapOptions {
+  /** The proxy certificate CN `<uuid>.sidecar.<sa>.<ns>.<trust-domain>`; the controller trusts the CN, not this. */
+  nodeId: string;
+  /** `<sa>.<ns>`: groups proxies of one workload identity in Envoy stats. */
+  nodeCluster: string;
+  controller: ControllerAddress;
+  probes?: ProbeForwards;
+  /** Where the bootstrap Secret is mounted. */
+  mountPath?: string;
+}
+
+function file(mountPath: string, key: string): string {
+  return `${mountPath}/${key}`;
+}
+
+/** File-based SDS: Envoy watches `dir` for the atomic swap kubelet does on Secret updates. */
+function pathSds(name: string, mountPath: string, key: string): ProtoObject {
+  return {
+    name,
+    sds_config: {
+      path_config_source: { path: file(mountPath, key), watched_directory: { path: mountPath } },
+      resource_api_version: 'V3',
+    },
+  };
+}
+
+function staticCluster(name: string, port: number): ProtoObject {
+  return {
+    name,
+    type: 'STATIC',
+    load_assignment: {
+      cluster_name: name,
+      endpoints: [{ lb_endpoints: [{ endpoint: { address: socketAddress('127.0.0.1', port) } }] }],
+    },
+  };
+}
+
+function adsCluster(o: BootstrapOptions, mountPath: string): ProtoObject {
+  return {
+    name: ADS_CLUSTER,
+    // The controller is a Service name: resolve it and follow its addresses.
+    type: 'STRICT_DNS',
+    // gRPC needs HTTP/2 to the controller.
+    typed_extension_protocol_options: {
+      [ExtName.HttpProtocolOptions]: typed(AnyType.HttpProtocolOptions, {
+        explicit_http_config: { http2_protocol_options: {} },
+      }),
+    },
+    load_assignment: {
+      cluster_name: ADS_CLUSTER,
+      endpoints: [
+        { lb_endpoints: [{ endpoint: { address: socketAddress(o.controller.host, o.controller.port) } }] },
+      ],
+    },
+    transport_socket: {
+      name: ExtName.Tls,
+      typed_config: typed(AnyType.UpstreamTlsContext, {
+        sni: o.controller.host,
+        common_tls_context: {
+          // The controller requires a client certificate (ADS is mTLS) and reads the proxy identity from its CN.
+          tls_certificate_sds_secret_configs: [pathSds(ADS_CERT_SECRET, mountPath, SecretKey.adsCertSds)],
+          combined_validation_context: {
+            // Only skein's CA, and only the controller's Service name: another mesh workload's cert must not pass.
+            default_validation_context: {
+              match_typed_subject_alt_names: [{ san_type: 'DNS', matcher: { exact: o.controller.host } }],
+            },
+            validation_context_sds_secret_config: pathSds(ADS_CA_SECRET, mountPath, SecretKey.adsCaSds),
+          },
+        },
+      }),
+    },
+  };
+}
+
+function httpListener(name: string, port: number, routes: ProtoObject[]): ProtoObject {
+  return {
+    name,
+    address: socketAddress('0.0.0.0', port),
+    filter_chains: [
+      {
+        filters: [
+          {
+            name: ExtName.HttpConnectionManager,
+            typed_config: typed(AnyType.HttpConnectionManager, {
+              stat_prefix: name,
+              route_config: { name, virtual_hosts: [{ name, domains: ['*'], routes }] },
+              http_filters: [{ name: ExtName.Router, typed_config: typed(AnyType.Router) }],
+            }),
+          },
+        ],
+      },
+    ],
+  };
+}
+
+export function probeClusterName(targetPort: number): string {
+  return `skein-probe-local-${targetPort}`;
+}
+
+function probeListeners(http: readonly HttpProbeForward[], tcp: readonly TcpProbeForward[]): ProtoObject[] {
+  const byPort = new Map<number, HttpProbeForward[]>();
+  for (const h of http) byPort.set(h.listenerPort, [...(byPort.get(h.listenerPort) ?? []), h]);
+  const listeners: ProtoObject[] = [];
+  for (const [port, forwards] of [...byPort].sort(([a], [b]) => a - b)) {
+    listeners.push(
+      httpListener(
+        `skein-probe-${port}`,
+        port,
+        forwards.map((f) => ({
+          match: { path: f.path },
+          // The app sees the path it declared, from 127.0.0.1.
+          route: { cluster: probeClusterName(f.targetPort), prefix_rewrite: f.targetPath },
+        })),
+      ),
+    );
+  }
+  for (const t of tcp) {
+    const name = `skein-probe-${t.listenerPort}`;
+    listeners.push({
+      name,
+      address: socketAddress('0.0.0.0', t.listenerPort),
+      filter_chains: [
+        {
+          filters: [
+            {
+              name: ExtName.TcpProxy,
+              typed_config: typed(AnyType.TcpProxy, {
+                stat_prefix: name,
+                cluster: probeClusterName(t.targetPort),
+              }),
+            },
+          ],
+        },
+      ],
+    });
+  }
+  return listeners;
+}
+
+/** The Bootstrap message (envoy.config.bootstrap.v3.Bootstrap). */
+export function envoyBootstrap(o: BootstrapOptions): ProtoObject {
+  const mountPath = o.mountPath ?? BOOTSTRAP_MOUNT_PATH;
+  const probes = o.probes ?? { http: [], tcp: [] };
+  const probeTargets = [...new Set([...probes.http, ...probes.tcp].map((p) => p.targetPort))].sort(
+    (a, b) => a - b,
+  );
+  const ads = { ads: {}, resource_api_version: 'V3' };
+  return {
+    node: { id: o.nodeId, cluster: o.nodeCluster },
+    // Admin stays on loopback: it can change the proxy's state.
+    admin: { address: socketAddress('127.0.0.1', PORT_ENVOY_ADMIN) },
+    dynamic_resources: {
+      ads_config: {
+        api_type: 'GRPC',
+        transport_api_version: 'V3',
+        grpc_services: [{ envoy_grpc: { cluster_name: ADS_CLUSTER } }],
+      },
+      lds_config: ads,
+      cds_config: ads,
+    },
+    static_resources: {
+      listeners: [
+        // Only the Prometheus endpoint of the admin interface is exposed to scrapers.
+        httpListener(PROMETHEUS_LISTENER, PORT_PROMETHEUS_LISTENER, [
+          { match: { path: '/stats/prometheus' }, route: { cluster: ADMIN_CLUSTER } },
+        ]),
+        ...probeListeners(probes.http, probes.tcp),
+      ],
+      clusters: [
+        adsCluster(o, mountPath),
+        staticCluster(ADMIN_CLUSTER, PORT_ENVOY_ADMIN),
+        ...probeTargets.map((p) => staticCluster(probeClusterName(p), p)),
+      ],
+    },
+  };
+}
+
+/** The SDS files (DiscoveryResponse form) the ADS cluster's TLS context points at. */
+export function adsSdsFiles(mountPath = BOOTSTRAP_MOUNT_PATH): { cert: ProtoObject; ca: ProtoObject } {
+  return {
+    cert: {
+      resources: [
+        typed(SECRET_TYPE_URL, {
+          name: ADS_CERT_SECRET,
+          tls_certificate: {
+            certificate_chain: { filename: file(mountPath, SecretKey.cert) },
+            private_key: { filename: file(mountPath, SecretKey.key) },
+            watched_directory: { path: mountPath },
+          },
+        }),
+      ],
+    },
+    ca: {
+      resources: [
+        typed(SECRET_TYPE_URL, {
+          name: ADS_CA_SECRET,
+          validation_context: {
+            trusted_ca: { filename: file(mountPath, SecretKey.ca) },
+            watched_directory: { path: mountPath },
+          },
+        }),
+      ],
+    },
+  };
+}

@@ -1,0 +1,48 @@
+// Names and ports of the injected sidecar. Mesh-wide ports (15000/15001/15003/15010,
+// ADS 15128) live in pkg/mesh/constants.ts; these only matter to the injector and
+// the bootstrap it writes.
+
+/** The proxy runs as this UID; iptables lets its own traffic through by owner match. */
+export const PROXY_UID = 1500;
+
+export const ENVOY_CONTAINER_NAME = 'envoy';
+export const INIT_CONTAINER_NAME = 'skein-init';
+export const BOOTSTRAP_VOLUME_NAME = 'skein-bootstrap';
+/** Where the bootstrap Secret is mounted in the Envoy container. */
+export const BOOTSTRAP_MOUNT_PATH = '/etc/skein';
+
+/** Keys of the bootstrap Secret (file names under BOOTSTRAP_MOUNT_PATH). */
+export const SecretKey = {
+  bootstrap: 'bootstrap.json',
+  /** SDS file (a DiscoveryResponse) naming the client certificate files. */
+  adsCertSds: 'ads-cert-sds.json',
+  /** SDS file naming the CA file that validates the controller. */
+  adsCaSds: 'ads-ca-sds.json',
+  cert: 'tls.crt',
+  key: 'tls.key',
+  ca: 'ca.crt',
+} as const;
+
+export function bootstrapSecretName(proxyUuid: string): string {
+  return `skein-bootstrap-${proxyUuid}`;
+}
+
+/**
+ * Ports the proxy serves kubelet's rewritten probes on. HTTP probes share one
+ * listener per kind (routed by path); each distinct HTTPS probe target gets its
+ * own TCP-proxy port from PORT_HTTPS_PROBE_FIRST up, because TLS cannot be
+ * routed by path without terminating it.
+ */
+export const PORT_LIVENESS_PROBE = 15901;
+export const PORT_READINESS_PROBE = 15902;
+export const PORT_STARTUP_PROBE = 15903;
+export const PORT_HTTPS_PROBE_FIRST = 15904;
+export const PORT_HTTPS_PROBE_LAST = 15999;
+
+/** Pod annotations with per-pod traffic-interception exclusions (comma-separated). */
+export const ANNOTATION_OUTBOUND_PORT_EXCLUSIONS = 'skein.dev/outbound-port-exclusion-list';
+export const ANNOTATION_INBOUND_PORT_EXCLUSIONS = 'skein.dev/inbound-port-exclusion-list';
+export const ANNOTATION_OUTBOUND_IP_RANGE_EXCLUSIONS = 'skein.dev/outbound-ip-range-exclusion-list';
+
+/** Namespaces never injected, whatever their labels say. */
+export const SYSTEM_NAMESPACES: readonly string[] = ['kube-system', 'kube-public', 'kube-node-lease'];

@@ -1,0 +1,367 @@
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { parseProxyCommonName } from '../mesh/identity.js';
+import { escapePointerToken, pointer } from './jsonpatch.js';
+import { decide, type MutateOptions, mutate, type NamespaceLike } from './mutate.js';
+import { isJsonObject, type Json, type JsonObject, readPod } from './pod.js';
+import { applyPatch } from './testing/apply-patch.js';
+
+const MESH = { meshName: 'skein', controlPlaneNamespace: 'skein-system' };
+const UUID = '6c1e2b8a-4f0d-4d9e-8a51-0f3b2c7d9e11';
+
+function ns(
+  name: string,
+  labels: Record<string, string> = {},
+  annotations: Record<string, string> = {},
+): NamespaceLike {
+  return { metadata: { name, labels, annotations } };
+}
+const meshed = (annotation?: 'enabled' | 'disabled'): NamespaceLike =>
+  ns(
+    'bookstore',
+    { 'skein.dev/monitored-by': 'skein' },
+    annotation ? { 'skein.dev/sidecar-injection': annotation } : {},
+  );
+
+function podJson(
+  extra: { annotations?: Record<string, string>; spec?: JsonObject; labels?: boolean } = {},
+): JsonObject {
+  return {
+    apiVersion: 'v1',
+    kind: 'Pod',
+    metadata: {
+      generateName: 'bookstore-',
+      namespace: 'bookstore',
+      ...(extra.labels === false ? {} : { labels: { app: 'bookstore' } }),
+      annotations: extra.annotations ?? {},
+    },
+    spec: {
+      serviceAccountName: 'bookstore',
+      containers: [
+        {
+          name: 'app',
+          image: 'bookstore:v1',
+          ports: [{ name: 'http', containerPort: 8080 }],
+          livenessProbe: {
+            httpGet: { path: '/healthz', port: 'http', httpHeaders: [{ name: 'X-Probe', value: '1' }] },
+          },
+          readinessProbe: { httpGet: { path: '/ready', port: 8443, scheme: 'HTTPS' } },
+          startupProbe: { tcpSocket: { port: 8080 } },
+        },
+        {
+          name: 'side',
+          image: 'side:v1',
+          livenessProbe: { exec: { command: ['true'] } },
+          readinessProbe: { httpGet: { port: 9000 } },
+          startupProbe: { httpGet: { path: '/x', port: 9001, host: '10.0.0.9' } },
+        },
+      ],
+      initContainers: [{ name: 'migrate', image: 'migrate:v1' }],
+      ...extra.spec,
+    },
+  };
+}
+
+const options: MutateOptions = {
+  ...MESH,
+  trustDomain: 'cluster.local',
+  images: { envoy: 'envoyproxy/envoy:v1.31.0', init: 'skein/init:v0.1.0' },
+  proxyUuid: UUID,
+  certificate: { certPem: 'CERT', keyPem: 'KEY', caPem: 'CA' },
+};
+
+function get(v: Json | undefined, ...path: (string | number)[]): Json {
+  let cur = v;
+  for (const step of path) {
+    cur =
+      typeof step === 'number'
+        ? Array.isArray(cur)
+          ? cur[step]
+          : undefined
+        : isJsonObject(cur)
+          ? cur[step]
+          : undefined;
+    assert.notEqual(cur, undefined, `missing ${path.join('.')} at ${step}`);
+  }
+  return cur ?? null;
+}
+
+function named(list: Json, name: string): JsonObject {
+  assert.ok(Array.isArray(list));
+  const found = list.find((x) => isJsonObject(x) && x['name'] === name);
+  assert.ok(isJsonObject(found), `no ${name}`);
+  return found;
+}
+
+test('decide: labelled namespace, annotation on namespace or pod (pod wins), system namespaces, hostNetwork', () => {
+  const pod = (annotations: Record<string, string> = {}, spec: JsonObject = {}) =>
+    readPod(podJson({ annotations, spec }));
+  const check = (name: string, d: ReturnType<typeof decide>, inject: boolean, reason?: RegExp): void => {
+    assert.equal(d.inject, inject, name);
+    if (!d.inject && reason) assert.match(d.reason, reason, name);
+  };
+  check('namespace enabled', decide(pod(), meshed('enabled'), MESH), true);
+  check(
+    'unlabelled namespace',
+    decide(pod(), ns('bookstore', {}, { 'skein.dev/sidecar-injection': 'enabled' }), MESH),
+    false,
+    /not labelled skein.dev\/monitored-by=skein/,
+  );
+  check(
+    'other mesh',
+    decide(
+      pod(),
+      ns('bookstore', { 'skein.dev/monitored-by': 'other' }, { 'skein.dev/sidecar-injection': 'enabled' }),
+      MESH,
+    ),
+    false,
+    /not labelled/,
+  );
+  check(
+    'pod disables, namespace enables',
+    decide(pod({ 'skein.dev/sidecar-injection': 'disabled' }), meshed('enabled'), MESH),
+    false,
+    /disabled/,
+  );
+  check(
+    'pod enables, namespace disables',
+    decide(pod({ 'skein.dev/sidecar-injection': 'enabled' }), meshed('disabled'), MESH),
+    true,
+  );
+  check(
+    'pod enables, namespace silent',
+    decide(pod({ 'skein.dev/sidecar-injection': 'enabled' }), meshed(), MESH),
+    true,
+  );
+  check('nobody enables', decide(pod(), meshed(), MESH), false, /not enabled/);
+  check(
+    'hostNetwork',
+    decide(pod({}, { hostNetwork: true }), meshed('enabled'), MESH),
+    false,
+    /host network/,
+  );
+  for (const sys of ['kube-system', 'kube-public', 'kube-node-lease', 'skein-system']) {
+    const n = ns(sys, { 'skein.dev/monitored-by': 'skein' }, { 'skein.dev/sidecar-injection': 'enabled' });
+    check(sys, decide(readPod(podJson(), sys), n, MESH), false, /system namespace/);
+  }
+  assert.throws(() => decide(pod({ 'skein.dev/sidecar-injection': 'yes' }), meshed('enabled'), MESH), {
+    name: 'InjectionError',
+    message:
+      /skein.dev\/sidecar-injection on pod bookstore-<generated> is "yes"; use "enabled" or "disabled"/,
+  });
+  const onNs = ns(
+    'bookstore',
+    { 'skein.dev/monitored-by': 'skein' },
+    { 'skein.dev/sidecar-injection': 'on' },
+  );
+  assert.throws(() => decide(pod(), onNs, MESH), { message: /on namespace bookstore is "on"/ });
+  // The pod's valid annotation wins, so the namespace's bad one is never consulted.
+  assert.equal(decide(pod({ 'skein.dev/sidecar-injection': 'disabled' }), onNs, MESH).inject, false);
+});
+
+test('mutate: the patch adds the sidecar, init rules, label, volume, and rewrites HTTP probes', () => {
+  const raw = podJson({
+    annotations: {
+      'skein.dev/sidecar-injection': 'enabled',
+      'skein.dev/outbound-port-exclusion-list': '5432',
+      'skein.dev/outbound-ip-range-exclusion-list': '169.254.169.254/32',
+    },
+  });
+  const m = mutate(readPod(raw), options);
+  const patched = applyPatch(raw, m.patch);
+
+  assert.equal(get(patched, 'metadata', 'labels', 'skein.dev/proxy-uuid'), UUID);
+  assert.equal(get(patched, 'metadata', 'labels', 'app'), 'bookstore');
+  assert.ok(
+    m.patch.some((op) => op.path === '/metadata/labels/skein.dev~1proxy-uuid'),
+    'label key escaped per RFC 6901',
+  );
+
+  const containers = get(patched, 'spec', 'containers');
+  assert.ok(Array.isArray(containers));
+  assert.deepEqual(
+    containers.map((c) => get(c, 'name')),
+    ['app', 'side', 'envoy'],
+  );
+  const envoy = named(containers, 'envoy');
+  assert.equal(envoy['image'], 'envoyproxy/envoy:v1.31.0');
+  assert.equal(get(envoy, 'securityContext', 'runAsUser'), 1500);
+  assert.deepEqual(get(envoy, 'args'), ['--config-path', '/etc/skein/bootstrap.json', '--log-level', 'warn']);
+  const ports = get(envoy, 'ports');
+  assert.ok(Array.isArray(ports));
+  assert.deepEqual(
+    ports.map((p) => get(p, 'containerPort')),
+    [15000, 15001, 15003, 15010],
+  );
+  assert.deepEqual(get(envoy, 'volumeMounts'), [
+    { name: 'skein-bootstrap', mountPath: '/etc/skein', readOnly: true },
+  ]);
+
+  const inits = get(patched, 'spec', 'initContainers');
+  assert.ok(Array.isArray(inits));
+  assert.deepEqual(
+    inits.map((c) => get(c, 'name')),
+    ['migrate', 'skein-init'],
+    'runs after the pod’s own init containers',
+  );
+  const init = named(inits, 'skein-init');
+  assert.equal(init['image'], 'skein/init:v0.1.0');
+  assert.deepEqual(get(init, 'securityContext', 'capabilities', 'add'), ['NET_ADMIN', 'NET_RAW']);
+  assert.match(String(get(init, 'command', 2)), /iptables-restore/);
+  assert.deepEqual(get(init, 'env'), [{ name: 'SKEIN_IPTABLES_RULES', value: m.iptablesRules }]);
+  const rules = m.iptablesRules.split('\n');
+  assert.ok(rules.includes('-A SKEIN_PROXY_OUTBOUND -p tcp --dport 5432 -j RETURN'));
+  assert.ok(rules.includes('-A SKEIN_PROXY_OUTBOUND -d 169.254.169.254/32 -j RETURN'));
+  // The ports kubelet now probes are not redirected to the inbound listener.
+  for (const p of [15901, 15902, 15904])
+    assert.ok(rules.includes(`-A SKEIN_PROXY_INBOUND -p tcp --dport ${p} -j RETURN`), String(p));
+  assert.ok(
+    !rules.includes('-A SKEIN_PROXY_INBOUND -p tcp --dport 15903 -j RETURN'),
+    'no HTTP startup probe to serve',
+  );
+
+  assert.deepEqual(get(patched, 'spec', 'volumes'), [
+    { name: 'skein-bootstrap', secret: { secretName: `skein-bootstrap-${UUID}` } },
+  ]);
+
+  // Probes: HTTP → the proxy's probe port and path; HTTPS → a TCP pass-through port; others unchanged.
+  const app = named(containers, 'app');
+  assert.deepEqual(get(app, 'livenessProbe'), {
+    httpGet: {
+      path: '/skein-probe/app/liveness',
+      port: 15901,
+      scheme: 'HTTP',
+      httpHeaders: [{ name: 'X-Probe', value: '1' }],
+    },
+  });
+  assert.deepEqual(get(app, 'readinessProbe'), { httpGet: { path: '/ready', port: 15904, scheme: 'HTTPS' } });
+  assert.deepEqual(get(app, 'startupProbe'), { tcpSocket: { port: 8080 } });
+  const side = named(containers, 'side');
+  assert.deepEqual(get(side, 'livenessProbe'), { exec: { command: ['true'] } });
+  assert.deepEqual(get(side, 'readinessProbe'), {
+    httpGet: { path: '/skein-probe/side/readiness', port: 15902, scheme: 'HTTP' },
+  });
+  assert.deepEqual(
+    get(side, 'startupProbe'),
+    { httpGet: { path: '/x', port: 9001, host: '10.0.0.9' } },
+    'other host: left alone',
+  );
+
+  // The bootstrap serves exactly those probe paths and forwards them to the original port and path.
+  const listeners = get(m.bootstrap, 'static_resources', 'listeners');
+  const routes = (port: number): Json => {
+    assert.ok(Array.isArray(listeners));
+    const l = listeners.find((x) => get(x, 'address', 'socket_address', 'port_value') === port);
+    return get(
+      l,
+      'filter_chains',
+      0,
+      'filters',
+      0,
+      'typed_config',
+      'route_config',
+      'virtual_hosts',
+      0,
+      'routes',
+    );
+  };
+  assert.deepEqual(routes(15901), [
+    {
+      match: { path: '/skein-probe/app/liveness' },
+      route: { cluster: 'skein-probe-local-8080', prefix_rewrite: '/healthz' },
+    },
+  ]);
+  assert.deepEqual(routes(15902), [
+    {
+      match: { path: '/skein-probe/side/readiness' },
+      route: { cluster: 'skein-probe-local-9000', prefix_rewrite: '/' },
+    },
+  ]);
+
+  // The Secret: bootstrap, SDS files and credentials; node id is the proxy CN.
+  assert.equal(m.secret.metadata.name, `skein-bootstrap-${UUID}`);
+  assert.equal(m.secret.metadata.namespace, 'bookstore');
+  assert.equal(m.secret.metadata.labels['skein.dev/proxy-uuid'], UUID);
+  const data = m.secret.stringData;
+  assert.deepEqual(Object.keys(data).sort(), [
+    'ads-ca-sds.json',
+    'ads-cert-sds.json',
+    'bootstrap.json',
+    'ca.crt',
+    'tls.crt',
+    'tls.key',
+  ]);
+  assert.deepEqual([data['tls.crt'], data['tls.key'], data['ca.crt']], ['CERT', 'KEY', 'CA']);
+  assert.deepEqual(JSON.parse(data['bootstrap.json'] ?? ''), m.bootstrap);
+  assert.equal(m.commonName, `${UUID}.sidecar.bookstore.bookstore.cluster.local`);
+  assert.equal(get(m.bootstrap, 'node', 'id'), m.commonName);
+  assert.deepEqual(parseProxyCommonName(m.commonName).serviceAccount, 'bookstore');
+
+  // Idempotent: the patched pod is recognised as injected.
+  const again = decide(readPod(patched), meshed('enabled'), MESH);
+  assert.deepEqual(again, { inject: false, reason: 'pod already has a sidecar' });
+});
+
+test('mutate: a pod without labels, volumes or init containers gets the arrays and map created', () => {
+  const raw = podJson({
+    labels: false,
+    spec: { initContainers: null, containers: [{ name: 'app', image: 'a' }] },
+  });
+  const m = mutate(readPod(raw), options);
+  const patched = applyPatch(raw, m.patch);
+  assert.deepEqual(get(patched, 'metadata', 'labels'), { 'skein.dev/proxy-uuid': UUID });
+  const inits = get(patched, 'spec', 'initContainers');
+  assert.ok(Array.isArray(inits));
+  assert.deepEqual(
+    inits.map((c) => get(c, 'name')),
+    ['skein-init'],
+  );
+  assert.equal(m.patch.filter((op) => op.op === 'replace').length, 0, 'no probes to rewrite');
+  // Without probes, only Prometheus is served inbound by the proxy.
+  assert.deepEqual(
+    m.iptablesRules.split('\n').filter((l) => l.startsWith('-A SKEIN_PROXY_INBOUND') && l.endsWith('RETURN')),
+    ['-A SKEIN_PROXY_INBOUND -p tcp --dport 15010 -j RETURN'],
+  );
+});
+
+test('mutate: invalid annotations and unresolvable probe ports are InjectionErrors naming the culprit', () => {
+  const bad = podJson({ annotations: { 'skein.dev/inbound-port-exclusion-list': '80,99999' } });
+  assert.throws(() => mutate(readPod(bad), options), {
+    name: 'InjectionError',
+    message: /skein.dev\/inbound-port-exclusion-list: "99999" is not a port in 1-65535/,
+  });
+  const badProbe = podJson({
+    spec: { containers: [{ name: 'app', livenessProbe: { httpGet: { path: '/', port: 'metrics' } } }] },
+  });
+  assert.throws(() => mutate(readPod(badProbe), options), {
+    name: 'InjectionError',
+    message: /container app livenessProbe port "metrics" is neither a port number nor a named port/,
+  });
+});
+
+test('readPod rejects what is not a pod, clearly', () => {
+  assert.throws(() => readPod('nope'), /not a Pod object/);
+  assert.throws(() => readPod({ kind: 'Service', metadata: {}, spec: {} }), /is a Service, not a Pod/);
+  assert.throws(
+    () => readPod({ kind: 'Pod', metadata: { namespace: 'a' }, spec: { containers: [] } }),
+    /no containers/,
+  );
+  assert.throws(
+    () => readPod({ kind: 'Pod', metadata: {}, spec: { containers: [{ name: 'a' }] } }),
+    /no namespace/,
+  );
+  assert.throws(
+    () =>
+      readPod({ kind: 'Pod', metadata: { labels: { a: 1 } }, spec: { containers: [{ name: 'a' }] } }, 'ns'),
+    /metadata.labels\["a"\] is not a string/,
+  );
+});
+
+test('JSON Pointer tokens escape ~ before /', () => {
+  assert.equal(escapePointerToken('skein.dev/proxy-uuid'), 'skein.dev~1proxy-uuid');
+  assert.equal(escapePointerToken('a~/b'), 'a~0~1b');
+  assert.equal(pointer('metadata', 'annotations', 'x/~y'), '/metadata/annotations/x~1~0y');
+  // Round trip through the applier's unescaping.
+  const doc = applyPatch({ m: {} }, [{ op: 'add', path: pointer('m', 'a~1/b'), value: 1 }]);
+  assert.deepEqual(doc, { m: { 'a~1/b': 1 } });
+});
