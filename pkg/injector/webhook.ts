@@ -1,0 +1,282 @@
+// The sidecar-injection admission webhook: an HTTPS server answering
+// AdmissionReview v1 for pod creation with a JSON Patch. Decisions and the
+// patch come from the pure functions in mutate.ts; this file owns the I/O
+// (issuing the proxy certificate, creating the bootstrap Secret) and the
+// protocol edge (malformed bodies are a 400, never a crash; a pod that cannot
+// be injected is `allowed: false` with a message a person can act on).
+import { randomUUID } from 'node:crypto';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { createServer, type Server } from 'node:https';
+import type { CertificateAuthority } from '../certificate/types.js';
+import type { Logger } from '../logger/logger.js';
+import { silentLogger } from '../logger/logger.js';
+import { InjectionError } from './errors.js';
+import {
+  checkPod,
+  decide,
+  mutate,
+  type NamespaceLike,
+  type SecretManifest,
+  type SidecarImages,
+  sidecarCommonName,
+} from './mutate.js';
+import { isJsonObject, type Json, type JsonObject, readPod } from './pod.js';
+
+export const MUTATE_PATH = '/mutate-pod-creation';
+/** The API server caps objects at 3 MiB; an AdmissionReview carries one (two on UPDATE) plus envelope. */
+const MAX_BODY_BYTES = 8 * 1024 * 1024;
+/** Until the controller rotates bootstrap Secrets, a proxy's ADS client certificate must outlive the pod. */
+export const DEFAULT_PROXY_CERT_VALIDITY_MS = 365 * 24 * 60 * 60 * 1000;
+
+/** Creates the per-pod bootstrap Secret (Kubernetes in production, a fake in tests). */
+export interface SecretWriter {
+  create(secret: SecretManifest): Promise<void>;
+}
+
+/** Reads a namespace's labels and annotations; undefined when it does not exist. */
+export interface NamespaceReader {
+  get(name: string): Promise<NamespaceLike | undefined>;
+}
+
+export interface WebhookOptions {
+  /** Serving certificate for the webhook Service name (the controller issues it from skein's CA). */
+  tls: { certPem: string; keyPem: string };
+  host?: string;
+  /** 0 for an ephemeral port; PORT_WEBHOOK (9090) in a cluster. */
+  port?: number;
+  meshName: string;
+  trustDomain: string;
+  controlPlaneNamespace: string;
+  clusterDomain?: string;
+  images: SidecarImages;
+  envoyLogLevel?: string;
+  envoyResources?: JsonObject;
+  ca: Pick<CertificateAuthority, 'issue'>;
+  proxyCertValidityMs?: number;
+  secrets: SecretWriter;
+  namespaces: NamespaceReader;
+  logger?: Logger;
+  /** Injectable for tests; a random v4 UUID otherwise. */
+  newUuid?: () => string;
+}
+
+export interface AdmissionResponse {
+  uid: string;
+  allowed: boolean;
+  patchType?: 'JSONPatch';
+  /** base64 of the JSON Patch document. */
+  patch?: string;
+  status?: { code: number; message: string };
+}
+
+export interface AdmissionReviewResponse {
+  apiVersion: 'admission.k8s.io/v1';
+  kind: 'AdmissionReview';
+  response: AdmissionResponse;
+}
+
+interface AdmissionRequest {
+  uid: string;
+  kind: string;
+  operation: string;
+  namespace: string;
+  dryRun: boolean;
+  object: Json | undefined;
+}
+
+/** Validates the envelope; undefined when the body is not an AdmissionReview v1 request. */
+export function parseAdmissionReview(body: unknown): AdmissionRequest | undefined {
+  if (!isJsonObject(body)) return undefined;
+  if (body['apiVersion'] !== 'admission.k8s.io/v1' || body['kind'] !== 'AdmissionReview') return undefined;
+  const req = body['request'];
+  if (!isJsonObject(req) || typeof req['uid'] !== 'string' || req['uid'] === '') return undefined;
+  const kind = req['kind'];
+  return {
+    uid: req['uid'],
+    kind: isJsonObject(kind) && typeof kind['kind'] === 'string' ? kind['kind'] : '',
+    operation: typeof req['operation'] === 'string' ? req['operation'] : '',
+    namespace: typeof req['namespace'] === 'string' ? req['namespace'] : '',
+    dryRun: req['dryRun'] === true,
+    object: req['object'],
+  };
+}
+
+function review(response: AdmissionResponse): AdmissionReviewResponse {
+  return { apiVersion: 'admission.k8s.io/v1', kind: 'AdmissionReview', response };
+}
+
+function deny(uid: string, code: number, message: string): AdmissionReviewResponse {
+  return review({ uid, allowed: false, status: { code, message: `skein sidecar injection: ${message}` } });
+}
+
+function errorMessage(err: unknown): string {
+  return err instanceof Error ? err.message : String(err);
+}
+
+export class InjectorWebhook {
+  readonly #o: WebhookOptions;
+  readonly #log: Logger;
+  readonly #server: Server;
+
+  constructor(options: WebhookOptions) {
+    this.#o = options;
+    this.#log = (options.logger ?? silentLogger()).child({ component: 'injector' });
+    this.#server = createServer({ cert: options.tls.certPem, key: options.tls.keyPem }, (req, res) => {
+      this.#handle(req, res).catch((err: unknown) => {
+        // #handle answers every request itself; this only guards against a bug leaving one hanging.
+        this.#log.error({ err }, 'webhook request failed');
+        if (!res.headersSent) res.writeHead(500).end();
+        else res.destroy();
+      });
+    });
+    // Bound slow or stuck clients; the API server's own webhook timeout is at most 30 s.
+    this.#server.requestTimeout = 30_000;
+    this.#server.headersTimeout = 10_000;
+  }
+
+  /** Listens; resolves with the bound port. */
+  start(): Promise<number> {
+    return new Promise((resolve, reject) => {
+      this.#server.once('error', reject);
+      this.#server.listen(this.#o.port ?? 0, this.#o.host ?? '0.0.0.0', () => {
+        this.#server.off('error', reject);
+        const address = this.#server.address();
+        if (address === null || typeof address === 'string')
+          reject(new Error('webhook is not on a TCP port'));
+        else resolve(address.port);
+      });
+    });
+  }
+
+  /** Swaps the serving certificate (rotation); new connections use it. */
+  setServingCertificate(tls: { certPem: string; keyPem: string }): void {
+    this.#server.setSecureContext({ cert: tls.certPem, key: tls.keyPem });
+  }
+
+  close(): Promise<void> {
+    return new Promise((resolve) => {
+      this.#server.close(() => resolve());
+      this.#server.closeAllConnections();
+    });
+  }
+
+  async #handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const path = (req.url ?? '').split('?')[0];
+    if (path === '/healthz' && req.method === 'GET') {
+      res.writeHead(200, { 'content-type': 'text/plain' }).end('ok\n');
+      return;
+    }
+    if (path !== MUTATE_PATH) {
+      res.writeHead(404, { 'content-type': 'text/plain' }).end('not found\n');
+      return;
+    }
+    if (req.method !== 'POST') {
+      res.writeHead(405, { allow: 'POST', 'content-type': 'text/plain' }).end('POST an AdmissionReview\n');
+      return;
+    }
+    const body = await readBody(req, MAX_BODY_BYTES);
+    if (body === undefined) {
+      res.writeHead(413, { 'content-type': 'text/plain' }).end('request body too large\n');
+      return;
+    }
+    let parsed: unknown;
+    try {
+      parsed = JSON.parse(body.toString('utf8'));
+    } catch (err) {
+      res.writeHead(400, { 'content-type': 'text/plain' }).end(`malformed JSON: ${errorMessage(err)}\n`);
+      return;
+    }
+    const request = parseAdmissionReview(parsed);
+    if (!request) {
+      res
+        .writeHead(400, { 'content-type': 'text/plain' })
+        .end('expected an admission.k8s.io/v1 AdmissionReview with request.uid\n');
+      return;
+    }
+    const answer = await this.review(request);
+    res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(answer));
+  }
+
+  /** Answers one admission request; never throws. */
+  async review(request: AdmissionRequest): Promise<AdmissionReviewResponse> {
+    const { uid } = request;
+    const allow = review({ uid, allowed: true });
+    // Registered for pod CREATE only; anything else passes untouched.
+    if (request.kind !== 'Pod' || request.operation !== 'CREATE') return allow;
+    let pod: ReturnType<typeof readPod>;
+    let namespace: NamespaceLike | undefined;
+    try {
+      pod = readPod(request.object, request.namespace);
+    } catch (err) {
+      return deny(uid, 400, errorMessage(err));
+    }
+    const log = this.#log.child({ namespace: pod.namespace, pod: pod.name, uid });
+    try {
+      namespace = await this.#o.namespaces.get(pod.namespace);
+    } catch (err) {
+      log.warn({ err }, 'cannot read the namespace');
+      return deny(uid, 500, `cannot read namespace ${pod.namespace}: ${errorMessage(err)}`);
+    }
+    if (!namespace) return deny(uid, 400, `namespace ${pod.namespace} does not exist`);
+    try {
+      const decision = decide(pod, namespace, this.#o);
+      if (!decision.inject) {
+        log.debug({ reason: decision.reason }, 'not injecting');
+        return allow;
+      }
+      // Validate before issuing a certificate for a pod that would be refused anyway.
+      checkPod(pod);
+      const proxyUuid = (this.#o.newUuid ?? randomUUID)();
+      const commonName = sidecarCommonName(pod, proxyUuid, this.#o.trustDomain);
+      const cert = await this.#o.ca.issue({
+        commonName,
+        validityMs: this.#o.proxyCertValidityMs ?? DEFAULT_PROXY_CERT_VALIDITY_MS,
+        usage: 'client',
+      });
+      const o = this.#o;
+      const m = mutate(pod, {
+        meshName: o.meshName,
+        trustDomain: o.trustDomain,
+        controlPlaneNamespace: o.controlPlaneNamespace,
+        images: o.images,
+        ...(o.clusterDomain !== undefined ? { clusterDomain: o.clusterDomain } : {}),
+        ...(o.envoyLogLevel !== undefined ? { envoyLogLevel: o.envoyLogLevel } : {}),
+        ...(o.envoyResources !== undefined ? { envoyResources: o.envoyResources } : {}),
+        proxyUuid,
+        certificate: { certPem: cert.certPem, keyPem: cert.keyPem, caPem: cert.caPem },
+      });
+      // A dry run must have no side effects (the webhook is registered with sideEffects: NoneOnDryRun).
+      if (!request.dryRun) await this.#o.secrets.create(m.secret);
+      log.info({ proxyUuid, secret: m.secret.metadata.name, dryRun: request.dryRun }, 'injecting sidecar');
+      return review({
+        uid,
+        allowed: true,
+        patchType: 'JSONPatch',
+        patch: Buffer.from(JSON.stringify(m.patch)).toString('base64'),
+      });
+    } catch (err) {
+      if (err instanceof InjectionError) {
+        log.info({ reason: err.message }, 'refusing pod');
+        return deny(uid, 400, err.message);
+      }
+      log.warn({ err }, 'injection failed');
+      return deny(uid, 500, errorMessage(err));
+    }
+  }
+}
+
+/** The whole body, or undefined once it exceeds `limit` (the rest is discarded). */
+function readBody(req: IncomingMessage, limit: number): Promise<Buffer | undefined> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    let tooBig = false;
+    req.on('data', (chunk: Buffer) => {
+      size += chunk.length;
+      if (size > limit) tooBig = true;
+      if (!tooBig) chunks.push(chunk);
+    });
+    req.on('end', () => resolve(tooBig ? undefined : Buffer.concat(chunks)));
+    req.on('error', reject);
+  });
+}
