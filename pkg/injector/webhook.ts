@@ -75,7 +75,8 @@ export interface AdmissionReviewResponse {
   response: AdmissionResponse;
 }
 
-interface AdmissionRequest {
+/** The fields of an AdmissionReview v1 request the injector reads. */
+export interface AdmissionRequest {
   uid: string;
   kind: string;
   operation: string;
