@@ -166,9 +166,10 @@ export function podIdentities(pods: Iterable<Pod>): Identity[] {
 
 /**
  * Ready endpoints of one service port from the service's EndpointSlices,
- * sorted by IP and deduplicated. A slice port matches the service port by
- * name (unnamed = ''), or is used when it is the slice's only port and the
- * service has one port. A slice without ports (as a hand-written local slice
+ * sorted by IP (then port) and deduplicated by address and port: pods sharing
+ * an IP (hostNetwork pods on one node) are distinct endpoints on their own
+ * ports. A slice port matches the service port by name (unnamed = ''), or is
+ * used when it is the slice's only port and the service has one port. A slice without ports (as a hand-written local slice
  * may be) uses the resolved target port. `ready` absent counts as ready, as
  * the EndpointSlice API defines.
  */
@@ -177,7 +178,7 @@ export function sliceEndpoints(
   servicePort: MeshServicePort,
   slices: readonly EndpointSlice[],
 ): Endpoint[] {
-  const byIp = new Map<string, Endpoint>();
+  const byAddress = new Map<string, Endpoint>();
   for (const slice of slices) {
     if (slice.addressType === 'FQDN') continue;
     const port = slicePort(slice, service, servicePort);
@@ -185,14 +186,15 @@ export function sliceEndpoints(
     for (const ep of slice.endpoints ?? []) {
       if (ep.conditions?.ready === false) continue;
       for (const ip of ep.addresses ?? []) {
-        if (byIp.has(ip)) continue;
+        const key = `${ip}|${port}`;
+        if (byAddress.has(key)) continue;
         const e: Endpoint = { ip, port, ready: true };
         if (ep.targetRef?.kind === 'Pod') e.podName = ep.targetRef.name;
-        byIp.set(ip, e);
+        byAddress.set(key, e);
       }
     }
   }
-  return [...byIp.values()].sort((a, b) => compareIps(a.ip, b.ip));
+  return [...byAddress.values()].sort((a, b) => compareIps(a.ip, b.ip) || a.port - b.port);
 }
 
 function slicePort(slice: EndpointSlice, service: MeshService, sp: MeshServicePort): number | undefined {

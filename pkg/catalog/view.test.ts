@@ -218,6 +218,24 @@ test('endpoints: an unnamed single slice port serves a single-port service; no p
   assert.deepEqual(view.endpoints('shop/b', 80), [{ ip: '10.1.0.2', port: 8081, ready: true }]);
 });
 
+test('endpoints: pods sharing an IP on different ports (hostNetwork) are all kept, sorted by port', () => {
+  // The EndpointSlice controller puts pods whose named target port resolves to
+  // different numbers into different slices.
+  const store = storeWith(
+    namespace('shop', MESH),
+    service('shop', 'a', [{ name: 'grpc-api', port: 80, targetPort: 'grpc-api' }]),
+    endpointSlice('shop', 'a', 'a-1', [{ ip: '10.1.0.1', pod: 'a-2' }], [{ name: 'grpc-api', port: 9002 }]),
+    endpointSlice('shop', 'a', 'a-2', [{ ip: '10.1.0.1', pod: 'a-1' }], [{ name: 'grpc-api', port: 9001 }]),
+    // The same address and port twice (a pod moving between slices) is one endpoint.
+    endpointSlice('shop', 'a', 'a-3', [{ ip: '10.1.0.1', pod: 'a-1' }], [{ name: 'grpc-api', port: 9001 }]),
+  );
+  const view = buildMeshView(store, { meshName: MESH });
+  assert.deepEqual(view.endpoints('shop/a', 80), [
+    { ip: '10.1.0.1', port: 9001, ready: true, podName: 'a-1' },
+    { ip: '10.1.0.1', port: 9002, ready: true, podName: 'a-2' },
+  ]);
+});
+
 test('service identities are the distinct service accounts of selected pods (default: default)', () => {
   const store = storeWith(
     ...bookstore(),
