@@ -154,8 +154,9 @@ export class Controller {
 
     const result: ControllerPorts = { ads: ports.port, http: httpPort };
     if (ports.insecurePort !== undefined) result.insecureAds = ports.insecurePort;
-    // Local workload files and bootstraps stand in for what the injector gives pods in Kubernetes.
-    if (o.localDir) await this.startLocalWorkloads(ports.insecurePort);
+    // Local workload files and bootstraps stand in for what the injector gives pods in
+    // Kubernetes; --workload-files asks for them in Kubernetes mode too (workloads run outside).
+    if (o.localDir || o.workloadFiles) await this.startLocalWorkloads(ports.insecurePort);
     log.info(
       {
         ...result,
@@ -163,6 +164,7 @@ export class Controller {
         ...(o.localDir
           ? { local: o.localDir }
           : { kubernetes: o.kubeconfig ?? 'in-cluster', namespace: o.namespace }),
+        ...(o.workloadFiles ? { workloadFiles: true } : {}),
         state: o.stateDir,
       },
       'skein controller ready',

@@ -26,7 +26,8 @@ export interface LocalWorkloadsOptions {
  * pod's identity gets certificate files (kept rotated by the
  * WorkloadCertWriter) and every pod with a proxy UUID gets a proxyless gRPC
  * bootstrap pointing at this controller, so the demo and the tests start a
- * workload with nothing but `GRPC_XDS_BOOTSTRAP=<file>`.
+ * workload with nothing but `GRPC_XDS_BOOTSTRAP=<file>`. Kubernetes mode
+ * does the same with `--workload-files` (workloads outside the cluster).
  */
 export class LocalWorkloads {
   private readonly tracked = new Set<string>();

@@ -57,3 +57,12 @@ test('Kubernetes mode: --kubeconfig, or in-cluster when neither source is given 
   assert.throws(() => parseControllerArgs(['--local', 'd', '--kubeconfig', 'k'], {}), /exclude each other/);
   assert.throws(() => parseControllerArgs(['--kubeconfig', ''], {}), UsageError);
 });
+
+test('--workload-files is off unless given', () => {
+  const off = parseControllerArgs(['--kubeconfig', '/k/config'], {});
+  assert.ok(off !== 'help');
+  assert.equal(off.workloadFiles, undefined);
+  const on = parseControllerArgs(['--kubeconfig', '/k/config', '--workload-files'], {});
+  assert.ok(on !== 'help');
+  assert.equal(on.workloadFiles, true);
+});

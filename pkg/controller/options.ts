@@ -19,6 +19,12 @@ export interface ControllerOptions {
   insecureAdsPort?: number;
   httpPort: number;
   minPushIntervalMs?: number;
+  /**
+   * Write workload certificates and proxyless bootstraps under the state dir
+   * in Kubernetes mode too (always on in local mode): for running workloads
+   * outside the cluster against a real API server, as tests do.
+   */
+  workloadFiles?: boolean;
   logLevel: string;
 }
 
@@ -40,6 +46,8 @@ Flags:
   --insecure-ads-port <port>  Also serve plaintext ADS for proxyless gRPC (off unless given)
   --http-port <port>          Health endpoints /healthz, /readyz (default ${PORT_CONTROLLER_HTTP})
   --min-push-interval <dur>   Minimum interval between pushes to one proxy (default from MeshConfig, else 100ms)
+  --workload-files            Kubernetes mode: also write workload certs and proxyless bootstraps to the
+                              state dir, as local mode does (development and tests; off by default)
   --log-level <level>         trace|debug|info|warn|error (default info)
   -h, --help                  Show this help
 `;
@@ -102,6 +110,7 @@ export function parseControllerArgs(
   const insecure = port('insecure-ads-port', v['insecure-ads-port']);
   if (insecure !== undefined) options.insecureAdsPort = insecure;
   if (minPushIntervalMs !== undefined) options.minPushIntervalMs = minPushIntervalMs;
+  if (v['workload-files']) options.workloadFiles = true;
   return options;
 }
 
@@ -121,6 +130,7 @@ function parse(argv: string[]) {
       'http-port': { type: 'string' },
       'min-push-interval': { type: 'string' },
       'log-level': { type: 'string' },
+      'workload-files': { type: 'boolean' },
       help: { type: 'boolean', short: 'h' },
     },
   });
