@@ -42,14 +42,15 @@ start: build
 demo: build
 	$(NODE) dist/test/demo/main.js
 
+# test/run.ts: `node --test` plus one test cluster shared by every file using acquireCluster().
 test: build cluster-bin envoyvalidate-bin
-	$(NODE) --test --test-concurrency=2 $$(find dist/pkg dist/cmd -name '*.test.js' | sort) $$(find dist/test -name '*.test.js' | sort)
+	$(NODE) dist/test/run.js --test-concurrency=2 $$(find dist/pkg dist/cmd -name '*.test.js' | sort) $$(find dist/test -name '*.test.js' | sort)
 
 test-unit: build
 	$(NODE) --test $$(find dist/pkg dist/cmd -name '*.test.js' | sort)
 
 test-e2e: build cluster-bin envoyvalidate-bin
-	$(NODE) --test --test-concurrency=1 $$(find dist/test -name '*.test.js' | sort)
+	$(NODE) dist/test/run.js --test-concurrency=1 $$(find dist/test -name '*.test.js' | sort)
 
 lint: deps
 	npx tsc -p tsconfig.json --noEmit

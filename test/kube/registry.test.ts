@@ -1,48 +1,38 @@
 // The Kubernetes registry against a real kube-apiserver, kube-controller-manager
 // (EndpointSlice, namespace, GC, service-account controllers) and etcd: CRDs
 // accepted and enforced, namespace membership by label, endpoints published by
-// the real EndpointSlice controller, Events for invalid objects, and recovery
-// from an API server restart.
+// the real EndpointSlice controller, and Events for invalid objects. It runs on
+// the shared test cluster when there is one (acquireCluster); the recovery tests,
+// which restart the API server and etcd, are in restarts.test.ts on a cluster of
+// their own.
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
-import { readdirSync, readFileSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
-import {
-  ApiException,
-  CoreV1Api,
-  CustomObjectsApi,
-  DiscoveryV1Api,
-  type KubeConfig,
-} from '@kubernetes/client-node';
-import { parse } from 'yaml';
+import { ApiException, CoreV1Api, CustomObjectsApi, type KubeConfig } from '@kubernetes/client-node';
 import { buildMeshView, policyProblems } from '../../pkg/catalog/view.js';
 import { ProblemLog } from '../../pkg/controller/problem-log.js';
 import { silentLogger } from '../../pkg/logger/logger.js';
 import { LABEL_MONITORED_BY } from '../../pkg/mesh/constants.js';
-import { KubeApiError, KubeClient } from '../../pkg/registry/kube/client.js';
+import { KubeClient } from '../../pkg/registry/kube/client.js';
 import { KubeEventReporter, storeLookup, teeReporter } from '../../pkg/registry/kube/events.js';
 import { KubeRegistry } from '../../pkg/registry/kube/registry.js';
 import { ProblemCollector } from '../../pkg/registry/problems.js';
-import { crdDirectory } from '../../pkg/schema/crds.js';
-import { acquireCluster, type ClusterEndpoint, TestCluster } from '../support/cluster.js';
-import { createNamespace, createNode, createPod, markPodRunning, waitFor } from '../support/kube.js';
+import { acquireCluster, type ClusterEndpoint } from '../support/cluster.js';
+import { applyCrds, createNamespace, createNode, createPod, markPodRunning } from '../support/kube.js';
 import { spawnNode } from '../support/processes.js';
 
-const MESH = 'skein-e2e';
 const suffix = randomBytes(3).toString('hex');
+// Its own mesh name too: on a shared cluster, other files label their namespaces.
+const MESH = `skein-e2e-${suffix}`;
 const CP = `skein-system-${suffix}`;
 const SHOP = `shop-${suffix}`;
 
 const SMI_ACCESS = { group: 'access.smi-spec.io', version: 'v1alpha3', plural: 'traffictargets' };
 const SMI_SPLIT = { group: 'split.smi-spec.io', version: 'v1alpha4', plural: 'trafficsplits' };
-
-function isRecord(v: unknown): v is Record<string, unknown> {
-  return typeof v === 'object' && v !== null && !Array.isArray(v);
-}
 
 function trafficTarget(name: string, destNs: string): Record<string, unknown> {
   return {
@@ -77,7 +67,6 @@ describe('KubeRegistry against a real API server', { timeout: 180_000 }, () => {
   let release: () => Promise<void>;
   let core: CoreV1Api;
   let custom: CustomObjectsApi;
-  let discovery: DiscoveryV1Api;
   let registry: KubeRegistry;
   let events: KubeEventReporter;
   const problems = new ProblemCollector();
@@ -86,7 +75,6 @@ describe('KubeRegistry against a real API server', { timeout: 180_000 }, () => {
     ({ endpoint, kubeConfig: kc, release } = await acquireCluster());
     core = kc.makeApiClient(CoreV1Api);
     custom = kc.makeApiClient(CustomObjectsApi);
-    discovery = kc.makeApiClient(DiscoveryV1Api);
     await applyCrds(kc);
     await createNode(core);
     await createNamespace(core, CP);
@@ -297,148 +285,4 @@ describe('KubeRegistry against a real API server', { timeout: 180_000 }, () => {
       await rm(stateDir, { recursive: true, force: true });
     }
   });
-
-  test('after an API server restart and changes right after it, the store equals the server', async (t) => {
-    if (!(endpoint instanceof TestCluster)) {
-      t.skip('shared cluster: its API server cannot be restarted from here');
-      return;
-    }
-    const cluster = endpoint;
-    await cluster.stopApiServer();
-    await new Promise((r) => setTimeout(r, 500));
-    await cluster.startApiServer();
-    // Right after: remove a policy, add one, change endpoints.
-    await custom.deleteNamespacedCustomObject({ ...SMI_ACCESS, namespace: SHOP, name: 'ok' });
-    await custom.createNamespacedCustomObject({
-      ...SMI_ACCESS,
-      namespace: SHOP,
-      body: trafficTarget('ok-2', SHOP),
-    });
-    await core.deleteNamespacedPod({ namespace: SHOP, name: 'web-2', gracePeriodSeconds: 0 });
-    await createPod(core, { namespace: SHOP, name: 'web-4', labels: { app: 'web' }, ports: [8080] });
-    await markPodRunning(core, SHOP, 'web-4', '10.244.1.4');
-    await waitFor('server-side endpoints', async () => {
-      const state = await serverState();
-      return state.addresses.join() === '10.244.1.3,10.244.1.4';
-    });
-    await eventually(
-      'store equal to the server',
-      async () => {
-        const server = await serverState();
-        assert.deepEqual(storeState(), server);
-      },
-      60_000,
-    );
-    const stats = registry.stats();
-    for (const [type, s] of Object.entries(stats))
-      assert.ok(s.watches >= 2, `${type}: watch re-opened after the restart (${JSON.stringify(s)})`);
-    t.diagnostic(`relists after 410: ${Object.values(stats).reduce((n, s) => n + s.expired, 0)}`);
-  });
-
-  test('after an etcd restart, changes made right after it reach the store', async (t) => {
-    if (!(endpoint instanceof TestCluster)) {
-      t.skip('shared cluster: its etcd cannot be restarted from here');
-      return;
-    }
-    const cluster = endpoint;
-    await cluster.stopEtcd();
-    await new Promise((r) => setTimeout(r, 500));
-    await cluster.startEtcd();
-    await waitFor(
-      'API server writable again',
-      async () => {
-        try {
-          await custom.createNamespacedCustomObject({
-            ...SMI_ACCESS,
-            namespace: SHOP,
-            body: trafficTarget('after-etcd', SHOP),
-          });
-          return true;
-        } catch (err) {
-          if (err instanceof ApiException && err.code === 409) return true;
-          return false;
-        }
-      },
-      60_000,
-    );
-    await core.deleteNamespacedService({ namespace: SHOP, name: 'web' });
-    await eventually(
-      'store equal to the server',
-      async () => {
-        const server = await serverState();
-        assert.deepEqual(storeState(), server);
-      },
-      60_000,
-    );
-    assert.ok(registry.store.keys('TrafficTarget').includes(`${SHOP}/after-etcd`));
-    assert.ok(!registry.store.keys('Service').includes(`${SHOP}/web`));
-  });
-
-  /** What the API server holds for the shop namespace, in the store's terms. */
-  async function serverState() {
-    const [services, pods, tts, slices] = await Promise.all([
-      core.listNamespacedService({ namespace: SHOP }),
-      core.listNamespacedPod({ namespace: SHOP }),
-      custom.listNamespacedCustomObject({ ...SMI_ACCESS, namespace: SHOP }),
-      discovery.listNamespacedEndpointSlice({ namespace: SHOP }),
-    ]);
-    const items = isRecord(tts) && Array.isArray(tts['items']) ? tts['items'] : [];
-    return {
-      services: services.items.map((s) => `${SHOP}/${s.metadata?.name}`).sort(),
-      pods: pods.items.map((p) => `${SHOP}/${p.metadata?.name}`).sort(),
-      trafficTargets: items
-        .map((o) =>
-          isRecord(o) && isRecord(o['metadata']) ? `${SHOP}/${String(o['metadata']['name'])}` : '',
-        )
-        .filter((k) => k !== `${SHOP}/elsewhere`) // invalid: never stored
-        .sort(),
-      addresses: slices.items
-        .flatMap((s) =>
-          (s.endpoints ?? []).filter((e) => e.conditions?.ready === true).flatMap((e) => e.addresses),
-        )
-        .sort(),
-    };
-  }
-
-  function storeState() {
-    const inShop = (k: string) => k.startsWith(`${SHOP}/`);
-    return {
-      services: registry.store.keys('Service').filter(inShop).sort(),
-      pods: registry.store.keys('Pod').filter(inShop).sort(),
-      trafficTargets: registry.store.keys('TrafficTarget').filter(inShop).sort(),
-      addresses: registry.store
-        .list('EndpointSlice')
-        .filter((s) => s.metadata.namespace === SHOP)
-        .flatMap((s) =>
-          (s.endpoints ?? []).filter((e) => e.conditions?.ready === true).flatMap((e) => e.addresses),
-        )
-        .sort(),
-    };
-  }
 });
-
-/**
- * Creates skein's CRDs (charts/skein/crds) as raw JSON — client-node's typed
- * serializer would drop `x-kubernetes-*` schema keys — and waits until each is Established.
- */
-async function applyCrds(kc: KubeConfig): Promise<void> {
-  const client = new KubeClient({ kubeConfig: kc });
-  const base = '/apis/apiextensions.k8s.io/v1/customresourcedefinitions';
-  const dir = crdDirectory();
-  for (const file of readdirSync(dir).filter((f) => f.endsWith('.yaml'))) {
-    const body: unknown = parse(readFileSync(path.join(dir, file), 'utf8'));
-    if (!isRecord(body) || !isRecord(body['metadata'])) throw new Error(`${file}: not a CRD`);
-    const name = String(body['metadata']['name']);
-    try {
-      await client.request('POST', base, { body });
-    } catch (err) {
-      if (!(err instanceof KubeApiError && err.status === 409)) throw err;
-    }
-    await waitFor(`CRD ${name} Established`, async () => {
-      const crd = await client.request('GET', `${base}/${name}`);
-      const status = isRecord(crd) ? crd['status'] : undefined;
-      const conditions = isRecord(status) && Array.isArray(status['conditions']) ? status['conditions'] : [];
-      return conditions.some((c) => isRecord(c) && c['type'] === 'Established' && c['status'] === 'True');
-    });
-  }
-}

@@ -6,7 +6,7 @@
 // writes the endpoint (server, CA, admin token, kubeconfig path) as JSON to the
 // state file (default .state/test-cluster.json), then prints the environment to
 // point tests (SKEIN_TEST_CLUSTER, see acquireCluster) and tools (KUBECONFIG) at it.
-import { mkdir, rm, writeFile } from 'node:fs/promises';
+import { mkdir, rename, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { type ClusterEndpoint, SHARED_CLUSTER_ENV, TestCluster } from './cluster.js';
 
@@ -19,7 +19,9 @@ const endpoint: ClusterEndpoint = {
   kubeconfigPath: cluster.kubeconfigPath,
 };
 await mkdir(path.dirname(stateFile), { recursive: true });
-await writeFile(stateFile, JSON.stringify(endpoint, null, 2), { mode: 0o600 });
+// By rename: acquireCluster() may be polling for the file and must not read half of it.
+await writeFile(`${stateFile}.tmp`, JSON.stringify(endpoint, null, 2), { mode: 0o600 });
+await rename(`${stateFile}.tmp`, stateFile);
 process.stdout.write(
   `export ${SHARED_CLUSTER_ENV}=${stateFile}\nexport KUBECONFIG=${cluster.kubeconfigPath}\n`,
 );

@@ -5,7 +5,6 @@
 //
 // There is no kubelet and no scheduler: tests create Node objects, give pods
 // spec.nodeName and mark them Running/Ready themselves (see kube.ts).
-// Must precede @kubernetes/client-node: fills what its undici 8 needs on Node 20.
 import { type ChildProcess, spawn } from 'node:child_process';
 import { generateKeyPairSync, randomBytes } from 'node:crypto';
 import { existsSync, rmSync } from 'node:fs';
@@ -31,7 +30,10 @@ export const DEFAULT_CONTROLLERS: readonly string[] = [
   'serviceaccount-controller',
 ];
 
-/** A file written by `cluster-main` so several test processes can share one cluster. */
+/**
+ * Names the state file of a cluster shared by several test processes, written by
+ * `test/run.ts` (what `make test` runs) or `cluster-main` once the cluster is up.
+ */
 export const SHARED_CLUSTER_ENV = 'SKEIN_TEST_CLUSTER';
 
 export interface TestClusterOptions {
@@ -156,7 +158,8 @@ export interface HttpResult {
   body: string;
 }
 
-function httpsRequest(
+/** Any request to a cluster's API server with a bearer token (for probes and client-free tests). */
+export function clusterRequest(
   endpoint: Pick<ClusterEndpoint, 'server' | 'caPem'>,
   method: string,
   urlPath: string,
@@ -289,12 +292,12 @@ export class TestCluster implements ClusterEndpoint {
 
   /** GET on the API server (as admin unless `token` is given); for probes like /readyz or /version. */
   get(urlPath: string, token = this.adminToken): Promise<HttpResult> {
-    return httpsRequest(this, 'GET', urlPath, token);
+    return clusterRequest(this, 'GET', urlPath, token);
   }
 
   /** Any request as admin with a JSON body; for tests that must not depend on a client library. */
   request(method: string, urlPath: string, body?: unknown): Promise<HttpResult> {
-    return httpsRequest(this, method, urlPath, this.adminToken, body);
+    return clusterRequest(this, method, urlPath, this.adminToken, body);
   }
 
   /** Last log lines of a component (for assertion messages). */
@@ -467,24 +470,49 @@ async function writeClusterFiles(dir: string, server: string): Promise<Omit<Clus
 
 /**
  * The cluster a test file should use: the shared one named by
- * $SKEIN_TEST_CLUSTER (a state file written by `cluster-main`), else a
- * cluster of its own. `release()` stops only a cluster this call started.
+ * $SKEIN_TEST_CLUSTER, else a cluster of its own. `release()` stops only a
+ * cluster this call started. Tests on a shared cluster must keep to namespaces
+ * of their own and must not restart its components (use TestCluster.start()).
  */
 export async function acquireCluster(
   opts: TestClusterOptions = {},
 ): Promise<{ endpoint: ClusterEndpoint; kubeConfig: KubeConfig; release: () => Promise<void> }> {
   const stateFile = process.env[SHARED_CLUSTER_ENV];
   if (stateFile) {
-    const endpoint = parseEndpoint(await readFile(stateFile, 'utf8'));
+    const endpoint = await readSharedCluster(stateFile, opts.startTimeoutMs ?? 120_000);
     return { endpoint, kubeConfig: kubeConfigFor(endpoint), release: async () => {} };
   }
   const cluster = await TestCluster.start(opts);
   return { endpoint: cluster, kubeConfig: cluster.kubeConfig(), release: () => cluster.stop() };
 }
 
-function parseEndpoint(text: string): ClusterEndpoint {
+/**
+ * Reads a shared cluster's state file, waiting for it: test/run.ts starts the
+ * cluster while the first test files already run, and writes the file (by
+ * rename, so it is never seen half-written) once the cluster is ready — or
+ * `{"error": ...}` when it failed to start.
+ */
+async function readSharedCluster(stateFile: string, timeoutMs: number): Promise<ClusterEndpoint> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    let text: string | undefined;
+    try {
+      text = await readFile(stateFile, 'utf8');
+    } catch (err) {
+      if (!(err instanceof Error && 'code' in err && err.code === 'ENOENT')) throw err;
+    }
+    if (text !== undefined) return parseEndpoint(text, stateFile);
+    if (Date.now() > deadline)
+      throw new Error(`shared test cluster: ${stateFile} did not appear within ${timeoutMs} ms`);
+    await sleep(100);
+  }
+}
+
+function parseEndpoint(text: string, stateFile: string): ClusterEndpoint {
   const v: unknown = JSON.parse(text);
   if (typeof v !== 'object' || v === null) throw new Error('cluster state file: not an object');
+  const error: unknown = Reflect.get(v, 'error');
+  if (typeof error === 'string') throw new Error(`shared test cluster (${stateFile}) failed: ${error}`);
   const field = (k: string): string => {
     const x: unknown = Reflect.get(v, k);
     if (typeof x !== 'string') throw new Error(`cluster state file: ${k} is not a string`);

@@ -3,11 +3,13 @@
 // with spec.nodeName, and report them Running/Ready with an IP through the
 // status subresource. The real EndpointSlice controller then publishes them —
 // it skips pods whose Node does not exist, and addresses of pods that are not Ready.
-// Must precede @kubernetes/client-node: fills what its undici 8 needs on Node 20.
+import { readdirSync, readFileSync } from 'node:fs';
+import path from 'node:path';
 import {
   ApiException,
   type CoreV1Api,
   type DiscoveryV1Api,
+  type KubeConfig,
   PatchStrategy,
   setHeaderOptions,
   type V1EndpointSlice,
@@ -15,6 +17,9 @@ import {
   type V1Node,
   type V1Pod,
 } from '@kubernetes/client-node';
+import { parse } from 'yaml';
+import { KubeApiError, KubeClient } from '../../pkg/registry/kube/client.js';
+import { crdDirectory } from '../../pkg/schema/crds.js';
 import { sleep } from './processes.js';
 
 /** The Node every helper-made pod is bound to unless told otherwise. */
@@ -159,5 +164,36 @@ export async function waitFor(
   while (!(await probe())) {
     if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
     await sleep(100);
+  }
+}
+
+function isRecord(v: unknown): v is Record<string, unknown> {
+  return typeof v === 'object' && v !== null && !Array.isArray(v);
+}
+
+/**
+ * Creates skein's CRDs (charts/skein/crds) as raw JSON — client-node's typed
+ * serializer would drop `x-kubernetes-*` schema keys — and waits until each is
+ * Established. CRDs that exist already (a shared cluster) are fine.
+ */
+export async function applyCrds(kc: KubeConfig): Promise<void> {
+  const client = new KubeClient({ kubeConfig: kc });
+  const base = '/apis/apiextensions.k8s.io/v1/customresourcedefinitions';
+  const dir = crdDirectory();
+  for (const file of readdirSync(dir).filter((f) => f.endsWith('.yaml'))) {
+    const body: unknown = parse(readFileSync(path.join(dir, file), 'utf8'));
+    if (!isRecord(body) || !isRecord(body['metadata'])) throw new Error(`${file}: not a CRD`);
+    const name = String(body['metadata']['name']);
+    try {
+      await client.request('POST', base, { body });
+    } catch (err) {
+      if (!(err instanceof KubeApiError && err.status === 409)) throw err;
+    }
+    await waitFor(`CRD ${name} Established`, async () => {
+      const crd = await client.request('GET', `${base}/${name}`);
+      const status = isRecord(crd) ? crd['status'] : undefined;
+      const conditions = isRecord(status) && Array.isArray(status['conditions']) ? status['conditions'] : [];
+      return conditions.some((c) => isRecord(c) && c['type'] === 'Established' && c['status'] === 'True');
+    });
   }
 }
