@@ -10,7 +10,7 @@ import type { AckEvent, FleetProxySpec, StreamEndEvent, TypeCode } from './proto
 import { nowMs } from './protocol.js';
 import { decodeEnvelope, type FactsCache } from './xds-decode.js';
 
-const CODE_OF: Record<string, TypeCode> = {
+export const CODE_OF: Record<string, TypeCode> = {
   [TypeUrl.Cluster]: 'CDS',
   [TypeUrl.ClusterLoadAssignment]: 'EDS',
   [TypeUrl.Listener]: 'LDS',
@@ -19,7 +19,7 @@ const CODE_OF: Record<string, TypeCode> = {
 };
 
 /** Envoy's ADS order on a new stream: CDS and LDS first, then what they reference. */
-const REQUEST_ORDER: readonly string[] = [
+export const REQUEST_ORDER: readonly string[] = [
   TypeUrl.Cluster,
   TypeUrl.Listener,
   TypeUrl.ClusterLoadAssignment,
@@ -51,6 +51,21 @@ export interface FleetClientOptions {
   marker(): Buffer | undefined;
 }
 
+/**
+ * One connection per proxy, as with real sidecars: a local subchannel pool
+ * keeps grpc-js from sharing a TCP connection between channels.
+ */
+export function fleetChannel(opts: FleetClientOptions): grpc.Client {
+  return new grpc.Client(opts.address, opts.credentials, {
+    'grpc.use_local_subchannel_pool': 1,
+    'grpc.initial_reconnect_backoff_ms': 100,
+    'grpc.max_reconnect_backoff_ms': 1000,
+    'grpc.max_receive_message_length': 64 * 1024 * 1024,
+    // The server certificate names localhost too; an IP as TLS server name is deprecated (RFC 6066).
+    'grpc.ssl_target_name_override': 'localhost',
+  });
+}
+
 function sameList(a: readonly string[], b: readonly string[]): boolean {
   return a.length === b.length && a.every((x, i) => x === b[i]);
 }
@@ -66,16 +81,7 @@ export class FleetClient {
   responses = 0;
 
   constructor(private readonly opts: FleetClientOptions) {
-    // One connection per proxy, as with real sidecars: a local subchannel pool
-    // keeps grpc-js from sharing a TCP connection between channels.
-    this.client = new grpc.Client(opts.address, opts.credentials, {
-      'grpc.use_local_subchannel_pool': 1,
-      'grpc.initial_reconnect_backoff_ms': 100,
-      'grpc.max_reconnect_backoff_ms': 1000,
-      'grpc.max_receive_message_length': 64 * 1024 * 1024,
-      // The server certificate names localhost too; an IP as TLS server name is deprecated (RFC 6066).
-      'grpc.ssl_target_name_override': 'localhost',
-    });
+    this.client = fleetChannel(opts);
     for (const t of REQUEST_ORDER)
       this.types.set(t, {
         version: '',

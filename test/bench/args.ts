@@ -18,6 +18,8 @@ export interface BenchOptions {
   /** Skip the idle window around the one-minute ticker. */
   skipTick: boolean;
   keep: boolean;
+  /** Proxies use Delta ADS (DeltaAggregatedResources) instead of SotW. */
+  delta?: boolean;
 }
 
 export const BENCH_USAGE = `skein benchmark — a controller and N real mTLS ADS clients on this machine
@@ -36,6 +38,7 @@ Usage: node dist/test/bench/main.js [flags]   (or: make bench BENCH_ARGS="...")
   --cpu-prof DIR           run the controller under node --cpu-prof, profiles in DIR
   --skip-storm             skip the kill/restart phase (a SIGKILLed controller writes no profile)
   --skip-tick              skip the idle window around the controller's one-minute resync ticker
+  --delta                  proxies speak Delta ADS (DeltaAggregatedResources) instead of SotW
   --keep                   keep the temporary manifests and state directory
   -h, --help
 `;
@@ -66,6 +69,7 @@ export function parseBenchArgs(argv: string[]): BenchOptions | 'help' {
       'skip-storm': { type: 'boolean' },
       'skip-tick': { type: 'boolean' },
       keep: { type: 'boolean' },
+      delta: { type: 'boolean' },
       help: { type: 'boolean', short: 'h' },
     },
   });
@@ -87,6 +91,7 @@ export function parseBenchArgs(argv: string[]): BenchOptions | 'help' {
     skipTick: v['skip-tick'] ?? false,
     keep: v.keep ?? false,
   };
+  if (v.delta) opts.delta = true;
   if (v.json !== undefined) opts.json = v.json;
   if (v['min-push-interval'] !== undefined) opts.minPushInterval = v['min-push-interval'];
   if (v['cpu-prof'] !== undefined) opts.cpuProfDir = v['cpu-prof'];

@@ -22,6 +22,8 @@ export interface FleetOptions {
   caDir: string;
   /** Worker → parent batching interval (default 25 ms). */
   flushMs?: number;
+  /** Proxies speak Delta ADS instead of SotW. */
+  delta?: boolean;
 }
 
 interface ProxyState {
@@ -90,6 +92,7 @@ export class Fleet {
         caDir: opts.caDir,
         proxies: slice,
         flushMs: fleet.flushMs,
+        delta: opts.delta ?? false,
       });
     }
     const certMs = await Promise.all(ready);

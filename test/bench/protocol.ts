@@ -14,6 +14,8 @@ export type ParentMessage =
       proxies: FleetProxySpec[];
       /** How often buffered events go to the parent, in ms. */
       flushMs: number;
+      /** Delta ADS (DeltaAggregatedResources) instead of SotW. */
+      delta: boolean;
     }
   | { type: 'connect' }
   /** From now on, report whether each EDS response carries this pod IP. */

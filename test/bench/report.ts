@@ -86,7 +86,7 @@ export function formatReport(r: BenchResult): string {
   const lines: string[] = [];
   lines.push(
     `skein benchmark: ${t.proxies} proxies, ${t.services} services (+${t.backendServices} split backends) in ${t.namespaces} namespaces, ` +
-      `mode ${o.mode}, ${o.workers} fleet workers, ${o.changes} changes per kind`,
+      `mode ${o.mode}, ${o.delta ? 'Delta' : 'SotW'} ADS, ${o.workers} fleet workers, ${o.changes} changes per kind`,
   );
   lines.push(
     `machine: ${r.machine.nproc} cores (${r.machine.cpuModel}), ${r.machine.memTotalMB} MB, node ${r.machine.node}`,

@@ -57,6 +57,7 @@ export async function runBench(o: BenchOptions): Promise<BenchResult> {
       proxies: topo.proxies.map((p) => ({ index: p.index, cn: p.cn, spiffe: p.spiffe })),
       address: `127.0.0.1:${adsPort}`,
       caDir: path.join(stateDir, 'ca'),
+      delta: o.delta ?? false,
     });
     fleet = started2.fleet;
     const idleCpuBeforeFleet = controller.cpu() - idleCpu0;

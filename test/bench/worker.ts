@@ -3,7 +3,8 @@
 // parent in batches (so its own CPU stays small next to the controller's).
 import * as grpc from '@grpc/grpc-js';
 import { BuiltinCA } from '../../pkg/certificate/builtin.js';
-import { FleetClient } from './ads-client.js';
+import { FleetClient, type FleetClientOptions } from './ads-client.js';
+import { DeltaFleetClient } from './delta-client.js';
 import {
   type AckEvent,
   isParentMessage,
@@ -15,7 +16,7 @@ import { addressMarker, FactsCache } from './xds-decode.js';
 
 const CERT_VALIDITY_MS = 24 * 60 * 60 * 1000;
 
-const clients: FleetClient[] = [];
+const clients: (FleetClient | DeltaFleetClient)[] = [];
 const facts = new FactsCache();
 let acks: AckEvent[] = [];
 let ends: StreamEndEvent[] = [];
@@ -49,17 +50,16 @@ async function init(msg: Extract<ParentMessage, { type: 'init' }>): Promise<void
       Buffer.from(cert.keyPem),
       Buffer.from(cert.certPem),
     );
-    clients.push(
-      new FleetClient({
-        spec,
-        address: msg.address,
-        credentials,
-        facts,
-        onAck: (ev) => acks.push(ev),
-        onStreamEnd: (ev) => ends.push(ev),
-        marker: () => marker,
-      }),
-    );
+    const options: FleetClientOptions = {
+      spec,
+      address: msg.address,
+      credentials,
+      facts,
+      onAck: (ev) => acks.push(ev),
+      onStreamEnd: (ev) => ends.push(ev),
+      marker: () => marker,
+    };
+    clients.push(msg.delta ? new DeltaFleetClient(options) : new FleetClient(options));
   }
   flushTimer = setInterval(flush, msg.flushMs);
   post({ type: 'ready', certMs: performance.now() - started });

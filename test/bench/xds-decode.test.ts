@@ -3,8 +3,9 @@ import { test } from 'node:test';
 import { AnyType, adsConfigSource, ExtName, socketAddress, typed } from '../../pkg/envoy/common/xds.js';
 import { type Resource, TypeUrl } from '../../pkg/envoy/types.js';
 import { encodeResource } from '../../pkg/xds/cache/encoded.js';
+import { encodeDeltaDiscoveryResponse } from '../../pkg/xds/server/delta-codec.js';
 import { encodeDiscoveryResponse } from '../../pkg/xds/server/service.js';
-import { addressMarker, decodeEnvelope, FactsCache } from './xds-decode.js';
+import { addressMarker, decodeDeltaEnvelope, decodeEnvelope, FactsCache } from './xds-decode.js';
 
 const cluster: Resource = {
   name: 'bench-1/svc-1|8080',
@@ -55,6 +56,28 @@ test('envelope fields and resources come back as sent', () => {
   assert.equal(env.nonce, 'n3');
   assert.equal(env.resources.length, 1);
   assert.equal(env.resources[0]?.typeUrl, TypeUrl.Cluster);
+});
+
+test('delta envelope: versions, names, resources and removals come back as sent', () => {
+  const encoded = encodeResource(cluster);
+  const env = decodeDeltaEnvelope(
+    encodeDeltaDiscoveryResponse({
+      systemVersionInfo: 'sys',
+      resources: [encoded],
+      removedResources: ['gone'],
+      typeUrl: TypeUrl.Cluster,
+      nonce: 'n4',
+      controlPlaneId: 'skein',
+    }),
+  );
+  assert.deepEqual(
+    [env.systemVersionInfo, env.typeUrl, env.nonce, env.removed],
+    ['sys', TypeUrl.Cluster, 'n4', ['gone']],
+  );
+  const r = env.resources[0];
+  assert.equal(env.resources.length, 1);
+  assert.deepEqual([r?.name, r?.version, r?.typeUrl], [cluster.name, encoded.hash, TypeUrl.Cluster]);
+  assert.equal(new FactsCache().of(r ?? { typeUrl: '', value: new Uint8Array() }).name, cluster.name);
 });
 
 test('facts: EDS cluster and secrets a cluster references, decoded once per content', () => {

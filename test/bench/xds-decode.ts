@@ -1,7 +1,8 @@
-// Just enough decoding for a benchmark client: the DiscoveryResponse envelope
-// is read field by field (no per-resource object conversion), and a resource
-// is fully decoded only the first time its exact bytes are seen — proxies of
-// one group receive identical resources, so a worker decodes each once.
+// Just enough decoding for a benchmark client: the DiscoveryResponse (or
+// DeltaDiscoveryResponse) envelope is read field by field (no per-resource
+// object conversion), and a resource is fully decoded only the first time its
+// exact bytes are seen — proxies of one group receive identical resources, so
+// a worker decodes each once.
 import { createHash } from 'node:crypto';
 import protobuf from 'protobufjs';
 import { referencesOf } from '../../pkg/envoy/testing/crossref.js';
@@ -42,6 +43,73 @@ export function decodeEnvelope(bytes: Uint8Array): ResponseEnvelope {
       default:
         r.skipType(tag & 7);
     }
+  }
+  return out;
+}
+
+/** One resource of a delta response: its per-resource version and the Any. */
+export interface DeltaRawResource extends RawResource {
+  name: string;
+  version: string;
+}
+
+export interface DeltaResponseEnvelope {
+  systemVersionInfo: string;
+  typeUrl: string;
+  nonce: string;
+  resources: DeltaRawResource[];
+  removed: string[];
+}
+
+/**
+ * DeltaDiscoveryResponse fields: 1 system_version_info, 2 resources
+ * (Resource: 1 version, 2 resource Any, 3 name), 4 type_url, 5 nonce,
+ * 6 removed_resources.
+ */
+export function decodeDeltaEnvelope(bytes: Uint8Array): DeltaResponseEnvelope {
+  const r = protobuf.Reader.create(bytes);
+  const out: DeltaResponseEnvelope = {
+    systemVersionInfo: '',
+    typeUrl: '',
+    nonce: '',
+    resources: [],
+    removed: [],
+  };
+  while (r.pos < r.len) {
+    const tag = r.uint32();
+    switch (tag >>> 3) {
+      case 1:
+        out.systemVersionInfo = r.string();
+        break;
+      case 2:
+        out.resources.push(decodeDeltaResource(r.bytes()));
+        break;
+      case 4:
+        out.typeUrl = r.string();
+        break;
+      case 5:
+        out.nonce = r.string();
+        break;
+      case 6:
+        out.removed.push(r.string());
+        break;
+      default:
+        r.skipType(tag & 7);
+    }
+  }
+  return out;
+}
+
+function decodeDeltaResource(bytes: Uint8Array): DeltaRawResource {
+  const r = protobuf.Reader.create(bytes);
+  const out: DeltaRawResource = { name: '', version: '', typeUrl: '', value: new Uint8Array() };
+  while (r.pos < r.len) {
+    const tag = r.uint32();
+    const field = tag >>> 3;
+    if (field === 1) out.version = r.string();
+    else if (field === 2) Object.assign(out, decodeAny(r.bytes()));
+    else if (field === 3) out.name = r.string();
+    else r.skipType(tag & 7);
   }
   return out;
 }

@@ -201,11 +201,18 @@ describe('Delta ADS stream protocol (xDS rule 11)', () => {
     c.close();
     await eventually(() => streamOf(name) === undefined);
 
-    // Unchanged: the new stream sends nothing at all, and stays a wildcard.
+    // Unchanged: the new stream re-sends nothing (one empty answer says "in
+    // sync"), and stays a wildcard.
     c = await f.deltaClient(name);
     c.send({ typeUrl: TypeUrl.Cluster, initialResourceVersions: versionsOf(r1) });
+    const inSync = await c.next();
+    assert.deepEqual([inSync.names, inSync.removedResources], [[], []]);
+    assert.equal(inSync.systemVersionInfo, r1.systemVersionInfo);
     assert.deepEqual(await c.drain(), []);
-    assert.deepEqual(streamOf(name)?.types[TypeUrl.Cluster], { subscribed: '*' });
+    assert.deepEqual(streamOf(name)?.types[TypeUrl.Cluster], {
+      subscribed: '*',
+      sentVersion: r1.systemVersionInfo,
+    });
     c.close();
     await eventually(() => streamOf(name) === undefined);
 

@@ -263,9 +263,12 @@ export class DeltaAdsStream {
     const inputs = this.inputs();
     if (inputs === undefined) return;
     const sets = this.generate(st, inputs.proxy, inputs.ctx);
-    // A new wildcard client holding nothing gets an answer even for an empty
-    // set, as in SotW: it waits for one before it counts as initialised.
-    const force = first && st.wildcard && st.known.size === 0;
+    // The first request of a type is answered even when nothing differs: a
+    // new wildcard client waits for one before it counts as initialised (as
+    // in SotW), and a reconnecting client (initial_resource_versions) learns
+    // it is in sync. Not a new named subscription: an empty answer to it
+    // would end Envoy's warming of the resource it waits for.
+    const force = first && (st.wildcard || st.known.size > 0);
     if (sets !== undefined) this.respond(st, sets, force ? 'first' : 'all');
   }
 

@@ -1,0 +1,206 @@
+// One benchmark proxy on Delta ADS: subscribes the way Envoy does on the
+// delta protocol (wildcard CDS and LDS, then EDS/RDS/SDS names as CDS and LDS
+// reference them, as subscribe/unsubscribe deltas), keeps what it holds
+// across streams and reconnects with initial_resource_versions.
+import type * as grpc from '@grpc/grpc-js';
+import { TypeUrl } from '../../pkg/envoy/types.js';
+import { encodeDeltaDiscoveryRequest } from '../../pkg/xds/server/delta-codec.js';
+import { ADS_DELTA_PATH } from '../../pkg/xds/server/service.js';
+import type { DeltaDiscoveryRequest } from '../../pkg/xds/server/types.js';
+import type { FleetClientOptions } from './ads-client.js';
+import { CODE_OF, fleetChannel, REQUEST_ORDER } from './ads-client.js';
+import type { AckEvent } from './protocol.js';
+import { nowMs } from './protocol.js';
+import { decodeDeltaEnvelope, type ResourceFacts } from './xds-decode.js';
+
+interface Held {
+  version: string;
+  facts: ResourceFacts;
+}
+
+interface TypeState {
+  /** What the proxy holds, kept across streams like Envoy does. */
+  readonly held: Map<string, Held>;
+  /** Named types: the names subscribed (re-subscribed on a new stream). */
+  subscribed: Set<string>;
+  /** A response of this type arrived on the current stream. */
+  answered: boolean;
+}
+
+const isWildcard = (typeUrl: string): boolean => typeUrl === TypeUrl.Cluster || typeUrl === TypeUrl.Listener;
+
+export class DeltaFleetClient {
+  private readonly client: grpc.Client;
+  private call: grpc.ClientDuplexStream<DeltaDiscoveryRequest, Buffer> | undefined;
+  private readonly types = new Map<string, TypeState>();
+  private epoch = 0;
+  private stopped = false;
+  private retryTimer: NodeJS.Timeout | undefined;
+  private failures = 0;
+  responses = 0;
+
+  constructor(private readonly opts: FleetClientOptions) {
+    this.client = fleetChannel(opts);
+    for (const t of REQUEST_ORDER)
+      this.types.set(t, { held: new Map(), subscribed: new Set(), answered: false });
+  }
+
+  get index(): number {
+    return this.opts.spec.index;
+  }
+
+  start(): void {
+    this.openStream();
+  }
+
+  stop(): void {
+    this.stopped = true;
+    clearTimeout(this.retryTimer);
+    this.call?.cancel();
+    this.client.close();
+  }
+
+  private state(typeUrl: string): TypeState {
+    const st = this.types.get(typeUrl);
+    if (!st) throw new Error(`unknown type ${typeUrl}`);
+    return st;
+  }
+
+  private openStream(): void {
+    this.epoch++;
+    const epoch = this.epoch;
+    const call = this.client.makeBidiStreamRequest(
+      ADS_DELTA_PATH,
+      (req: DeltaDiscoveryRequest) => Buffer.from(encodeDeltaDiscoveryRequest(req)),
+      (bytes: Buffer) => bytes,
+    );
+    this.call = call;
+    call.on('data', (bytes: Buffer) => {
+      if (epoch === this.epoch) this.onResponse(bytes);
+    });
+    call.on('error', () => {
+      // Reported through 'status'.
+    });
+    call.on('status', (s: grpc.StatusObject) => {
+      if (epoch !== this.epoch) return;
+      this.opts.onStreamEnd({ p: this.opts.spec.index, e: epoch, code: s.code, at: nowMs() });
+      if (this.stopped) return;
+      this.failures++;
+      const base = Math.min(1000, 100 * 2 ** Math.min(this.failures - 1, 4));
+      this.retryTimer = setTimeout(() => this.openStream(), base / 2 + Math.random() * base);
+    });
+    let first = true;
+    for (const typeUrl of REQUEST_ORDER) {
+      const st = this.state(typeUrl);
+      st.answered = false;
+      if (!isWildcard(typeUrl) && st.subscribed.size === 0) continue;
+      // A wildcard re-subscribes with an empty list; what it holds goes in
+      // initial_resource_versions (never as names).
+      this.send({
+        typeUrl,
+        resourceNamesSubscribe: isWildcard(typeUrl) ? [] : [...st.subscribed],
+        initialResourceVersions: new Map([...st.held].map(([n, h]) => [n, h.version])),
+        ...(first ? { node: { id: this.opts.spec.cn, cluster: 'bench' } } : {}),
+      });
+      first = false;
+    }
+  }
+
+  private send(req: Partial<DeltaDiscoveryRequest> & { typeUrl: string }): void {
+    this.call?.write({
+      resourceNamesSubscribe: [],
+      resourceNamesUnsubscribe: [],
+      initialResourceVersions: new Map(),
+      responseNonce: '',
+      ...req,
+    });
+  }
+
+  private onResponse(bytes: Buffer): void {
+    this.responses++;
+    this.failures = 0;
+    const res = decodeDeltaEnvelope(bytes);
+    const code = CODE_OF[res.typeUrl];
+    const st = this.types.get(res.typeUrl);
+    if (!code || !st) return;
+    for (const r of res.resources) st.held.set(r.name, { version: r.version, facts: this.opts.facts.of(r) });
+    for (const n of res.removed) st.held.delete(n);
+    st.answered = true;
+    this.send({ typeUrl: res.typeUrl, responseNonce: res.nonce });
+    if (isWildcard(res.typeUrl)) this.resubscribe();
+    const ev: AckEvent = {
+      p: this.opts.spec.index,
+      e: this.epoch,
+      t: code,
+      v: res.systemVersionInfo,
+      at: nowMs(),
+      b: bytes.length,
+      c: this.complete() ? 1 : 0,
+    };
+    const marker = this.opts.marker();
+    if (marker && code === 'EDS') ev.m = bytes.includes(marker) ? 1 : 0;
+    this.opts.onAck(ev);
+  }
+
+  /** What the held clusters and listeners reference: EDS from clusters, RDS from listeners, SDS from both. */
+  private wanted(): Map<string, Set<string>> {
+    const eds = new Set<string>();
+    const rds = new Set<string>();
+    const sds = new Set<string>();
+    for (const h of this.state(TypeUrl.Cluster).held.values()) {
+      for (const n of h.facts.edsClusters) eds.add(n);
+      for (const n of h.facts.secrets) sds.add(n);
+    }
+    for (const h of this.state(TypeUrl.Listener).held.values()) {
+      for (const n of h.facts.routes) rds.add(n);
+      for (const n of h.facts.secrets) sds.add(n);
+    }
+    return new Map([
+      [TypeUrl.ClusterLoadAssignment, eds],
+      [TypeUrl.RouteConfiguration, rds],
+      [TypeUrl.Secret, sds],
+    ]);
+  }
+
+  /** Subscription deltas for what CDS and LDS reference now. */
+  private resubscribe(): void {
+    for (const [typeUrl, names] of this.wanted()) {
+      const st = this.state(typeUrl);
+      const added = [...names].filter((n) => !st.subscribed.has(n));
+      const removed = [...st.subscribed].filter((n) => !names.has(n));
+      if (added.length === 0 && removed.length === 0) continue;
+      st.subscribed = names;
+      // Unsubscribed names are forgotten; the server sends them again on re-subscription.
+      for (const n of removed) st.held.delete(n);
+      this.send({ typeUrl, resourceNamesSubscribe: added, resourceNamesUnsubscribe: removed });
+    }
+  }
+
+  /**
+   * In sync on this stream: CDS and LDS answered, and every referenced name
+   * held with its type answered (the server answers a reconnect's first
+   * request of each type, even when nothing changed).
+   */
+  private complete(): boolean {
+    if (!this.state(TypeUrl.Cluster).answered || !this.state(TypeUrl.Listener).answered) return false;
+    for (const [typeUrl, names] of this.wanted()) {
+      if (names.size === 0) continue;
+      const st = this.state(typeUrl);
+      if (!st.answered) return false;
+      for (const n of names) if (!st.held.has(n)) return false;
+    }
+    return true;
+  }
+
+  /** For diagnostics: what this proxy still misses. */
+  missing(): string[] {
+    const out: string[] = [];
+    if (!this.state(TypeUrl.Cluster).answered) out.push('CDS');
+    if (!this.state(TypeUrl.Listener).answered) out.push('LDS');
+    for (const [typeUrl, names] of this.wanted()) {
+      const st = this.state(typeUrl);
+      for (const n of names) if (!st.held.has(n)) out.push(`${CODE_OF[typeUrl]}:${n}`);
+    }
+    return out;
+  }
+}
