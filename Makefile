@@ -15,6 +15,7 @@ node_modules/.package-lock.json: package.json package-lock.json
 deps: node_modules/.package-lock.json
 
 build: deps
+	rm -rf dist
 	npx tsc -p tsconfig.json
 
 # A real kube-apiserver, kube-controller-manager and etcd for the Kubernetes tests,

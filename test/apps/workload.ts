@@ -43,7 +43,7 @@ const { values, positionals } = parseArgs({
     plaintext: { type: 'boolean', default: false },
     'interval-ms': { type: 'string', default: '2' },
     'report-ms': { type: 'string', default: '250' },
-    'deadline-ms': { type: 'string', default: '2000' },
+    'deadline-ms': { type: 'string', default: '10000' },
   },
 });
 
