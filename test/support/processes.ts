@@ -87,25 +87,41 @@ export function spawnNode(
   return new JsonLineProcess(name, child);
 }
 
-/** Ports the kernel says are free right now on 127.0.0.1. */
-export async function freePorts(n: number): Promise<number[]> {
-  const servers = await Promise.all(
-    Array.from(
-      { length: n },
-      () =>
-        new Promise<import('node:net').Server>((resolve, reject) => {
-          const s = createServer();
-          s.once('error', reject);
-          s.listen(0, '127.0.0.1', () => resolve(s));
-        }),
-    ),
-  );
-  const ports = servers.map((s) => {
-    const a = s.address();
-    if (!a || typeof a === 'string') throw new Error('no port');
-    return a.port;
+// Linux hands out ephemeral ports (outgoing connections, port 0) from
+// 32768–60999: a port picked there and released can be taken by any outgoing
+// connection before our server binds it. Pick below that range instead.
+const PICK_FROM = 20_000;
+const PICK_TO = 32_000;
+
+function tryListen(port: number): Promise<import('node:net').Server | undefined> {
+  return new Promise((resolve) => {
+    const s = createServer();
+    s.once('error', () => resolve(undefined));
+    // All interfaces: grpc-js-xds servers bind their port on every interface.
+    s.listen({ port, host: '::', ipv6Only: false }, () => resolve(s));
   });
-  await Promise.all(servers.map((s) => new Promise((r) => s.close(r))));
+}
+
+/**
+ * Distinct ports free right now on every interface, outside the kernel's
+ * ephemeral range (so no outgoing connection takes one before it is used).
+ */
+export async function freePorts(n: number): Promise<number[]> {
+  const held: import('node:net').Server[] = [];
+  const ports: number[] = [];
+  try {
+    for (let attempts = 0; ports.length < n; attempts++) {
+      if (attempts > 1000) throw new Error(`no ${n} free ports in ${PICK_FROM}-${PICK_TO}`);
+      const port = PICK_FROM + Math.floor(Math.random() * (PICK_TO - PICK_FROM));
+      if (ports.includes(port)) continue;
+      const server = await tryListen(port);
+      if (!server) continue;
+      held.push(server);
+      ports.push(port);
+    }
+  } finally {
+    await Promise.all(held.map((s) => new Promise((r) => s.close(r))));
+  }
   return ports;
 }
 
