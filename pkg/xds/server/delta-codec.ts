@@ -5,6 +5,7 @@
 import protobuf from 'protobufjs';
 import type { EncodedResource } from '../cache/encoded.js';
 import { messageType } from '../proto/root.js';
+import { readCommonFields, record, str, strings, writeCommonFields } from './request-fields.js';
 import type { DeltaDiscoveryRequest } from './types.js';
 
 const REQUEST_TYPE = 'envoy.service.discovery.v3.DeltaDiscoveryRequest';
@@ -24,18 +25,6 @@ const TAG_RESOURCE_VERSION = (1 << 3) | LEN;
 const TAG_RESOURCE_NAME = (3 << 3) | LEN;
 const TAG_CONTROL_PLANE_ID = (1 << 3) | LEN;
 
-function record(v: unknown): Record<string, unknown> | undefined {
-  return typeof v === 'object' && v !== null && !Array.isArray(v)
-    ? Object.fromEntries(Object.entries(v))
-    : undefined;
-}
-function str(v: unknown): string {
-  return typeof v === 'string' ? v : '';
-}
-function strings(v: unknown): string[] {
-  return Array.isArray(v) ? v.map(str) : [];
-}
-
 /** Decodes a DeltaDiscoveryRequest; throws on malformed bytes. */
 export function decodeDeltaDiscoveryRequest(bytes: Uint8Array): DeltaDiscoveryRequest {
   const type = messageType(REQUEST_TYPE);
@@ -51,14 +40,7 @@ export function decodeDeltaDiscoveryRequest(bytes: Uint8Array): DeltaDiscoveryRe
     initialResourceVersions: initial,
     responseNonce: str(obj['response_nonce']),
   };
-  const node = record(obj['node']);
-  if (node) req.node = { id: str(node['id']), cluster: str(node['cluster']) };
-  const err = record(obj['error_detail']);
-  if (err)
-    req.errorDetail = {
-      code: typeof err['code'] === 'number' ? err['code'] : 0,
-      message: str(err['message']),
-    };
+  readCommonFields(obj, req);
   return req;
 }
 
@@ -72,8 +54,7 @@ export function encodeDeltaDiscoveryRequest(req: DeltaDiscoveryRequest): Uint8Ar
     initial_resource_versions: Object.fromEntries(req.initialResourceVersions),
     response_nonce: req.responseNonce,
   };
-  if (req.node) msg['node'] = { id: req.node.id, cluster: req.node.cluster };
-  if (req.errorDetail) msg['error_detail'] = { code: req.errorDetail.code, message: req.errorDetail.message };
+  writeCommonFields(req, msg);
   return type.encode(type.fromObject(msg)).finish();
 }
 

@@ -1,28 +1,14 @@
-import { status as Status } from '@grpc/grpc-js';
 import type { ProxyContext } from '../../catalog/types.js';
-import { type GenerationContext, isWildcardType, PUSH_ORDER } from '../../envoy/types.js';
+import { type GenerationContext, isWildcardType } from '../../envoy/types.js';
 import type { Logger } from '../../logger/logger.js';
-import type { ProxyIdentity } from '../../mesh/identity.js';
 import type { EncodedResource } from '../cache/encoded.js';
-import { type GeneratedSet, type GenerationCache, subscriptionKey } from '../cache/generation.js';
+import { type GeneratedSet, subscriptionKey } from '../cache/generation.js';
 import { contentVersion } from '../cache/version.js';
-import { AuthenticationError } from './auth.js';
 import { encodeDeltaDiscoveryResponse } from './delta-codec.js';
-import type { StreamTransport } from './stream.js';
-import type { DeltaDiscoveryRequest, ProxyConfigSource, StreamStatus, TypeStatus } from './types.js';
+import { pushOrder, StreamLifecycle, type StreamOptions, typeStatus } from './stream-lifecycle.js';
+import type { DeltaDiscoveryRequest, StreamStatus, TypeStatus } from './types.js';
 
-export interface DeltaAdsStreamOptions {
-  id: string;
-  remote?: string;
-  transport: StreamTransport;
-  /** Resolves the proxy identity when the first request arrives; throws AuthenticationError. */
-  authenticate(first: DeltaDiscoveryRequest): ProxyIdentity;
-  source: ProxyConfigSource;
-  cache: GenerationCache;
-  logger: Logger;
-  controlPlaneId: string;
-  /** Unflushed bytes above which the stream counts as blocked. */
-  maxBufferedBytes: number;
+export interface DeltaAdsStreamOptions extends StreamOptions<DeltaDiscoveryRequest> {
   onClose(stream: DeltaAdsStream): void;
 }
 
@@ -68,10 +54,6 @@ interface Diff {
 /** What a response carries: everything ('first' even when empty), or one half of a push. */
 type Part = 'first' | 'all' | 'updates' | 'removals';
 
-function errorMessage(e: unknown): string {
-  return e instanceof Error ? e.message : String(e);
-}
-
 function sameSets(a: readonly GeneratedSet[] | undefined, b: readonly GeneratedSet[]): boolean {
   return a !== undefined && a.length === b.length && a.every((s, i) => s === b[i]);
 }
@@ -84,33 +66,27 @@ function sameSets(a: readonly GeneratedSet[] | undefined, b: readonly GeneratedS
  */
 export class DeltaAdsStream {
   readonly id: string;
-  private identity: ProxyIdentity | undefined;
-  private connectedAt: Date | undefined;
-  private nodeId: string | undefined;
   private readonly types = new Map<string, DeltaTypeState>();
-  private nonceSeq = 0;
-  private closed = false;
-  private unsubscribePush: (() => void) | undefined;
-  private log: Logger;
-  // Back-pressure, as in AdsStream: unflushed bytes, and at most one owed push.
-  private buffered = 0;
-  private blocked = false;
-  private pushOwed = false;
+  /** Connection, cleanup and back-pressure (unflushed bytes, at most one owed push), as in AdsStream. */
+  private readonly life: StreamLifecycle<DeltaDiscoveryRequest>;
 
   constructor(private readonly opts: DeltaAdsStreamOptions) {
     this.id = opts.id;
-    this.log = opts.logger.child({ stream: opts.id, delta: true });
+    this.life = new StreamLifecycle(opts, {
+      log: opts.logger.child({ stream: opts.id, delta: true }),
+      connectedMessage: 'proxy connected (delta)',
+      push: () => this.push(),
+      onClose: () => opts.onClose(this),
+    });
+  }
+
+  private get log(): Logger {
+    return this.life.log;
   }
 
   /** Handles one DeltaDiscoveryRequest; never throws. */
   handleRequest(req: DeltaDiscoveryRequest): void {
-    if (this.closed) return;
-    try {
-      if (this.identity === undefined && !this.connect(req)) return;
-      this.handleTypeRequest(req);
-    } catch (e) {
-      this.log.error({ err: e, typeUrl: req.typeUrl }, 'failed to handle delta discovery request');
-    }
+    this.life.receive(req, (r) => this.handleTypeRequest(r), 'failed to handle delta discovery request');
   }
 
   /**
@@ -120,14 +96,10 @@ export class DeltaAdsStream {
    * away while something sent earlier may still point at it. Never throws.
    */
   push(): void {
-    if (this.closed || this.identity === undefined) return;
-    if (this.blocked) {
-      this.pushOwed = true; // back-pressure: keep only "push again", never a queue of responses
-      return;
-    }
-    const inputs = this.inputs();
+    if (!this.life.mayPush()) return; // back-pressure: a blocked stream owes one push
+    const inputs = this.life.inputs();
     if (inputs === undefined) return;
-    const order = this.pushOrder();
+    const order = pushOrder(this.types.keys());
     const withRemovals: [DeltaTypeState, readonly GeneratedSet[]][] = [];
     for (const typeUrl of order) {
       const st = this.types.get(typeUrl);
@@ -136,99 +108,34 @@ export class DeltaAdsStream {
       // Rule 10: if an earlier type failed, later ones might point at what it did not deliver.
       if (sets === undefined) return;
       if (this.respond(st, sets, 'updates')) withRemovals.push([st, sets]);
-      if (this.blocked) {
-        this.pushOwed = true;
-        return;
-      }
+      if (this.life.deferIfBlocked()) return;
     }
     for (const [st, sets] of withRemovals.reverse()) {
       this.respond(st, sets, 'removals');
-      if (this.blocked) {
-        this.pushOwed = true;
-        return;
-      }
+      if (this.life.deferIfBlocked()) return;
     }
   }
 
   /** Cleans up once; tells the source the proxy is gone. */
   close(): void {
-    if (this.closed) return;
-    this.closed = true;
-    this.unsubscribePush?.();
-    if (this.identity !== undefined) {
-      try {
-        this.opts.source.proxyDisconnected(this.id);
-      } catch (e) {
-        this.log.error({ err: e }, 'proxyDisconnected failed');
-      }
-    }
-    this.opts.onClose(this);
+    this.life.close();
   }
 
   get isClosed(): boolean {
-    return this.closed;
+    return this.life.isClosed;
   }
 
   /** Debug view; undefined until the first request authenticated the stream. */
   status(): StreamStatus | undefined {
-    if (this.identity === undefined || this.connectedAt === undefined) return undefined;
-    const types: { [typeUrl: string]: TypeStatus } = {};
-    for (const st of this.types.values()) {
-      const named = [...st.names].sort();
-      const t: TypeStatus = { subscribed: st.wildcard ? '*' : named };
-      if (st.wildcard && named.length > 0) t.names = named;
-      if (st.sentVersion !== undefined) t.sentVersion = st.sentVersion;
-      if (st.ackedVersion !== undefined) t.ackedVersion = st.ackedVersion;
-      if (st.nackedVersion !== undefined) t.nackedVersion = st.nackedVersion;
-      if (st.lastNackMessage !== undefined) t.lastNackMessage = st.lastNackMessage;
-      types[st.typeUrl] = t;
-    }
-    const s: StreamStatus = {
-      streamId: this.id,
-      identity: this.identity,
-      connectedAt: this.connectedAt.toISOString(),
-      protocol: 'delta',
-      types,
-    };
-    if (this.opts.remote !== undefined) s.remote = this.opts.remote;
-    if (this.nodeId !== undefined) s.nodeId = this.nodeId;
-    return s;
-  }
-
-  private fail(code: Status, message: string): void {
-    this.opts.transport.fail(code, message);
-    this.close();
-  }
-
-  /** First request: authenticate, remember the node (rule 5), register with the source. */
-  private connect(req: DeltaDiscoveryRequest): boolean {
-    let identity: ProxyIdentity;
-    try {
-      identity = this.opts.authenticate(req);
-    } catch (e) {
-      const message = errorMessage(e);
-      this.log.warn({ nodeId: req.node?.id }, `refused stream: ${message}`);
-      this.fail(e instanceof AuthenticationError ? Status.UNAUTHENTICATED : Status.INTERNAL, message);
-      return false;
-    }
-    this.log = this.log.child({ proxy: identity.cn });
-    try {
-      this.opts.source.proxyConnected(identity, this.id, this.opts.remote);
-    } catch (e) {
-      const message = errorMessage(e);
-      this.log.warn(`refused proxy: ${message}`);
-      // Not connected yet: no proxyDisconnected for this stream.
-      this.opts.transport.fail(Status.PERMISSION_DENIED, message);
-      this.closed = true;
-      this.opts.onClose(this);
-      return false;
-    }
-    this.identity = identity;
-    this.connectedAt = new Date();
-    this.nodeId = req.node?.id; // rule 5: only the first request must carry node
-    this.unsubscribePush = this.opts.source.onPush(this.id, () => this.push());
-    this.log.info({ remote: this.opts.remote }, 'proxy connected (delta)');
-    return true;
+    return this.life.status(() => {
+      const types: { [typeUrl: string]: TypeStatus } = {};
+      for (const st of this.types.values()) {
+        const named = [...st.names].sort();
+        const extra = st.wildcard && named.length > 0 ? named : undefined;
+        types[st.typeUrl] = typeStatus(st.wildcard ? '*' : named, st, extra);
+      }
+      return types;
+    }, 'delta');
   }
 
   private handleTypeRequest(req: DeltaDiscoveryRequest): void {
@@ -256,11 +163,8 @@ export class DeltaAdsStream {
     // subscription delta that nothing will repeat: it is always applied.
     const changed = this.updateSubscription(st, req, first);
     if (!changed) return; // a plain ACK or NACK: nothing to answer (rules 3, 4)
-    if (this.blocked) {
-      this.pushOwed = true;
-      return;
-    }
-    const inputs = this.inputs();
+    if (this.life.deferIfBlocked()) return;
+    const inputs = this.life.inputs();
     if (inputs === undefined) return;
     const sets = this.generate(st, inputs.proxy, inputs.ctx);
     // The first request of a type is answered even when nothing differs: a
@@ -357,18 +261,6 @@ export class DeltaAdsStream {
     return true;
   }
 
-  private inputs(): { proxy: ProxyContext; ctx: GenerationContext } | undefined {
-    if (this.identity === undefined) return undefined;
-    try {
-      // One context per push, so every type is generated from the same view.
-      const ctx = this.opts.source.generationContext();
-      return { proxy: this.opts.source.proxyContext(this.identity), ctx };
-    } catch (e) {
-      this.log.error({ err: e }, 'cannot build proxy context; keeping the last configuration');
-      return undefined;
-    }
-  }
-
   /** The type's current sets (wildcard and/or named), shared per group through the cache. Undefined = failed. */
   private generate(
     st: DeltaTypeState,
@@ -450,7 +342,7 @@ export class DeltaAdsStream {
     const removalsLeft = part === 'updates' && d.removed.length > 0;
     if (!removalsLeft && (part !== 'removals' || d.updates.length === 0)) st.synced = sets;
     if (part !== 'first' && updates.length === 0 && removed.length === 0) return removalsLeft; // rule 4
-    const nonce = (++this.nonceSeq).toString(36); // rule 1: fresh nonce per response
+    const nonce = this.life.nextNonce(); // rule 1: fresh nonce per response
     const response = encodeDeltaDiscoveryResponse({
       systemVersionInfo: d.version,
       resources: updates,
@@ -467,34 +359,11 @@ export class DeltaAdsStream {
       if (oldest !== undefined) st.pending.delete(oldest);
     }
     st.sentVersion = d.version;
-    this.write(response);
+    this.life.write(response);
     this.log.debug(
       { typeUrl: st.typeUrl, version: d.version, nonce, count: updates.length, removed: removed.length },
       'sent',
     );
     return removalsLeft;
-  }
-
-  private write(response: Buffer): void {
-    const size = response.length;
-    this.buffered += size;
-    const ok = this.opts.transport.write(response, () => {
-      this.buffered -= size;
-      // Resume once everything written has left: then push the latest state once.
-      if (this.blocked && this.buffered === 0) {
-        this.blocked = false;
-        if (this.pushOwed) {
-          this.pushOwed = false;
-          this.push();
-        }
-      }
-    });
-    if (!ok || this.buffered > this.opts.maxBufferedBytes) this.blocked = true;
-  }
-
-  private pushOrder(): string[] {
-    const order: string[] = [...PUSH_ORDER];
-    for (const t of this.types.keys()) if (!order.includes(t)) order.push(t);
-    return order;
   }
 }

@@ -3,6 +3,7 @@ import protobuf from 'protobufjs';
 import type { EncodedResource } from '../cache/encoded.js';
 import { messageType } from '../proto/root.js';
 import { decodeDeltaDiscoveryRequest, encodeDeltaDiscoveryRequest } from './delta-codec.js';
+import { readCommonFields, record, str, writeCommonFields } from './request-fields.js';
 import type { DeltaDiscoveryRequest, DiscoveryRequest } from './types.js';
 
 export const ADS_SERVICE = 'envoy.service.discovery.v3.AggregatedDiscoveryService';
@@ -11,15 +12,6 @@ export const ADS_DELTA_PATH = `/${ADS_SERVICE}/DeltaAggregatedResources`;
 
 const REQUEST_TYPE = 'envoy.service.discovery.v3.DiscoveryRequest';
 const RESPONSE_TYPE = 'envoy.service.discovery.v3.DiscoveryResponse';
-
-function record(v: unknown): Record<string, unknown> | undefined {
-  return typeof v === 'object' && v !== null && !Array.isArray(v)
-    ? Object.fromEntries(Object.entries(v))
-    : undefined;
-}
-function str(v: unknown): string {
-  return typeof v === 'string' ? v : '';
-}
 
 /** Decodes a DiscoveryRequest; throws on malformed bytes. */
 export function decodeDiscoveryRequest(bytes: Uint8Array): DiscoveryRequest {
@@ -33,14 +25,7 @@ export function decodeDiscoveryRequest(bytes: Uint8Array): DiscoveryRequest {
     typeUrl: str(obj['type_url']),
     responseNonce: str(obj['response_nonce']),
   };
-  const node = record(obj['node']);
-  if (node) req.node = { id: str(node['id']), cluster: str(node['cluster']) };
-  const err = record(obj['error_detail']);
-  if (err)
-    req.errorDetail = {
-      code: typeof err['code'] === 'number' ? err['code'] : 0,
-      message: str(err['message']),
-    };
+  readCommonFields(obj, req);
   return req;
 }
 
@@ -53,8 +38,7 @@ export function encodeDiscoveryRequest(req: DiscoveryRequest): Uint8Array {
     type_url: req.typeUrl,
     response_nonce: req.responseNonce,
   };
-  if (req.node) msg['node'] = { id: req.node.id, cluster: req.node.cluster };
-  if (req.errorDetail) msg['error_detail'] = { code: req.errorDetail.code, message: req.errorDetail.message };
+  writeCommonFields(req, msg);
   return type.encode(type.fromObject(msg)).finish();
 }
 

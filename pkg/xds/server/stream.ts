@@ -1,35 +1,16 @@
-import { status as Status } from '@grpc/grpc-js';
 import type { ProxyContext } from '../../catalog/types.js';
-import { type GenerationContext, isWildcardType, PUSH_ORDER } from '../../envoy/types.js';
+import { type GenerationContext, isWildcardType } from '../../envoy/types.js';
 import type { Logger } from '../../logger/logger.js';
-import type { ProxyIdentity } from '../../mesh/identity.js';
 import type { EncodedResource } from '../cache/encoded.js';
 import { type GenerationCache, subscriptionKey } from '../cache/generation.js';
 import { contentVersion } from '../cache/version.js';
-import { AuthenticationError } from './auth.js';
 import { encodeDiscoveryResponse } from './service.js';
-import type { DiscoveryRequest, ProxyConfigSource, StreamStatus, TypeStatus } from './types.js';
+import { pushOrder, StreamLifecycle, type StreamOptions, typeStatus } from './stream-lifecycle.js';
+import type { DiscoveryRequest, StreamStatus, TypeStatus } from './types.js';
 
-/** The write side of one gRPC stream, as the state machine sees it. */
-export interface StreamTransport {
-  /** Writes one encoded response; false = the transport wants us to wait. `flushed` runs once it left. */
-  write(response: Buffer, flushed: () => void): boolean;
-  /** Ends the stream with an error status. */
-  fail(code: Status, message: string): void;
-}
+export type { StreamTransport } from './stream-lifecycle.js';
 
-export interface AdsStreamOptions {
-  id: string;
-  remote?: string;
-  transport: StreamTransport;
-  /** Resolves the proxy identity when the first request arrives; throws AuthenticationError. */
-  authenticate(first: DiscoveryRequest): ProxyIdentity;
-  source: ProxyConfigSource;
-  cache: GenerationCache;
-  logger: Logger;
-  controlPlaneId: string;
-  /** Unflushed bytes above which the stream counts as blocked. */
-  maxBufferedBytes: number;
+export interface AdsStreamOptions extends StreamOptions<DiscoveryRequest> {
   onClose(stream: AdsStream): void;
 }
 
@@ -67,143 +48,66 @@ function sameNames(requested: readonly string[], names: ReadonlySet<string>): bo
   return count === names.size;
 }
 
-function errorMessage(e: unknown): string {
-  return e instanceof Error ? e.message : String(e);
-}
-
 /**
  * One SotW ADS stream: subscriptions, nonces, versions and ACK/NACK per type,
  * and the decision of what to send on a request or a push.
  */
 export class AdsStream {
   readonly id: string;
-  private identity: ProxyIdentity | undefined;
-  private connectedAt: Date | undefined;
-  private nodeId: string | undefined;
   private readonly types = new Map<string, TypeState>();
-  private nonceSeq = 0;
-  private closed = false;
-  private unsubscribePush: (() => void) | undefined;
-  private log: Logger;
-  // Back-pressure: bytes handed to the transport and not flushed yet, and
-  // whether a push is owed once the transport drains (at most one: coalesced).
-  private buffered = 0;
-  private blocked = false;
-  private pushOwed = false;
+  /** Connection, cleanup and back-pressure, shared with DeltaAdsStream. */
+  private readonly life: StreamLifecycle<DiscoveryRequest>;
 
   constructor(private readonly opts: AdsStreamOptions) {
     this.id = opts.id;
-    this.log = opts.logger.child({ stream: opts.id });
+    this.life = new StreamLifecycle(opts, {
+      log: opts.logger.child({ stream: opts.id }),
+      connectedMessage: 'proxy connected',
+      push: () => this.push(),
+      onClose: () => opts.onClose(this),
+    });
+  }
+
+  private get log(): Logger {
+    return this.life.log;
   }
 
   /** Handles one DiscoveryRequest; never throws. */
   handleRequest(req: DiscoveryRequest): void {
-    if (this.closed) return;
-    try {
-      if (this.identity === undefined && !this.connect(req)) return;
-      this.handleTypeRequest(req);
-    } catch (e) {
-      this.log.error({ err: e, typeUrl: req.typeUrl }, 'failed to handle discovery request');
-    }
+    this.life.receive(req, (r) => this.handleTypeRequest(r), 'failed to handle discovery request');
   }
 
   /** Regenerates every subscribed type in make-before-break order and sends what changed. Never throws. */
   push(): void {
-    if (this.closed || this.identity === undefined) return;
-    if (this.blocked) {
-      this.pushOwed = true; // xDS back-pressure: keep only "push again", never a queue of responses
-      return;
-    }
-    const inputs = this.inputs();
+    if (!this.life.mayPush()) return; // back-pressure: a blocked stream owes one push
+    const inputs = this.life.inputs();
     if (inputs === undefined) return;
-    for (const typeUrl of this.pushOrder()) {
+    for (const typeUrl of pushOrder(this.types.keys())) {
       const st = this.types.get(typeUrl);
       if (st === undefined) continue;
       // Rule 10: if an earlier type failed, later ones might point at what it did not deliver.
       if (!this.respond(st, inputs.proxy, inputs.ctx)) break;
-      if (this.blocked) {
-        this.pushOwed = true;
-        break;
-      }
+      if (this.life.deferIfBlocked()) break;
     }
   }
 
   /** Cleans up once; tells the source the proxy is gone. */
   close(): void {
-    if (this.closed) return;
-    this.closed = true;
-    this.unsubscribePush?.();
-    if (this.identity !== undefined) {
-      try {
-        this.opts.source.proxyDisconnected(this.id);
-      } catch (e) {
-        this.log.error({ err: e }, 'proxyDisconnected failed');
-      }
-    }
-    this.opts.onClose(this);
+    this.life.close();
   }
 
   get isClosed(): boolean {
-    return this.closed;
+    return this.life.isClosed;
   }
 
   /** Debug view; undefined until the first request authenticated the stream. */
   status(): StreamStatus | undefined {
-    if (this.identity === undefined || this.connectedAt === undefined) return undefined;
-    const types: { [typeUrl: string]: TypeStatus } = {};
-    for (const st of this.types.values()) {
-      const t: TypeStatus = { subscribed: st.wildcard ? '*' : [...st.names].sort() };
-      if (st.sentVersion !== undefined) t.sentVersion = st.sentVersion;
-      if (st.ackedVersion !== undefined) t.ackedVersion = st.ackedVersion;
-      if (st.nackedVersion !== undefined) t.nackedVersion = st.nackedVersion;
-      if (st.lastNackMessage !== undefined) t.lastNackMessage = st.lastNackMessage;
-      types[st.typeUrl] = t;
-    }
-    const s: StreamStatus = {
-      streamId: this.id,
-      identity: this.identity,
-      connectedAt: this.connectedAt.toISOString(),
-      types,
-    };
-    if (this.opts.remote !== undefined) s.remote = this.opts.remote;
-    if (this.nodeId !== undefined) s.nodeId = this.nodeId;
-    return s;
-  }
-
-  private fail(code: Status, message: string): void {
-    this.opts.transport.fail(code, message);
-    this.close();
-  }
-
-  /** First request: authenticate, remember the node (rule 5), register with the source. */
-  private connect(req: DiscoveryRequest): boolean {
-    let identity: ProxyIdentity;
-    try {
-      identity = this.opts.authenticate(req);
-    } catch (e) {
-      const message = errorMessage(e);
-      this.log.warn({ nodeId: req.node?.id }, `refused stream: ${message}`);
-      this.fail(e instanceof AuthenticationError ? Status.UNAUTHENTICATED : Status.INTERNAL, message);
-      return false;
-    }
-    this.log = this.log.child({ proxy: identity.cn });
-    try {
-      this.opts.source.proxyConnected(identity, this.id, this.opts.remote);
-    } catch (e) {
-      const message = errorMessage(e);
-      this.log.warn(`refused proxy: ${message}`);
-      // Not connected yet: no proxyDisconnected for this stream.
-      this.opts.transport.fail(Status.PERMISSION_DENIED, message);
-      this.closed = true;
-      this.opts.onClose(this);
-      return false;
-    }
-    this.identity = identity;
-    this.connectedAt = new Date();
-    this.nodeId = req.node?.id; // rule 5: only the first request must carry node
-    this.unsubscribePush = this.opts.source.onPush(this.id, () => this.push());
-    this.log.info({ remote: this.opts.remote }, 'proxy connected');
-    return true;
+    return this.life.status(() => {
+      const types: { [typeUrl: string]: TypeStatus } = {};
+      for (const st of this.types.values())
+        types[st.typeUrl] = typeStatus(st.wildcard ? '*' : [...st.names].sort(), st);
+      return types;
+    });
   }
 
   private handleTypeRequest(req: DiscoveryRequest): void {
@@ -237,11 +141,8 @@ export class AdsStream {
       st.ackedVersion = req.versionInfo;
     }
     this.updateSubscription(st, req.resourceNames, first);
-    if (this.blocked) {
-      this.pushOwed = true;
-      return;
-    }
-    const inputs = this.inputs();
+    if (this.life.deferIfBlocked()) return;
+    const inputs = this.life.inputs();
     if (inputs !== undefined) this.respond(st, inputs.proxy, inputs.ctx);
   }
 
@@ -267,18 +168,6 @@ export class AdsStream {
     }
   }
 
-  private inputs(): { proxy: ProxyContext; ctx: GenerationContext } | undefined {
-    if (this.identity === undefined) return undefined;
-    try {
-      // One context per push, so every type is generated from the same view.
-      const ctx = this.opts.source.generationContext();
-      return { proxy: this.opts.source.proxyContext(this.identity), ctx };
-    } catch (e) {
-      this.log.error({ err: e }, 'cannot build proxy context; keeping the last configuration');
-      return undefined;
-    }
-  }
-
   /** Sends the type's current set if it differs from what the proxy holds. False = generation failed. */
   private respond(st: TypeState, proxy: ProxyContext, ctx: GenerationContext): boolean {
     if (!st.wildcard && st.names.size === 0) return true; // unsubscribed (rule 6)
@@ -298,7 +187,7 @@ export class AdsStream {
       this.log.warn({ typeUrl: st.typeUrl, names: set.duplicateNames }, 'generator returned duplicate names');
     // Rules 4/5 and 3: content equal to what the proxy holds (or just rejected) is not sent again.
     if (set.version === st.contentVersion) return true;
-    const nonce = (++this.nonceSeq).toString(36); // rule 1: fresh nonce per response
+    const nonce = this.life.nextNonce(); // rule 1: fresh nonce per response
     const response = encodeDiscoveryResponse({
       versionInfo: set.version, // rule 3: per type; rule 7: LDS/CDS carry the full set
       resources: set.resources,
@@ -310,31 +199,8 @@ export class AdsStream {
     st.sentVersion = set.version;
     st.contentVersion = set.version;
     st.sent = set.resources;
-    this.write(response);
+    this.life.write(response);
     this.log.debug({ typeUrl: st.typeUrl, version: set.version, nonce, count: set.resources.length }, 'sent');
     return true;
-  }
-
-  private write(response: Buffer): void {
-    const size = response.length;
-    this.buffered += size;
-    const ok = this.opts.transport.write(response, () => {
-      this.buffered -= size;
-      // Resume once everything written has left: then push the latest state once.
-      if (this.blocked && this.buffered === 0) {
-        this.blocked = false;
-        if (this.pushOwed) {
-          this.pushOwed = false;
-          this.push();
-        }
-      }
-    });
-    if (!ok || this.buffered > this.opts.maxBufferedBytes) this.blocked = true;
-  }
-
-  private pushOrder(): string[] {
-    const order: string[] = [...PUSH_ORDER];
-    for (const t of this.types.keys()) if (!order.includes(t)) order.push(t);
-    return order;
   }
 }
