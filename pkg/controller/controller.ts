@@ -14,10 +14,11 @@ import { HealthServer } from '../health/server.js';
 import type { Logger } from '../logger/logger.js';
 import { DEFAULT_CERT_VALIDITY_MS, DEFAULT_MIN_PUSH_INTERVAL_MS } from '../mesh/constants.js';
 import { parseDuration } from '../mesh/duration.js';
+import { MeshMetrics } from '../metrics/metrics.js';
 import { LocalRegistry } from '../registry/local/registry.js';
 import { LoggingProblemReporter } from '../registry/problems.js';
 import type { Registry } from '../registry/registry.js';
-import { MeshStore } from '../registry/store.js';
+import { MeshStore, type StoreEvent } from '../registry/store.js';
 import { AdsServer } from '../xds/server/server.js';
 import type { ProxyConfigSource } from '../xds/server/types.js';
 import { LocalWorkloads } from './local-workloads.js';
@@ -39,6 +40,7 @@ export class Controller {
   readonly store = new MeshStore();
   readonly bus: AnnouncementBus;
   readonly proxies = new ProxyRegistry();
+  readonly metrics = new MeshMetrics();
   private readonly log: Logger;
   private registry: Registry | undefined;
   private ca: BuiltinCA | undefined;
@@ -96,6 +98,22 @@ export class Controller {
         res.end(JSON.stringify(this.streams(), null, 2));
       });
     }
+    health.route('/metrics', (_req, res) => {
+      this.metrics.text().then(
+        (body) => {
+          res.writeHead(200, { 'content-type': this.metrics.contentType });
+          res.end(body);
+        },
+        (err: unknown) => {
+          res.writeHead(500, { 'content-type': 'text/plain; charset=utf-8' });
+          res.end(`${err instanceof Error ? err.message : String(err)}\n`);
+        },
+      );
+    });
+    this.stopFns.push(this.bus.subscribe((a) => this.metrics.announcements.inc({ kind: a.kind })));
+    const onStoreChange = (e: StoreEvent) => this.metrics.registryEvents.inc({ kind: e.kind, type: e.type });
+    this.store.on('change', onStoreChange);
+    this.stopFns.push(() => this.store.off('change', onStoreChange));
     const httpPort = await health.listen(o.httpPort, o.host);
 
     const registry = await this.createRegistry();
@@ -114,8 +132,15 @@ export class Controller {
       logger: log.child({ component: 'certificates' }),
     });
     this.certs = certs;
-    const onRotated = (keys: string[]) => this.bus.announce('certificate', `rotated ${keys.join(', ')}`);
-    const onIssued = (key: string) => this.bus.announce('certificate', `issued ${key}`, { subject: key });
+    const onRotated = (keys: string[]) => {
+      this.metrics.certificatesRotated.inc(keys.length);
+      this.bus.announce('certificate', `rotated ${keys.join(', ')}`);
+    };
+    const onIssued = (key: string) => {
+      this.metrics.certificatesIssued.inc();
+      this.bus.announce('certificate', `issued ${key}`, { subject: key });
+    };
+    this.metrics.watchCertificateExpiry(() => certs.list().map((c) => c.notAfter));
     certs.on('rotated', onRotated);
     certs.on('issued', onIssued);
     this.stopFns.push(() => {
@@ -147,6 +172,7 @@ export class Controller {
       logger: log,
       host: o.host,
       port: o.adsPort,
+      observer: this.metrics.xdsObserver,
       ...(o.insecureAdsPort !== undefined ? { insecurePort: o.insecureAdsPort } : {}),
     });
     const ports = await this.ads.start();
@@ -268,7 +294,16 @@ export class Controller {
       },
       proxyContext: (identity) => proxyContext(identity, this.currentView()),
       generationContext: () => ({ mesh: this.currentView(), secrets: certs }),
-      onPush: (streamId, push) => repeater.register(streamId, () => push()),
+      // The earliest change in the batch starts the change-to-ACK clock.
+      onPush: (streamId, push) =>
+        repeater.register(streamId, (batch) =>
+          push(
+            batch.reduce<number | undefined>(
+              (min, a) => (min === undefined || a.at < min ? a.at : min),
+              undefined,
+            ),
+          ),
+        ),
     };
   }
 

@@ -140,4 +140,40 @@ spec:
       await mesh.removeManifest('bad-target.yaml');
     }
   });
+
+  test('GET /metrics reports what the controller did, in the Prometheus text format', async () => {
+    const { credentials, cn } = await proxyCredentials(mesh.stateDir, BUYER);
+    const client = adsClient(mesh.ports.ads, credentials);
+    const scrape = async () => {
+      const res = await fetch(`http://127.0.0.1:${mesh.ports.http}/metrics`);
+      assert.equal(res.status, 200);
+      assert.match(res.headers.get('content-type') ?? '', /^text\/plain; version=0\.0\.4/);
+      const text = await res.text();
+      return (series: string): number => {
+        const line = text.split('\n').find((l) => l.startsWith(`${series} `));
+        return line === undefined ? Number.NaN : Number(line.slice(series.length + 1));
+      };
+    };
+    try {
+      await fetchLikeEnvoy(client, cn);
+      // Earlier tests' proxies are gone (asynchronously): only this one stays.
+      let m = await scrape();
+      const deadline = Date.now() + 3000;
+      while (m('skein_proxies_connected{kind="sidecar"}') !== 1 && Date.now() < deadline) {
+        await sleep(50);
+        m = await scrape();
+      }
+      assert.equal(m('skein_proxies_connected{kind="sidecar"}'), 1);
+      // The burst above: split edits pushed as RDS and ACKed, store events announced.
+      assert.ok(m('skein_xds_pushes_total{type="RouteConfiguration"}') >= 4);
+      assert.ok(m('skein_xds_change_to_ack_seconds_count{type="RouteConfiguration"}') >= 4);
+      assert.ok(m('skein_registry_events_total{kind="TrafficSplit",type="updated"}') >= 1);
+      assert.ok(m('skein_announcements_total{kind="store"}') >= 1);
+      assert.ok(m('skein_certificates_issued_total') >= 1);
+      assert.ok(m('skein_certificate_soonest_expiry_timestamp_seconds') > Date.now() / 1000);
+      assert.ok(m('process_resident_memory_bytes') > 0);
+    } finally {
+      client.close();
+    }
+  });
 });

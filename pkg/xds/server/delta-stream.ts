@@ -191,12 +191,14 @@ export class DeltaAdsStream {
       // sent, so the same content is not sent again until it changes.
       if (version !== undefined) st.nackedVersion = version;
       st.lastNackMessage = req.errorDetail.message;
+      this.life.nacked(st.typeUrl, req.responseNonce);
       this.log.warn(
         { typeUrl: st.typeUrl, nonce: req.responseNonce, version, error: req.errorDetail.message },
         'proxy rejected configuration (NACK)',
       );
     } else if (version !== undefined) {
       st.ackedVersion = version;
+      this.life.acked(st.typeUrl, req.responseNonce);
     } else {
       this.log.debug({ typeUrl: st.typeUrl, nonce: req.responseNonce }, 'ACK of an unknown or old nonce');
     }
@@ -359,7 +361,7 @@ export class DeltaAdsStream {
       if (oldest !== undefined) st.pending.delete(oldest);
     }
     st.sentVersion = d.version;
-    this.life.write(response);
+    this.life.write(response, st.typeUrl, nonce);
     this.log.debug(
       { typeUrl: st.typeUrl, version: d.version, nonce, count: updates.length, removed: removed.length },
       'sent',

@@ -148,6 +148,7 @@ export class AdsServer {
       logger: this.log,
       controlPlaneId: this.opts.controlPlaneId ?? 'skein',
       maxBufferedBytes: this.opts.maxBufferedBytes ?? DEFAULT_MAX_BUFFERED_BYTES,
+      ...(this.opts.observer !== undefined ? { observer: this.opts.observer } : {}),
     });
     server.addService(adsServiceDefinition, {
       StreamAggregatedResources: (call: grpc.ServerDuplexStream<DiscoveryRequest, Buffer>) =>

@@ -9,6 +9,7 @@ import type { Logger } from '../../logger/logger.js';
 import type { ProxyIdentity } from '../../mesh/identity.js';
 import type { GenerationCache } from '../cache/generation.js';
 import { AuthenticationError } from './auth.js';
+import { AckClock, type XdsObserver } from './observer.js';
 import type { ProxyConfigSource, StreamStatus, TypeStatus } from './types.js';
 
 /** The write side of one gRPC stream, as the state machine sees it. */
@@ -32,6 +33,8 @@ export interface StreamOptions<Req> {
   controlPlaneId: string;
   /** Unflushed bytes above which the stream counts as blocked. */
   maxBufferedBytes: number;
+  /** Told about connections, responses, ACKs and NACKs (metrics). */
+  observer?: XdsObserver;
 }
 
 /** What the owning stream contributes. */
@@ -99,6 +102,11 @@ export class StreamLifecycle<Req extends { node?: { id: string } }> {
   private buffered = 0;
   private blocked = false;
   private pushOwed = false;
+  // When the change behind the push in progress (or owed) happened; undefined
+  // outside a push, when a response answers a request and is timed from now.
+  private pushCause: number | undefined;
+  private owedCause: number | undefined;
+  private readonly acks = new AckClock();
 
   constructor(
     private readonly opts: StreamOptions<Req>,
@@ -157,7 +165,10 @@ export class StreamLifecycle<Req extends { node?: { id: string } }> {
     this.identity = identity;
     this.connectedAt = new Date();
     this.nodeId = req.node?.id; // rule 5: only the first request must carry node
-    this.unsubscribePush = this.opts.source.onPush(this.opts.id, () => this.hooks.push());
+    this.unsubscribePush = this.opts.source.onPush(this.opts.id, (changedAt) =>
+      this.pushFor(changedAt ?? Date.now()),
+    );
+    this.opts.observer?.onConnect?.(identity.kind);
     this.logger.info({ remote: this.opts.remote }, this.hooks.connectedMessage);
     return true;
   }
@@ -173,6 +184,7 @@ export class StreamLifecycle<Req extends { node?: { id: string } }> {
       } catch (e) {
         this.logger.error({ err: e }, 'proxyDisconnected failed');
       }
+      this.opts.observer?.onDisconnect?.(this.identity.kind);
     }
     this.hooks.onClose();
   }
@@ -189,8 +201,35 @@ export class StreamLifecycle<Req extends { node?: { id: string } }> {
 
   /** True (and one push owed) when the transport is blocked: the caller stops sending. */
   deferIfBlocked(): boolean {
-    if (this.blocked) this.pushOwed = true;
+    if (this.blocked) {
+      this.pushOwed = true;
+      // The owed push answers the earliest change it carries.
+      const cause = this.pushCause ?? Date.now();
+      this.owedCause = Math.min(this.owedCause ?? cause, cause);
+    }
     return this.blocked;
+  }
+
+  /** Runs the owner's push with the responses it writes timed from `changedAt`. */
+  private pushFor(changedAt: number): void {
+    this.pushCause = changedAt;
+    try {
+      this.hooks.push();
+    } finally {
+      this.pushCause = undefined;
+    }
+  }
+
+  /** The proxy ACKed `nonce` of `typeUrl`. */
+  acked(typeUrl: string, nonce: string): void {
+    const seconds = this.acks.settle(typeUrl, nonce);
+    if (seconds !== undefined) this.opts.observer?.onAck?.(typeUrl, nonce, seconds);
+  }
+
+  /** The proxy NACKed `nonce` of `typeUrl` (rule 3). */
+  nacked(typeUrl: string, nonce: string): void {
+    this.acks.settle(typeUrl, nonce);
+    this.opts.observer?.onNack?.(typeUrl);
   }
 
   /** One view for a push, so every type is generated from the same state. Undefined = keep the last config. */
@@ -212,7 +251,9 @@ export class StreamLifecycle<Req extends { node?: { id: string } }> {
   }
 
   /** Hands one response to the transport, counting its bytes until flushed. */
-  write(response: Buffer): void {
+  write(response: Buffer, typeUrl: string, nonce: string): void {
+    this.acks.sent(typeUrl, nonce, this.pushCause ?? Date.now());
+    this.opts.observer?.onResponse?.(typeUrl, nonce);
     const size = response.length;
     this.buffered += size;
     const ok = this.opts.transport.write(response, () => {
@@ -221,8 +262,10 @@ export class StreamLifecycle<Req extends { node?: { id: string } }> {
       if (this.blocked && this.buffered === 0) {
         this.blocked = false;
         if (this.pushOwed) {
+          const cause = this.owedCause ?? Date.now();
           this.pushOwed = false;
-          this.hooks.push();
+          this.owedCause = undefined;
+          this.pushFor(cause);
         }
       }
     });

@@ -133,12 +133,14 @@ export class AdsStream {
       // rejected content stays "sent", so it is not resent until it changes.
       st.nackedVersion = st.sentVersion;
       st.lastNackMessage = req.errorDetail.message;
+      this.life.nacked(typeUrl, req.responseNonce);
       this.log.warn(
         { typeUrl, nonce: req.responseNonce, version: st.sentVersion, error: req.errorDetail.message },
         'proxy rejected configuration (NACK)',
       );
     } else if (req.responseNonce !== '') {
       st.ackedVersion = req.versionInfo;
+      this.life.acked(typeUrl, req.responseNonce);
     }
     this.updateSubscription(st, req.resourceNames, first);
     if (this.life.deferIfBlocked()) return;
@@ -199,7 +201,7 @@ export class AdsStream {
     st.sentVersion = set.version;
     st.contentVersion = set.version;
     st.sent = set.resources;
-    this.life.write(response);
+    this.life.write(response, st.typeUrl, nonce);
     this.log.debug({ typeUrl: st.typeUrl, version: set.version, nonce, count: set.resources.length }, 'sent');
     return true;
   }

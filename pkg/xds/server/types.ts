@@ -2,6 +2,7 @@ import type { ProxyContext } from '../../catalog/types.js';
 import type { GenerationContext, ResourceGenerator } from '../../envoy/types.js';
 import type { Logger } from '../../logger/logger.js';
 import type { ProxyIdentity } from '../../mesh/identity.js';
+import type { XdsObserver } from './observer.js';
 
 /** What the ADS server needs from the rest of skein. */
 export interface ProxyConfigSource {
@@ -13,8 +14,11 @@ export interface ProxyConfigSource {
   /** Current MeshView + SecretSource. */
   generationContext(): GenerationContext;
   generators: ReadonlyMap<string /* typeUrl */, ResourceGenerator>;
-  /** Subscribe a stream to push triggers (the repeater; already coalesced per stream). Returns unsubscribe. */
-  onPush(streamId: string, push: () => void): () => void;
+  /**
+   * Subscribe a stream to push triggers (the repeater; already coalesced per stream). Returns unsubscribe.
+   * `changedAt` (epoch ms) is when the earliest change behind the push happened, for change-to-ACK timing.
+   */
+  onPush(streamId: string, push: (changedAt?: number) => void): () => void;
 }
 
 export interface AdsTlsOptions {
@@ -50,6 +54,8 @@ export interface AdsServerOptions {
   secretDependentTypes?: readonly string[];
   /** Bytes written but not yet flushed to a stream before it counts as blocked; default 4 MiB. */
   maxBufferedBytes?: number;
+  /** Told about connections, responses, ACKs and NACKs, e.g. to count them as metrics. */
+  observer?: XdsObserver;
 }
 
 /** Per-type state of one stream, for the debug endpoint. */
