@@ -192,7 +192,7 @@ let cas: Promise<[BuiltinCA, BuiltinCA]> | undefined;
 
 /**
  * A test fixture around an AdsServer over a FakeSource (unless `source` is
- * given: any ProxyConfigSource, e.g. one over the real generators).
+ * given — for instance a ProxyConfigSource over the real generators).
  */
 export async function startFixture<S extends ProxyConfigSource>(
   opts: Partial<AdsServerOptions> & { source: S },
