@@ -2,15 +2,11 @@
 // delta protocol (wildcard CDS and LDS, then EDS/RDS/SDS names as CDS and LDS
 // reference them, as subscribe/unsubscribe deltas), keeps what it holds
 // across streams and reconnects with initial_resource_versions.
-import type * as grpc from '@grpc/grpc-js';
 import { TypeUrl } from '../../pkg/envoy/types.js';
 import { encodeDeltaDiscoveryRequest } from '../../pkg/xds/server/delta-codec.js';
 import { ADS_DELTA_PATH } from '../../pkg/xds/server/service.js';
 import type { DeltaDiscoveryRequest } from '../../pkg/xds/server/types.js';
-import type { FleetClientOptions } from './ads-client.js';
-import { CODE_OF, fleetChannel, REQUEST_ORDER } from './ads-client.js';
-import type { AckEvent } from './protocol.js';
-import { nowMs } from './protocol.js';
+import { CODE_OF, type FleetClientOptions, FleetStreamClient, REQUEST_ORDER } from './fleet-client.js';
 import { decodeDeltaEnvelope, type ResourceFacts } from './xds-decode.js';
 
 interface Held {
@@ -29,66 +25,16 @@ interface TypeState {
 
 const isWildcard = (typeUrl: string): boolean => typeUrl === TypeUrl.Cluster || typeUrl === TypeUrl.Listener;
 
-export class DeltaFleetClient {
-  private readonly client: grpc.Client;
-  private call: grpc.ClientDuplexStream<DeltaDiscoveryRequest, Buffer> | undefined;
-  private readonly types = new Map<string, TypeState>();
-  private epoch = 0;
-  private stopped = false;
-  private retryTimer: NodeJS.Timeout | undefined;
-  private failures = 0;
-  responses = 0;
-
-  constructor(private readonly opts: FleetClientOptions) {
-    this.client = fleetChannel(opts);
-    for (const t of REQUEST_ORDER)
-      this.types.set(t, { held: new Map(), subscribed: new Set(), answered: false });
+export class DeltaFleetClient extends FleetStreamClient<DeltaDiscoveryRequest, TypeState> {
+  constructor(opts: FleetClientOptions) {
+    super(opts, ADS_DELTA_PATH, encodeDeltaDiscoveryRequest, () => ({
+      held: new Map(),
+      subscribed: new Set(),
+      answered: false,
+    }));
   }
 
-  get index(): number {
-    return this.opts.spec.index;
-  }
-
-  start(): void {
-    this.openStream();
-  }
-
-  stop(): void {
-    this.stopped = true;
-    clearTimeout(this.retryTimer);
-    this.call?.cancel();
-    this.client.close();
-  }
-
-  private state(typeUrl: string): TypeState {
-    const st = this.types.get(typeUrl);
-    if (!st) throw new Error(`unknown type ${typeUrl}`);
-    return st;
-  }
-
-  private openStream(): void {
-    this.epoch++;
-    const epoch = this.epoch;
-    const call = this.client.makeBidiStreamRequest(
-      ADS_DELTA_PATH,
-      (req: DeltaDiscoveryRequest) => Buffer.from(encodeDeltaDiscoveryRequest(req)),
-      (bytes: Buffer) => bytes,
-    );
-    this.call = call;
-    call.on('data', (bytes: Buffer) => {
-      if (epoch === this.epoch) this.onResponse(bytes);
-    });
-    call.on('error', () => {
-      // Reported through 'status'.
-    });
-    call.on('status', (s: grpc.StatusObject) => {
-      if (epoch !== this.epoch) return;
-      this.opts.onStreamEnd({ p: this.opts.spec.index, e: epoch, code: s.code, at: nowMs() });
-      if (this.stopped) return;
-      this.failures++;
-      const base = Math.min(1000, 100 * 2 ** Math.min(this.failures - 1, 4));
-      this.retryTimer = setTimeout(() => this.openStream(), base / 2 + Math.random() * base);
-    });
+  protected onStreamOpen(): void {
     let first = true;
     for (const typeUrl of REQUEST_ORDER) {
       const st = this.state(typeUrl);
@@ -107,7 +53,7 @@ export class DeltaFleetClient {
   }
 
   private send(req: Partial<DeltaDiscoveryRequest> & { typeUrl: string }): void {
-    this.call?.write({
+    this.write({
       resourceNamesSubscribe: [],
       resourceNamesUnsubscribe: [],
       initialResourceVersions: new Map(),
@@ -116,9 +62,7 @@ export class DeltaFleetClient {
     });
   }
 
-  private onResponse(bytes: Buffer): void {
-    this.responses++;
-    this.failures = 0;
+  protected onResponse(bytes: Buffer): void {
     const res = decodeDeltaEnvelope(bytes);
     const code = CODE_OF[res.typeUrl];
     const st = this.types.get(res.typeUrl);
@@ -128,18 +72,7 @@ export class DeltaFleetClient {
     st.answered = true;
     this.send({ typeUrl: res.typeUrl, responseNonce: res.nonce });
     if (isWildcard(res.typeUrl)) this.resubscribe();
-    const ev: AckEvent = {
-      p: this.opts.spec.index,
-      e: this.epoch,
-      t: code,
-      v: res.systemVersionInfo,
-      at: nowMs(),
-      b: bytes.length,
-      c: this.complete() ? 1 : 0,
-    };
-    const marker = this.opts.marker();
-    if (marker && code === 'EDS') ev.m = bytes.includes(marker) ? 1 : 0;
-    this.opts.onAck(ev);
+    this.reportAck(code, res.systemVersionInfo, bytes);
   }
 
   /** What the held clusters and listeners reference: EDS from clusters, RDS from listeners, SDS from both. */
@@ -181,7 +114,7 @@ export class DeltaFleetClient {
    * held with its type answered (the server answers a reconnect's first
    * request of each type, even when nothing changed).
    */
-  private complete(): boolean {
+  protected complete(): boolean {
     if (!this.state(TypeUrl.Cluster).answered || !this.state(TypeUrl.Listener).answered) return false;
     for (const [typeUrl, names] of this.wanted()) {
       if (names.size === 0) continue;

@@ -3,8 +3,9 @@
 // parent in batches (so its own CPU stays small next to the controller's).
 import * as grpc from '@grpc/grpc-js';
 import { BuiltinCA } from '../../pkg/certificate/builtin.js';
-import { FleetClient, type FleetClientOptions } from './ads-client.js';
+import { FleetClient } from './ads-client.js';
 import { DeltaFleetClient } from './delta-client.js';
+import type { FleetClientOptions } from './fleet-client.js';
 import {
   type AckEvent,
   isParentMessage,

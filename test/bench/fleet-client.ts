@@ -1,0 +1,155 @@
+// What the SotW and Delta benchmark proxies share: one channel per proxy, a
+// stream that reconnects with a short backoff, stream numbering (epochs) and
+// ACK reporting. The subclasses keep only their protocol's requests and state.
+import * as grpc from '@grpc/grpc-js';
+import { TypeUrl } from '../../pkg/envoy/types.js';
+import type { AckEvent, FleetProxySpec, StreamEndEvent, TypeCode } from './protocol.js';
+import { nowMs } from './protocol.js';
+import type { FactsCache } from './xds-decode.js';
+
+export const CODE_OF: Record<string, TypeCode> = {
+  [TypeUrl.Cluster]: 'CDS',
+  [TypeUrl.ClusterLoadAssignment]: 'EDS',
+  [TypeUrl.Listener]: 'LDS',
+  [TypeUrl.RouteConfiguration]: 'RDS',
+  [TypeUrl.Secret]: 'SDS',
+};
+
+/** Envoy's ADS order on a new stream: CDS and LDS first, then what they reference. */
+export const REQUEST_ORDER: readonly string[] = [
+  TypeUrl.Cluster,
+  TypeUrl.Listener,
+  TypeUrl.ClusterLoadAssignment,
+  TypeUrl.RouteConfiguration,
+  TypeUrl.Secret,
+];
+
+export interface FleetClientOptions {
+  spec: FleetProxySpec;
+  address: string;
+  credentials: grpc.ChannelCredentials;
+  facts: FactsCache;
+  onAck(ev: AckEvent): void;
+  onStreamEnd(ev: StreamEndEvent): void;
+  /** The current EDS marker, if any. */
+  marker(): Buffer | undefined;
+}
+
+/**
+ * One connection per proxy, as with real sidecars: a local subchannel pool
+ * keeps grpc-js from sharing a TCP connection between channels.
+ */
+export function fleetChannel(opts: FleetClientOptions): grpc.Client {
+  return new grpc.Client(opts.address, opts.credentials, {
+    'grpc.use_local_subchannel_pool': 1,
+    'grpc.initial_reconnect_backoff_ms': 100,
+    'grpc.max_reconnect_backoff_ms': 1000,
+    'grpc.max_receive_message_length': 64 * 1024 * 1024,
+    // The server certificate names localhost too; an IP as TLS server name is deprecated (RFC 6066).
+    'grpc.ssl_target_name_override': 'localhost',
+  });
+}
+
+/**
+ * A benchmark proxy's ADS stream of requests `Req`, reconnected until stop(),
+ * with protocol state `S` per type of REQUEST_ORDER.
+ */
+export abstract class FleetStreamClient<Req, S> {
+  protected readonly types = new Map<string, S>();
+  private readonly client: grpc.Client;
+  private call: grpc.ClientDuplexStream<Req, Buffer> | undefined;
+  /** The current stream's number (1 = first stream). */
+  protected epoch = 0;
+  private stopped = false;
+  private retryTimer: NodeJS.Timeout | undefined;
+  private failures = 0;
+  responses = 0;
+
+  constructor(
+    protected readonly opts: FleetClientOptions,
+    private readonly methodPath: string,
+    private readonly encode: (req: Req) => Uint8Array,
+    newState: () => S,
+  ) {
+    this.client = fleetChannel(opts);
+    for (const t of REQUEST_ORDER) this.types.set(t, newState());
+  }
+
+  get index(): number {
+    return this.opts.spec.index;
+  }
+
+  start(): void {
+    this.openStream();
+  }
+
+  stop(): void {
+    this.stopped = true;
+    clearTimeout(this.retryTimer);
+    this.call?.cancel();
+    this.client.close();
+  }
+
+  protected state(typeUrl: string): S {
+    const st = this.types.get(typeUrl);
+    if (!st) throw new Error(`unknown type ${typeUrl}`);
+    return st;
+  }
+
+  /** Sends the first requests of a new stream (the call is already open). */
+  protected abstract onStreamOpen(): void;
+  /** Handles one response of the current stream. */
+  protected abstract onResponse(bytes: Buffer): void;
+  /** In sync on this stream: everything subscribed has arrived. */
+  protected abstract complete(): boolean;
+
+  protected write(req: Req): void {
+    this.call?.write(req);
+  }
+
+  /** Reports the ACK just written for a response of `bytes`. */
+  protected reportAck(code: TypeCode, version: string, bytes: Buffer): void {
+    const ev: AckEvent = {
+      p: this.opts.spec.index,
+      e: this.epoch,
+      t: code,
+      v: version,
+      at: nowMs(),
+      b: bytes.length,
+      c: this.complete() ? 1 : 0,
+    };
+    const marker = this.opts.marker();
+    if (marker && code === 'EDS') ev.m = bytes.includes(marker) ? 1 : 0;
+    this.opts.onAck(ev);
+  }
+
+  private openStream(): void {
+    this.epoch++;
+    const epoch = this.epoch;
+    const call = this.client.makeBidiStreamRequest(
+      this.methodPath,
+      (req: Req) => Buffer.from(this.encode(req)),
+      (bytes: Buffer) => bytes,
+    );
+    this.call = call;
+    call.on('data', (bytes: Buffer) => {
+      if (epoch !== this.epoch) return;
+      this.responses++;
+      this.failures = 0;
+      this.onResponse(bytes);
+    });
+    call.on('error', () => {
+      // Reported through 'status'.
+    });
+    call.on('status', (s: grpc.StatusObject) => {
+      if (epoch !== this.epoch) return;
+      this.opts.onStreamEnd({ p: this.opts.spec.index, e: epoch, code: s.code, at: nowMs() });
+      if (this.stopped) return;
+      // Short jittered backoff, capped at 1 s (Envoy's default ADS retry starts at 500 ms).
+      this.failures++;
+      const base = Math.min(1000, 100 * 2 ** Math.min(this.failures - 1, 4));
+      this.retryTimer = setTimeout(() => this.openStream(), base / 2 + Math.random() * base);
+    });
+    this.onStreamOpen();
+  }
+}
