@@ -19,10 +19,18 @@ import { silentLogger } from '../../pkg/logger/logger.js';
 import { LABEL_MONITORED_BY } from '../../pkg/mesh/constants.js';
 import { KubeClient } from '../../pkg/registry/kube/client.js';
 import { KubeEventReporter, storeLookup, teeReporter } from '../../pkg/registry/kube/events.js';
-import { KubeRegistry } from '../../pkg/registry/kube/registry.js';
+import type { KubeRegistry } from '../../pkg/registry/kube/registry.js';
 import { ProblemCollector } from '../../pkg/registry/problems.js';
 import { acquireCluster, type ClusterEndpoint } from '../support/cluster.js';
-import { applyCrds, createNamespace, createNode, createPod, markPodRunning } from '../support/kube.js';
+import { createNamespace, createPod, markPodRunning } from '../support/kube.js';
+import {
+  eventually,
+  prepareMeshCluster,
+  SMI_ACCESS,
+  SMI_SPLIT,
+  testKubeRegistry,
+  trafficTargetBody,
+} from '../support/kube-registry-fixture.js';
 import { spawnNode } from '../support/processes.js';
 
 const suffix = randomBytes(3).toString('hex');
@@ -30,36 +38,6 @@ const suffix = randomBytes(3).toString('hex');
 const MESH = `skein-e2e-${suffix}`;
 const CP = `skein-system-${suffix}`;
 const SHOP = `shop-${suffix}`;
-
-const SMI_ACCESS = { group: 'access.smi-spec.io', version: 'v1alpha3', plural: 'traffictargets' };
-const SMI_SPLIT = { group: 'split.smi-spec.io', version: 'v1alpha4', plural: 'trafficsplits' };
-
-function trafficTarget(name: string, destNs: string): Record<string, unknown> {
-  return {
-    apiVersion: 'access.smi-spec.io/v1alpha3',
-    kind: 'TrafficTarget',
-    metadata: { name, namespace: SHOP },
-    spec: {
-      destination: { kind: 'ServiceAccount', name: 'web', namespace: destNs },
-      sources: [{ kind: 'ServiceAccount', name: 'client', namespace: SHOP }],
-      rules: [{ kind: 'TCPRoute', name: 'all' }],
-    },
-  };
-}
-
-async function eventually(what: string, check: () => void | Promise<void>, ms = 20_000): Promise<void> {
-  const deadline = Date.now() + ms;
-  for (;;) {
-    try {
-      await check();
-      return;
-    } catch (err) {
-      if (Date.now() > deadline)
-        throw new Error(`${what}: ${err instanceof Error ? err.message : String(err)}`);
-      await new Promise((r) => setTimeout(r, 100));
-    }
-  }
-}
 
 describe('KubeRegistry against a real API server', { timeout: 180_000 }, () => {
   let endpoint: ClusterEndpoint;
@@ -75,19 +53,13 @@ describe('KubeRegistry against a real API server', { timeout: 180_000 }, () => {
     ({ endpoint, kubeConfig: kc, release } = await acquireCluster());
     core = kc.makeApiClient(CoreV1Api);
     custom = kc.makeApiClient(CustomObjectsApi);
-    await applyCrds(kc);
-    await createNode(core);
-    await createNamespace(core, CP);
+    await prepareMeshCluster(kc, core, CP);
     events = new KubeEventReporter({ client: new KubeClient({ kubeConfig: kc }), logger: silentLogger() });
-    registry = new KubeRegistry({
+    registry = testKubeRegistry({
       kubeConfig: kc,
       meshName: MESH,
       controlPlaneNamespace: CP,
       reporter: teeReporter(problems, events),
-      logger: silentLogger(),
-      qps: 50,
-      burst: 50,
-      backoff: { initialMs: 100, maxMs: 2000 },
     });
     await registry.start();
   });
@@ -104,7 +76,7 @@ describe('KubeRegistry against a real API server', { timeout: 180_000 }, () => {
         ...SMI_ACCESS,
         namespace: CP,
         body: {
-          ...trafficTarget('bad', CP),
+          ...trafficTargetBody(SHOP, 'bad', CP),
           metadata: { name: 'bad', namespace: CP },
           spec: { sources: [] },
         },
@@ -189,12 +161,12 @@ describe('KubeRegistry against a real API server', { timeout: 180_000 }, () => {
     await custom.createNamespacedCustomObject({
       ...SMI_ACCESS,
       namespace: SHOP,
-      body: trafficTarget('ok', SHOP),
+      body: trafficTargetBody(SHOP, 'ok'),
     });
     await custom.createNamespacedCustomObject({
       ...SMI_ACCESS,
       namespace: SHOP,
-      body: trafficTarget('elsewhere', CP),
+      body: trafficTargetBody(SHOP, 'elsewhere', CP),
     });
     await eventually('valid TrafficTarget stored', () =>
       assert.deepEqual(registry.store.keys('TrafficTarget'), [`${SHOP}/ok`]),

@@ -5,55 +5,25 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { ApiException, CoreV1Api, CustomObjectsApi, DiscoveryV1Api } from '@kubernetes/client-node';
-import { silentLogger } from '../../pkg/logger/logger.js';
 import { LABEL_MONITORED_BY } from '../../pkg/mesh/constants.js';
-import { KubeRegistry } from '../../pkg/registry/kube/registry.js';
+import type { KubeRegistry } from '../../pkg/registry/kube/registry.js';
 import { ProblemCollector } from '../../pkg/registry/problems.js';
 import { TestCluster } from '../support/cluster.js';
+import { createNamespace, createPod, markPodRunning, waitFor } from '../support/kube.js';
 import {
-  applyCrds,
-  createNamespace,
-  createNode,
-  createPod,
-  markPodRunning,
-  waitFor,
-} from '../support/kube.js';
+  eventually,
+  prepareMeshCluster,
+  SMI_ACCESS,
+  testKubeRegistry,
+  trafficTargetBody,
+} from '../support/kube-registry-fixture.js';
 
 const MESH = 'skein-restarts';
 const CP = 'skein-system';
 const SHOP = 'shop';
 
-const SMI_ACCESS = { group: 'access.smi-spec.io', version: 'v1alpha3', plural: 'traffictargets' };
-
 function isRecord(v: unknown): v is Record<string, unknown> {
   return typeof v === 'object' && v !== null && !Array.isArray(v);
-}
-
-function trafficTarget(name: string): Record<string, unknown> {
-  return {
-    apiVersion: 'access.smi-spec.io/v1alpha3',
-    kind: 'TrafficTarget',
-    metadata: { name, namespace: SHOP },
-    spec: {
-      destination: { kind: 'ServiceAccount', name: 'web', namespace: SHOP },
-      sources: [{ kind: 'ServiceAccount', name: 'client', namespace: SHOP }],
-      rules: [{ kind: 'TCPRoute', name: 'all' }],
-    },
-  };
-}
-
-async function eventually(what: string, check: () => void | Promise<void>, ms = 20_000): Promise<void> {
-  const deadline = Date.now() + ms;
-  for (;;) {
-    try {
-      await check();
-      return;
-    } catch (err) {
-      if (Date.now() > deadline)
-        throw new Error(`${what}: ${err instanceof Error ? err.message : String(err)}`);
-      await new Promise((r) => setTimeout(r, 100));
-    }
-  }
 }
 
 describe('API server and etcd restarts', { timeout: 180_000 }, () => {
@@ -69,9 +39,7 @@ describe('API server and etcd restarts', { timeout: 180_000 }, () => {
     core = kc.makeApiClient(CoreV1Api);
     custom = kc.makeApiClient(CustomObjectsApi);
     discovery = kc.makeApiClient(DiscoveryV1Api);
-    await applyCrds(kc);
-    await createNode(core);
-    await createNamespace(core, CP);
+    await prepareMeshCluster(kc, core, CP);
     await createNamespace(core, SHOP, { [LABEL_MONITORED_BY]: MESH });
     await core.createNamespacedServiceAccount({ namespace: SHOP, body: { metadata: { name: 'web' } } });
     await core.createNamespacedService({
@@ -88,16 +56,16 @@ describe('API server and etcd restarts', { timeout: 180_000 }, () => {
       await createPod(core, { namespace: SHOP, name, labels: { app: 'web' }, ports: [8080] });
       await markPodRunning(core, SHOP, name, ip);
     }
-    await custom.createNamespacedCustomObject({ ...SMI_ACCESS, namespace: SHOP, body: trafficTarget('ok') });
-    registry = new KubeRegistry({
+    await custom.createNamespacedCustomObject({
+      ...SMI_ACCESS,
+      namespace: SHOP,
+      body: trafficTargetBody(SHOP, 'ok'),
+    });
+    registry = testKubeRegistry({
       kubeConfig: kc,
       meshName: MESH,
       controlPlaneNamespace: CP,
       reporter: new ProblemCollector(),
-      logger: silentLogger(),
-      qps: 50,
-      burst: 50,
-      backoff: { initialMs: 100, maxMs: 2000 },
     });
     await registry.start();
     await eventually('store equal to the server before any restart', async () => {
@@ -120,7 +88,7 @@ describe('API server and etcd restarts', { timeout: 180_000 }, () => {
     await custom.createNamespacedCustomObject({
       ...SMI_ACCESS,
       namespace: SHOP,
-      body: trafficTarget('ok-2'),
+      body: trafficTargetBody(SHOP, 'ok-2'),
     });
     await core.deleteNamespacedPod({ namespace: SHOP, name: 'web-2', gracePeriodSeconds: 0 });
     await createPod(core, { namespace: SHOP, name: 'web-4', labels: { app: 'web' }, ports: [8080] });
@@ -154,7 +122,7 @@ describe('API server and etcd restarts', { timeout: 180_000 }, () => {
           await custom.createNamespacedCustomObject({
             ...SMI_ACCESS,
             namespace: SHOP,
-            body: trafficTarget('after-etcd'),
+            body: trafficTargetBody(SHOP, 'after-etcd'),
           });
           return true;
         } catch (err) {
