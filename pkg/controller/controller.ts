@@ -9,6 +9,7 @@ import { buildMeshView, meshConfigOf, policyProblems } from '../catalog/view.js'
 import { BuiltinCA } from '../certificate/builtin.js';
 import { WorkloadCertWriter, workloadCertsDir } from '../certificate/files.js';
 import { CertificateManager } from '../certificate/manager.js';
+import { mountDebugRoutes } from '../debug/routes.js';
 import { meshGenerators } from '../envoy/generators.js';
 import { HealthServer } from '../health/server.js';
 import type { Logger } from '../logger/logger.js';
@@ -89,15 +90,21 @@ export class Controller {
       { name: 'ads', notReadyReason: () => (this.adsServing ? undefined : 'ADS server not serving') },
     ]);
     this.health = health;
-    // Local mode is a developer's machine: show per-proxy xDS state (versions
-    // sent/ACKed/NACKed per type), like Istio's syncz. Off in a cluster, where
-    // it would reveal the mesh to anyone who can reach the port.
-    if (o.localDir !== undefined) {
-      health.route('/debug/proxies', (_req, res) => {
-        res.writeHead(200, { 'content-type': 'application/json' });
-        res.end(JSON.stringify(this.streams(), null, 2));
-      });
-    }
+    // Local mode is a developer's machine; in a cluster the debug endpoints would
+    // reveal the mesh to anyone who can reach the port, so MeshConfig must opt in.
+    mountDebugRoutes(health, {
+      enabled: () =>
+        o.localDir !== undefined ||
+        meshConfigOf(this.currentView())?.spec.observability?.enableDebugServer === true,
+      streams: () => this.streams(),
+      sentResources: (streamId) => this.ads?.sentResources(streamId),
+      podOf: (identity) => {
+        const pod = proxyContext(identity, this.currentView()).pod;
+        return pod ? { namespace: pod.metadata.namespace ?? '', name: pod.metadata.name } : undefined;
+      },
+      certificates: () => this.certs?.list() ?? [],
+      view: () => this.currentView(),
+    });
     health.route('/metrics', (_req, res) => {
       this.metrics.text().then(
         (body) => {

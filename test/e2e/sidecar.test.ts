@@ -7,6 +7,9 @@ import { readFile } from 'node:fs/promises';
 import { after, before, describe, test } from 'node:test';
 import * as grpc from '@grpc/grpc-js';
 import { BuiltinCA } from '../../pkg/certificate/builtin.js';
+import type { ConfigDump } from '../../pkg/debug/config-dump.js';
+import type { DebugPolicies } from '../../pkg/debug/policies.js';
+import type { DebugProxy } from '../../pkg/debug/proxies.js';
 import { crossReferenceProblems } from '../../pkg/envoy/testing/crossref.js';
 import { resourceProblems } from '../../pkg/envoy/testing/roundtrip.js';
 import { TypeUrl } from '../../pkg/envoy/types.js';
@@ -157,6 +160,96 @@ describe('Envoy sidecar configuration over mTLS ADS', () => {
       const status = await client.status;
       assert.equal(status.code, grpc.status.UNAUTHENTICATED);
       assert.match(status.details, /not a UUID/);
+    } finally {
+      client.close();
+    }
+  });
+
+  async function debugGet(path: string): Promise<{ status: number; body: string }> {
+    const res = await fetch(`http://127.0.0.1:${mesh.ports.http}${path}`);
+    return { status: res.status, body: await res.text() };
+  }
+
+  /** The /debug/proxies entry of a proxy UUID's newest stream, with its CDS sync state. */
+  async function proxyEntry(uuid: string): Promise<DebugProxy | undefined> {
+    const { status, body } = await debugGet('/debug/proxies');
+    assert.equal(status, 200, body);
+    const entries = JSON.parse(body) as DebugProxy[];
+    return entries.filter((e) => e.identity.uuid === uuid).at(-1);
+  }
+
+  async function cdsSyncState(uuid: string): Promise<string | undefined> {
+    return (await proxyEntry(uuid))?.types[TypeUrl.Cluster]?.syncState;
+  }
+
+  test('debug endpoints: proxies (SYNCED), config_dump, certs without keys, policies with their TrafficTarget', async () => {
+    const { credentials, cn } = await proxyCredentials(mesh.stateDir, BUYER);
+    const client = adsClient(mesh.ports.ads, credentials);
+    try {
+      const fetched = await fetchLikeEnvoy(client, cn);
+      // The stream stays open: the controller reports it as connected and synced.
+      const entry = await proxyEntry(BUYER.uuid);
+      assert.equal(entry?.types[TypeUrl.Cluster]?.syncState, 'SYNCED');
+      assert.equal(entry?.pod?.namespace, 'bookbuyer');
+      assert.ok(entry?.connectedAt !== undefined && Date.parse(entry.connectedAt) <= Date.now());
+
+      const dump = await debugGet(`/debug/config_dump?proxy=${BUYER.uuid}`);
+      assert.equal(dump.status, 200, dump.body);
+      const parsed = JSON.parse(dump.body) as ConfigDump;
+      assert.equal(parsed.proxy, cn);
+      assert.deepEqual(
+        (parsed.types[TypeUrl.Cluster]?.resources ?? []).map((r) => r['name']).sort(),
+        fetched.clusters.map((c) => c.name).sort(),
+      );
+      assert.ok(fetched.clusters.length > 0);
+      const unknown = await debugGet('/debug/config_dump?proxy=no-such-proxy');
+      assert.equal(unknown.status, 404);
+      assert.match(unknown.body, /no connected proxy .*no-such-proxy/);
+
+      const certs = await debugGet('/debug/certs');
+      assert.equal(certs.status, 200);
+      assert.ok(certs.body.includes(spiffeId(BUYER, 'cluster.local')), certs.body);
+      assert.doesNotMatch(certs.body, /PRIVATE KEY/);
+
+      const policies = await debugGet('/debug/policies');
+      assert.equal(policies.status, 200);
+      const view = JSON.parse(policies.body) as DebugPolicies;
+      const rules = view.services
+        .filter((s) => s.service.startsWith('bookstore/bookstore'))
+        .flatMap((s) => s.ports.flatMap((p) => p.rules));
+      assert.ok(
+        rules.some(
+          (r) =>
+            r.origin === 'TrafficTarget bookstore/bookbuyer-access-bookstore' &&
+            r.sources !== 'any' &&
+            r.sources.includes('bookbuyer/bookbuyer'),
+        ),
+        JSON.stringify(rules),
+      );
+    } finally {
+      client.close();
+    }
+  });
+
+  test('debug endpoints: a proxy that rejected its clusters shows NACKED', async () => {
+    const { credentials, cn } = await proxyCredentials(mesh.stateDir, THIEF);
+    const client = adsClient(mesh.ports.ads, credentials);
+    try {
+      client.send({ typeUrl: TypeUrl.Cluster, node: { id: cn, cluster: 'x' } });
+      const res = await client.next(5000);
+      assert.equal(await cdsSyncState(THIEF.uuid), 'STALE');
+      client.send({
+        typeUrl: TypeUrl.Cluster,
+        responseNonce: res.nonce,
+        errorDetail: { code: 3, message: 'rejected by the test' },
+      });
+      const deadline = Date.now() + 5000;
+      let state = await cdsSyncState(THIEF.uuid);
+      while (state !== 'NACKED' && Date.now() < deadline) {
+        await new Promise((r) => setTimeout(r, 50));
+        state = await cdsSyncState(THIEF.uuid);
+      }
+      assert.equal(state, 'NACKED');
     } finally {
       client.close();
     }

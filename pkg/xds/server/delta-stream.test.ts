@@ -44,6 +44,25 @@ describe('Delta ADS stream protocol (xDS rule 11)', () => {
   });
   after(() => f.close());
 
+  it('sentResources: what the client holds after updates and removals (debug config dump)', async () => {
+    f.source.set(TypeUrl.Cluster, [cluster('a'), cluster('b')]);
+    c = await proxy();
+    c.send({ typeUrl: TypeUrl.Cluster, node: { id: cn(seq), cluster: 'x' } });
+    c.ack(await c.next());
+    f.source.set(TypeUrl.Cluster, [cluster('a'), cluster('b', 7), cluster('d')]);
+    f.source.push();
+    c.ack(await c.next()); // b and d
+    f.source.set(TypeUrl.Cluster, [cluster('b', 7), cluster('d')]);
+    f.source.push();
+    const removal = await c.next();
+    assert.deepEqual(removal.removedResources, ['a']);
+    const streamId = streamOf()?.streamId ?? '';
+    const held = f.server.sentResources(streamId)?.get(TypeUrl.Cluster) ?? [];
+    assert.deepEqual(held.map((r) => r.name).sort(), ['b', 'd']);
+    assert.equal(held.find((r) => r.name === 'b')?.hash, encodeResource(cluster('b', 7)).hash);
+    assert.equal(f.server.sentResources('no-such-stream'), undefined);
+  });
+
   it('wildcard CDS: per-resource versions, then only what changed, and removed_resources', async () => {
     f.source.set(TypeUrl.Cluster, [cluster('b'), cluster('a'), cluster('c')]);
     c = await proxy();

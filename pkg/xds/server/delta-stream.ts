@@ -33,6 +33,8 @@ interface DeltaTypeState {
    * the next response to state the resource (sent, or removed).
    */
   readonly known: Map<string, string>;
+  /** The last encoded resource sent per name, for the debug view (valid while `known` has the name). */
+  readonly sent: Map<string, EncodedResource>;
   /** The generated sets the client is known to hold exactly: an identical set on a push needs no diff. */
   synced: readonly GeneratedSet[] | undefined;
   /** nonce → system version of responses not (N)ACKed yet. */
@@ -138,6 +140,18 @@ export class DeltaAdsStream {
     }, 'delta');
   }
 
+  /** Debug view: per type, the encoded resources last sent that the client still holds. */
+  sentResources(): Map<string, readonly EncodedResource[]> {
+    const out = new Map<string, readonly EncodedResource[]>();
+    for (const st of this.types.values()) {
+      if (st.sentVersion === undefined) continue;
+      const held: EncodedResource[] = [];
+      for (const [name, r] of st.sent) if (st.known.has(name)) held.push(r);
+      out.set(st.typeUrl, held);
+    }
+    return out;
+  }
+
   private handleTypeRequest(req: DeltaDiscoveryRequest): void {
     const { typeUrl } = req;
     if (!this.opts.source.generators.has(typeUrl)) {
@@ -153,6 +167,7 @@ export class DeltaAdsStream {
         names: new Set(),
         key: subscriptionKey(new Set()),
         known: new Map(),
+        sent: new Map(),
         synced: undefined,
         pending: new Map(),
       };
@@ -353,8 +368,14 @@ export class DeltaAdsStream {
       nonce,
       controlPlaneId: this.opts.controlPlaneId,
     });
-    for (const r of updates) st.known.set(r.name, r.hash);
-    for (const name of removed) st.known.delete(name);
+    for (const r of updates) {
+      st.known.set(r.name, r.hash);
+      st.sent.set(r.name, r);
+    }
+    for (const name of removed) {
+      st.known.delete(name);
+      st.sent.delete(name);
+    }
     st.pending.set(nonce, d.version);
     if (st.pending.size > MAX_PENDING_NONCES) {
       const oldest = st.pending.keys().next().value;

@@ -3,7 +3,7 @@ import * as grpc from '@grpc/grpc-js';
 import { TypeUrl } from '../../envoy/types.js';
 import type { Logger } from '../../logger/logger.js';
 import type { ProxyIdentity } from '../../mesh/identity.js';
-import { ResourceInterner } from '../cache/encoded.js';
+import { type EncodedResource, ResourceInterner } from '../cache/encoded.js';
 import { GenerationCache } from '../cache/generation.js';
 import { AuthenticationError, identityFromNodeId, identityFromPeerCertificate } from './auth.js';
 import { DeltaAdsStream } from './delta-stream.js';
@@ -22,6 +22,7 @@ interface FirstRequest {
 interface TrackedStream {
   readonly id: string;
   status(): StreamStatus | undefined;
+  sentResources(): Map<string, readonly EncodedResource[]>;
   close(): void;
 }
 
@@ -138,6 +139,11 @@ export class AdsServer {
       if (st !== undefined) out.push(st);
     }
     return out;
+  }
+
+  /** Debug view: per type, the encoded resources last sent on one stream; undefined for an unknown stream. */
+  sentResources(streamId: string): ReadonlyMap<string, readonly EncodedResource[]> | undefined {
+    return this.active.get(streamId)?.sentResources();
   }
 
   private createServer(mode: Mode): grpc.Server {

@@ -32,6 +32,20 @@ describe('ADS stream protocol (xDS rules)', () => {
   });
   after(() => f.close());
 
+  it('sentResources: the resources of the last response per type (debug config dump)', async () => {
+    f.source.set(TypeUrl.Cluster, [cluster('b'), cluster('a')]);
+    c = await proxy();
+    c.send({ typeUrl: TypeUrl.Cluster, node: { id: cn(seq), cluster: 'x' } });
+    const r1 = await c.next();
+    const streamId = f.server.streams().find((s) => s.identity.cn === cn(seq))?.streamId ?? '';
+    const sent = f.server.sentResources(streamId);
+    assert.deepEqual(
+      sent?.get(TypeUrl.Cluster)?.map((r) => r.name),
+      r1.names,
+    );
+    assert.equal(sent?.has(TypeUrl.Listener), false);
+  });
+
   it('wildcard CDS: full set, fresh nonce, ACK not answered, unchanged push not re-sent (rules 1, 4, 5, 7)', async () => {
     f.source.set(TypeUrl.Cluster, [cluster('b'), cluster('a')]);
     c = await proxy();

@@ -110,6 +110,13 @@ export class AdsStream {
     });
   }
 
+  /** Debug view: per type, the encoded resources the proxy was last sent (pruned to its subscription). */
+  sentResources(): Map<string, readonly EncodedResource[]> {
+    const out = new Map<string, readonly EncodedResource[]>();
+    for (const st of this.types.values()) if (st.sentVersion !== undefined) out.set(st.typeUrl, st.sent);
+    return out;
+  }
+
   private handleTypeRequest(req: DiscoveryRequest): void {
     const { typeUrl } = req;
     if (!this.opts.source.generators.has(typeUrl)) {

@@ -1,0 +1,73 @@
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { MeshView } from '../catalog/types.js';
+import type { ManagedCertificateInfo } from '../certificate/manager.js';
+import type { HealthServer } from '../health/server.js';
+import type { ProxyIdentity } from '../mesh/identity.js';
+import type { EncodedResource } from '../xds/cache/encoded.js';
+import type { StreamStatus } from '../xds/server/types.js';
+import { buildCerts } from './certs.js';
+import { buildConfigDump } from './config-dump.js';
+import { buildPolicies } from './policies.js';
+import { buildProxies, findStream, type PodRef } from './proxies.js';
+
+/** What the debug endpoints read from the controller. */
+export interface DebugSource {
+  /** Checked on every request: local mode, or MeshConfig observability.enableDebugServer. */
+  enabled(): boolean;
+  streams(): StreamStatus[];
+  sentResources(streamId: string): ReadonlyMap<string, readonly EncodedResource[]> | undefined;
+  podOf(identity: ProxyIdentity): PodRef | undefined;
+  certificates(): ManagedCertificateInfo[];
+  view(): MeshView;
+}
+
+/** Mounts `/debug/{proxies,config_dump,certs,policies}`; each answers 404 while disabled. */
+export function mountDebugRoutes(health: HealthServer, src: DebugSource): void {
+  const guarded = (build: (req: IncomingMessage, res: ServerResponse) => void) => {
+    return (req: IncomingMessage, res: ServerResponse) => {
+      // Off means indistinguishable from an unknown path: the mesh layout stays private.
+      if (!src.enabled()) return text(res, 404, 'not found\n');
+      build(req, res);
+    };
+  };
+  health.route(
+    '/debug/proxies',
+    guarded((_req, res) =>
+      json(
+        res,
+        200,
+        buildProxies(src.streams(), (s) => src.podOf(s.identity)),
+      ),
+    ),
+  );
+  health.route(
+    '/debug/config_dump',
+    guarded((req, res) => {
+      const id = new URL(req.url ?? '/', 'http://debug').searchParams.get('proxy');
+      if (!id) return text(res, 400, 'missing ?proxy=<stream id or proxy uuid>\n');
+      const status = findStream(src.streams(), id);
+      const sent = status && src.sentResources(status.streamId);
+      if (status === undefined || sent === undefined)
+        return text(res, 404, `no connected proxy with stream id or UUID "${id}"\n`);
+      json(res, 200, buildConfigDump(status, sent));
+    }),
+  );
+  health.route(
+    '/debug/certs',
+    guarded((_req, res) => json(res, 200, buildCerts(src.certificates()))),
+  );
+  health.route(
+    '/debug/policies',
+    guarded((_req, res) => json(res, 200, buildPolicies(src.view()))),
+  );
+}
+
+function json(res: ServerResponse, status: number, body: unknown): void {
+  res.writeHead(status, { 'content-type': 'application/json' });
+  res.end(`${JSON.stringify(body, null, 2)}\n`);
+}
+
+function text(res: ServerResponse, status: number, body: string): void {
+  res.writeHead(status, { 'content-type': 'text/plain; charset=utf-8' });
+  res.end(body);
+}
