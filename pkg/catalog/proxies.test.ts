@@ -121,7 +121,8 @@ test('proxyContext attaches no pod when none carries the UUID or the pod runs as
   assert.equal(spoof.groupKey, 'sidecar|shop/admin||');
 });
 
-test('a named target port is resolved against the proxy’s own pod', () => {
+/** One service with a named target port, backed by two pods listening on different numbers for it. */
+function namedPortView() {
   const store = new MeshStore();
   store.upsert(namespace('shop', 'skein'));
   store.upsert(service('shop', 'api', [{ name: 'grpc-api', port: 14001, targetPort: 'grpc-api' }]));
@@ -132,7 +133,11 @@ test('a named target port is resolved against the proxy’s own pod', () => {
   });
   store.upsert(pod('shop', 'api-1', { ...ports(14021), uuid: UUID_A, ip: '10.0.0.5' }));
   store.upsert(pod('shop', 'api-2', { ...ports(14022), uuid: UUID_B, ip: '10.0.0.6' }));
-  const view = buildMeshView(store, { meshName: 'skein' });
+  return buildMeshView(store, { meshName: 'skein' });
+}
+
+test('a named target port is resolved against the proxy’s own pod', () => {
+  const view = namedPortView();
   const a = proxyContext(ident(UUID_A), view);
   const b = proxyContext(ident(UUID_B), view);
   assert.equal(a.services[0]?.ports[0]?.targetPort, 14021);
@@ -142,17 +147,7 @@ test('a named target port is resolved against the proxy’s own pod', () => {
 });
 
 test('the per-pod view of a service is the same object on every call', () => {
-  const store = new MeshStore();
-  store.upsert(namespace('shop', 'skein'));
-  store.upsert(service('shop', 'api', [{ name: 'grpc-api', port: 14001, targetPort: 'grpc-api' }]));
-  const ports = (n: number) => ({
-    labels: { app: 'api' },
-    sa: 'web',
-    containerPorts: [{ name: 'grpc-api', containerPort: n }],
-  });
-  store.upsert(pod('shop', 'api-1', { ...ports(14021), uuid: UUID_A, ip: '10.0.0.5' }));
-  store.upsert(pod('shop', 'api-2', { ...ports(14022), uuid: UUID_B, ip: '10.0.0.6' }));
-  const view = buildMeshView(store, { meshName: 'skein' });
+  const view = namedPortView();
   const first = proxyContext(ident(UUID_B), view).services[0];
   assert.equal(first?.ports[0]?.targetPort, 14022);
   assert.equal(proxyContext(ident(UUID_B), view).services[0], first);
