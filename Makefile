@@ -3,7 +3,7 @@ SHELL := /bin/bash
 NODE ?= node
 STATE ?= .state
 
-.PHONY: all deps build cluster-bin envoyvalidate-bin start demo test test-unit test-e2e lint format bench clean
+.PHONY: all deps build cluster-bin envoyvalidate-bin helm-bin start demo test test-unit test-e2e lint format bench clean
 
 all: build
 
@@ -35,6 +35,13 @@ $(ENVOYVALIDATE_BIN): test/envoyvalidate/go.mod test/envoyvalidate/go.sum test/e
 
 envoyvalidate-bin: $(ENVOYVALIDATE_BIN)
 
+# helm for the chart tests (test/kube/helm.test.ts), at the version build.sh pins.
+HELM_BIN := test/helm/bin/helm
+$(HELM_BIN): test/helm/build.sh
+	test/helm/build.sh
+
+helm-bin: $(HELM_BIN)
+
 # Runs the controller on the bundled example mesh; no cluster needed.
 start: build
 	$(NODE) dist/cmd/skein-controller/main.js --local examples/bookstore --state-dir $(STATE) --host 127.0.0.1 --insecure-ads-port 15129
@@ -44,13 +51,13 @@ demo: build
 	$(NODE) dist/test/demo/main.js
 
 # test/run.ts: `node --test` plus one test cluster shared by every file using acquireCluster().
-test: build cluster-bin envoyvalidate-bin
+test: build cluster-bin envoyvalidate-bin helm-bin
 	$(NODE) dist/test/run.js --test-concurrency=2 $$(find dist/pkg dist/cmd -name '*.test.js' | sort) $$(find dist/test -name '*.test.js' | sort)
 
 test-unit: build
 	$(NODE) --test $$(find dist/pkg dist/cmd -name '*.test.js' | sort)
 
-test-e2e: build cluster-bin envoyvalidate-bin
+test-e2e: build cluster-bin envoyvalidate-bin helm-bin
 	$(NODE) dist/test/run.js --test-concurrency=1 $$(find dist/test -name '*.test.js' | sort)
 
 lint: deps
