@@ -39,8 +39,9 @@ export interface ControllerAddress {
 export function controllerAddress(
   controlPlaneNamespace: string,
   clusterDomain = 'cluster.local',
+  serviceName = 'skein-controller',
 ): ControllerAddress {
-  return { host: `skein-controller.${controlPlaneNamespace}.svc.${clusterDomain}`, port: PORT_ADS };
+  return { host: `${serviceName}.${controlPlaneNamespace}.svc.${clusterDomain}`, port: PORT_ADS };
 }
 
 export interface BootstrapOptions {

@@ -95,6 +95,8 @@ export interface MutateOptions {
   trustDomain: string;
   controlPlaneNamespace: string;
   clusterDomain?: string;
+  /** The controller's Service name, for the bootstrap's ADS address (default `skein-controller`). */
+  controllerServiceName?: string;
   images: SidecarImages;
   /** A fresh UUID (the caller's randomness keeps this function pure). */
   proxyUuid: string;
@@ -223,7 +225,7 @@ export function mutate(pod: PodInfo, o: MutateOptions): Mutation {
   const bootstrap = envoyBootstrap({
     nodeId: commonName,
     nodeCluster: `${pod.serviceAccountName}.${pod.namespace}`,
-    controller: controllerAddress(o.controlPlaneNamespace, o.clusterDomain),
+    controller: controllerAddress(o.controlPlaneNamespace, o.clusterDomain, o.controllerServiceName),
     probes: probes.forwards,
   });
   const sds = adsSdsFiles();

@@ -8,7 +8,7 @@ import type { JsonPatchOperation } from './jsonpatch.js';
 import type { NamespaceLike, SecretManifest } from './mutate.js';
 import { isJsonObject, type Json, type JsonObject } from './pod.js';
 import { applyPatch } from './testing/apply-patch.js';
-import { InjectorWebhook, MUTATE_PATH, type SecretWriter } from './webhook.js';
+import { type AdmissionResult, InjectorWebhook, MUTATE_PATH, type SecretWriter } from './webhook.js';
 
 const UUIDS = [
   '11111111-1111-4111-8111-111111111111',
@@ -41,6 +41,8 @@ let webhook: InjectorWebhook;
 let port: number;
 const secrets = new FakeSecrets();
 let issued = 0;
+/** What the observer hook reported, in order. */
+const results: AdmissionResult[] = [];
 
 before(async () => {
   ca = await BuiltinCA.create();
@@ -63,6 +65,7 @@ before(async () => {
     secrets,
     namespaces: { get: async (name) => namespaces[name] },
     newUuid: () => uuids.shift() ?? 'ffffffff-ffff-4fff-8fff-ffffffffffff',
+    observer: { onAdmission: (r) => results.push(r) },
   });
   port = await webhook.start();
 });
@@ -254,7 +257,7 @@ test('AdmissionReview in, JSON Patch out: the patched pod has the sidecar; its S
 });
 
 test('unlabelled namespace, disabled annotation, hostNetwork, other kinds and operations: allowed, no patch', async () => {
-  const start = { secrets: secrets.created.length, issued };
+  const start = { secrets: secrets.created.length, issued, results: results.length };
   const cases: [string, Json, JsonObject][] = [
     ['unlabelled namespace', podJson('plain'), {}],
     [
@@ -272,12 +275,13 @@ test('unlabelled namespace, disabled annotation, hostNetwork, other kinds and op
   ];
   for (const [name, object, extra] of cases)
     assert.deepEqual(await admit(object, extra), { uid: 'req-1', allowed: true }, name);
+  assert.deepEqual(results.slice(start.results), Array(cases.length).fill('skipped'));
   assert.equal(secrets.created.length, start.secrets);
   assert.equal(issued, start.issued);
 });
 
 test('invalid annotations, unknown namespaces and failed Secret writes are clear admission errors', async () => {
-  const start = { secrets: secrets.created.length, issued };
+  const start = { secrets: secrets.created.length, issued, results: results.length };
   const bad = await admit(
     podJson('bookstore', { annotations: { 'skein.dev/outbound-ip-range-exclusion-list': '10.0.0.0/40' } }),
   );
@@ -306,12 +310,15 @@ test('invalid annotations, unknown namespaces and failed Secret writes are clear
   } finally {
     secrets.fail = false;
   }
+  // Refusals the pod's author must fix are `denied`; the webhook failing its own job is `error`.
+  assert.deepEqual(results.slice(start.results), ['denied', 'denied', 'denied', 'error']);
   assert.equal(secrets.created.length, start.secrets);
 });
 
 test('a dry run gets the patch but creates no Secret', async () => {
   const start = secrets.created.length;
   const answer = await admit(podJson('bookstore'), { dryRun: true });
+  assert.equal(results.at(-1), 'injected');
   assert.equal(answer.allowed, true);
   assert.ok(decodePatch(answer).length > 0);
   assert.equal(secrets.created.length, start);

@@ -38,6 +38,18 @@ export interface NamespaceReader {
   get(name: string): Promise<NamespaceLike | undefined>;
 }
 
+/**
+ * How one admission ended: `injected` (patched), `skipped` (allowed untouched),
+ * `denied` (the pod is refused: bad annotations, unresolvable probes) or
+ * `error` (the webhook could not do its job: API or CA failure).
+ */
+export type AdmissionResult = 'injected' | 'skipped' | 'denied' | 'error';
+
+/** Hooks for metrics; kept as an interface so this package does not depend on a metrics library. */
+export interface WebhookObserver {
+  onAdmission(result: AdmissionResult): void;
+}
+
 export interface WebhookOptions {
   /** Serving certificate for the webhook Service name (the controller issues it from skein's CA). */
   tls: { certPem: string; keyPem: string };
@@ -55,7 +67,10 @@ export interface WebhookOptions {
   proxyCertValidityMs?: number;
   secrets: SecretWriter;
   namespaces: NamespaceReader;
+  /** The controller's Service: the bootstrap's ADS address (default `skein-controller`). */
+  controllerServiceName?: string;
   logger?: Logger;
+  observer?: WebhookObserver;
   /** Injectable for tests; a random v4 UUID otherwise. */
   newUuid?: () => string;
 }
@@ -200,30 +215,36 @@ export class InjectorWebhook {
 
   /** Answers one admission request; never throws. */
   async review(request: AdmissionRequest): Promise<AdmissionReviewResponse> {
+    const [result, answer] = await this.#review(request);
+    this.#o.observer?.onAdmission(result);
+    return answer;
+  }
+
+  async #review(request: AdmissionRequest): Promise<[AdmissionResult, AdmissionReviewResponse]> {
     const { uid } = request;
     const allow = review({ uid, allowed: true });
     // Registered for pod CREATE only; anything else passes untouched.
-    if (request.kind !== 'Pod' || request.operation !== 'CREATE') return allow;
+    if (request.kind !== 'Pod' || request.operation !== 'CREATE') return ['skipped', allow];
     let pod: ReturnType<typeof readPod>;
     let namespace: NamespaceLike | undefined;
     try {
       pod = readPod(request.object, request.namespace);
     } catch (err) {
-      return deny(uid, 400, errorMessage(err));
+      return ['denied', deny(uid, 400, errorMessage(err))];
     }
     const log = this.#log.child({ namespace: pod.namespace, pod: pod.name, uid });
     try {
       namespace = await this.#o.namespaces.get(pod.namespace);
     } catch (err) {
       log.warn({ err }, 'cannot read the namespace');
-      return deny(uid, 500, `cannot read namespace ${pod.namespace}: ${errorMessage(err)}`);
+      return ['error', deny(uid, 500, `cannot read namespace ${pod.namespace}: ${errorMessage(err)}`)];
     }
-    if (!namespace) return deny(uid, 400, `namespace ${pod.namespace} does not exist`);
+    if (!namespace) return ['denied', deny(uid, 400, `namespace ${pod.namespace} does not exist`)];
     try {
       const decision = decide(pod, namespace, this.#o);
       if (!decision.inject) {
         log.debug({ reason: decision.reason }, 'not injecting');
-        return allow;
+        return ['skipped', allow];
       }
       // Validate before issuing a certificate for a pod that would be refused anyway.
       checkPod(pod);
@@ -241,6 +262,7 @@ export class InjectorWebhook {
         controlPlaneNamespace: o.controlPlaneNamespace,
         images: o.images,
         ...(o.clusterDomain !== undefined ? { clusterDomain: o.clusterDomain } : {}),
+        ...(o.controllerServiceName !== undefined ? { controllerServiceName: o.controllerServiceName } : {}),
         ...(o.envoyLogLevel !== undefined ? { envoyLogLevel: o.envoyLogLevel } : {}),
         ...(o.envoyResources !== undefined ? { envoyResources: o.envoyResources } : {}),
         proxyUuid,
@@ -249,19 +271,20 @@ export class InjectorWebhook {
       // A dry run must have no side effects (the webhook is registered with sideEffects: NoneOnDryRun).
       if (!request.dryRun) await this.#o.secrets.create(m.secret);
       log.info({ proxyUuid, secret: m.secret.metadata.name, dryRun: request.dryRun }, 'injecting sidecar');
-      return review({
+      const answer = review({
         uid,
         allowed: true,
         patchType: 'JSONPatch',
         patch: Buffer.from(JSON.stringify(m.patch)).toString('base64'),
       });
+      return ['injected', answer];
     } catch (err) {
       if (err instanceof InjectionError) {
         log.info({ reason: err.message }, 'refusing pod');
-        return deny(uid, 400, err.message);
+        return ['denied', deny(uid, 400, err.message)];
       }
       log.warn({ err }, 'injection failed');
-      return deny(uid, 500, errorMessage(err));
+      return ['error', deny(uid, 500, errorMessage(err))];
     }
   }
 }

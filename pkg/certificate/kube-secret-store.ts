@@ -1,0 +1,74 @@
+// The CA kept in a Kubernetes Secret (type Opaque, keys ca.crt and ca.key) in
+// the control-plane namespace, so every controller replica signs with one root.
+import { KubeApiError } from '../registry/kube/client.js';
+import { CA_CERT_FILE, CA_KEY_FILE } from './builtin.js';
+import { type CAKeyPair, type CAStore, CAStoreError } from './ca-store.js';
+
+/** The part of KubeClient this store needs (a fake in tests). */
+export interface KubeRequester {
+  request(method: string, path: string, options?: { body?: unknown }): Promise<unknown>;
+}
+
+function isRecord(v: unknown): v is Record<string, unknown> {
+  return typeof v === 'object' && v !== null && !Array.isArray(v);
+}
+
+export class KubeSecretCAStore implements CAStore {
+  readonly description: string;
+  readonly #path: string;
+
+  constructor(
+    private readonly client: KubeRequester,
+    private readonly namespace: string,
+    private readonly name: string,
+  ) {
+    this.description = `Secret ${namespace}/${name}`;
+    this.#path = `/api/v1/namespaces/${encodeURIComponent(namespace)}/secrets`;
+  }
+
+  async load(): Promise<CAKeyPair | undefined> {
+    let secret: unknown;
+    try {
+      secret = await this.client.request('GET', `${this.#path}/${encodeURIComponent(this.name)}`);
+    } catch (err) {
+      if (err instanceof KubeApiError && err.status === 404) return undefined;
+      throw err;
+    }
+    const data = isRecord(secret) ? secret['data'] : undefined;
+    const read = (key: string): string => {
+      const v = isRecord(data) ? data[key] : undefined;
+      if (typeof v !== 'string' || v === '')
+        throw new CAStoreError(
+          `${this.description} has no ${key}; delete it to create a new CA, or add the missing key`,
+        );
+      // Secret data is base64 (the API server's wire form of []byte).
+      return Buffer.from(v, 'base64').toString('utf8');
+    };
+    return { certPem: read(CA_CERT_FILE), keyPem: read(CA_KEY_FILE) };
+  }
+
+  async create(pair: CAKeyPair): Promise<boolean> {
+    const body = {
+      apiVersion: 'v1',
+      kind: 'Secret',
+      metadata: {
+        name: this.name,
+        namespace: this.namespace,
+        labels: { 'app.kubernetes.io/managed-by': 'skein', 'app.kubernetes.io/component': 'ca' },
+      },
+      type: 'Opaque',
+      data: {
+        [CA_CERT_FILE]: Buffer.from(pair.certPem).toString('base64'),
+        [CA_KEY_FILE]: Buffer.from(pair.keyPem).toString('base64'),
+      },
+    };
+    try {
+      await this.client.request('POST', this.#path, { body });
+      return true;
+    } catch (err) {
+      // 409 AlreadyExists: another replica created it between our GET and POST.
+      if (err instanceof KubeApiError && err.status === 409) return false;
+      throw err;
+    }
+  }
+}
