@@ -1,0 +1,55 @@
+import { createServer, type Server } from 'node:https';
+import type { AddressInfo } from 'node:net';
+import type { RestXds } from './handler.js';
+
+export interface RestXdsTlsOptions {
+  /** CA bundle client certificates must chain to (the mesh CA). */
+  caPem: string;
+  certPem: string;
+  keyPem: string;
+}
+
+/**
+ * REST xDS over HTTPS with client-certificate authentication. The TLS layer
+ * asks for a certificate but lets the request through without one, so the
+ * handler can refuse with a status and a message a person can act on
+ * (a failed handshake tells curl users nothing).
+ */
+export class RestXdsServer {
+  private readonly server: Server;
+
+  constructor(rest: RestXds, tls: RestXdsTlsOptions) {
+    this.server = createServer(
+      {
+        ca: tls.caPem,
+        cert: tls.certPem,
+        key: tls.keyPem,
+        requestCert: true,
+        // Checked per request (socket.authorized) in RestXds.handleMtls.
+        rejectUnauthorized: false,
+      },
+      rest.handleMtls,
+    );
+  }
+
+  /** Listens; returns the bound port (0 = ephemeral). */
+  async listen(port: number, host: string): Promise<number> {
+    await new Promise<void>((resolve, reject) => {
+      this.server.once('error', reject);
+      this.server.listen(port, host, () => {
+        this.server.off('error', reject);
+        resolve();
+      });
+    });
+    const address = this.server.address();
+    if (address === null || typeof address === 'string')
+      throw new Error('REST xDS server has no TCP address');
+    return (address satisfies AddressInfo).port;
+  }
+
+  async close(): Promise<void> {
+    if (!this.server.listening) return;
+    this.server.closeAllConnections();
+    await new Promise<void>((resolve) => this.server.close(() => resolve()));
+  }
+}
