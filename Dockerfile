@@ -1,0 +1,27 @@
+# The skein controller image (the chart's images.controller). Not built by the tests.
+#   docker build -t skein/controller:$(node -p 'require("./package.json").version') .
+FROM node:20-slim AS build
+WORKDIR /src
+COPY package.json package-lock.json ./
+RUN npm ci --no-audit --no-fund
+COPY tsconfig.json ./
+COPY cmd ./cmd
+COPY pkg ./pkg
+COPY test ./test
+RUN npx tsc -p tsconfig.json && npm prune --omit=dev --no-audit --no-fund
+
+FROM node:20-slim
+ENV NODE_ENV=production
+WORKDIR /app
+COPY --from=build /src/package.json ./
+COPY --from=build /src/node_modules ./node_modules
+COPY --from=build /src/dist/cmd ./dist/cmd
+COPY --from=build /src/dist/pkg ./dist/pkg
+# Read at run time: .proto files for xDS, the CRD schemas for validation (pkg/schema).
+COPY protos ./protos
+COPY charts/skein/crds ./charts/skein/crds
+# The base image's unprivileged `node` user (UID/GID 1000), as the chart's securityContext expects;
+# the chart mounts writable emptyDirs on /var/lib/skein (--state-dir) and /tmp.
+USER 1000:1000
+EXPOSE 15128 9090 9091 15127
+ENTRYPOINT ["node", "/app/dist/cmd/skein-controller/main.js"]

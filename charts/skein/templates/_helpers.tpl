@@ -1,0 +1,77 @@
+{{/*
+Names and labels shared by every template. Object names are fixed by the shared
+contract (the controller and the CLI look them up): namespaced objects are
+`skein-controller`; cluster-scoped ones carry the mesh name so that two meshes
+(in two namespaces) never collide.
+*/}}
+
+{{/* The controller's Deployment, Service and ServiceAccount. */}}
+{{- define "skein.controllerName" -}}
+skein-controller
+{{- end -}}
+
+{{/* ClusterRole / ClusterRoleBinding: cluster-scoped, so per mesh. */}}
+{{- define "skein.clusterRoleName" -}}
+skein-controller-{{ .Values.meshName }}
+{{- end -}}
+
+{{/* The MutatingWebhookConfiguration whose caBundle the controller keeps current. */}}
+{{- define "skein.webhookConfigName" -}}
+skein-sidecar-injector-{{ .Values.meshName }}
+{{- end -}}
+
+{{/* The CA Secret the controller keeps in the release namespace. */}}
+{{- define "skein.caSecretName" -}}
+skein-ca
+{{- end -}}
+
+{{- define "skein.image" -}}
+{{- $tag := .image.tag | default .root.Chart.AppVersion -}}
+{{ .image.repository }}:{{ $tag }}
+{{- end -}}
+
+{{/* Labels on every object. */}}
+{{- define "skein.labels" -}}
+app.kubernetes.io/name: skein
+app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+app.kubernetes.io/part-of: skein
+helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" }}
+skein.dev/mesh-name: {{ .Values.meshName }}
+{{- end -}}
+
+{{/* The controller pods' selector (immutable on the Deployment: keep it small and stable). */}}
+{{- define "skein.selectorLabels" -}}
+app.kubernetes.io/name: skein
+app.kubernetes.io/component: controller
+app.kubernetes.io/instance: {{ .Release.Name }}
+{{- end -}}
+
+{{- define "skein.controllerLabels" -}}
+{{ include "skein.labels" . }}
+app.kubernetes.io/component: controller
+{{- end -}}
+
+{{/* Fails the render early on values the API server or the controller would refuse later. */}}
+{{- define "skein.validate" -}}
+{{- if not (regexMatch "^[a-z0-9]([-a-z0-9]*[a-z0-9])?$" .Values.meshName) -}}
+{{- fail (printf "meshName %q: must be a DNS label (lowercase letters, digits, '-')" .Values.meshName) -}}
+{{- end -}}
+{{- if gt (len .Values.meshName) 40 -}}
+{{- fail (printf "meshName %q: at most 40 characters (it is part of object names)" .Values.meshName) -}}
+{{- end -}}
+{{- if not (has .Values.webhook.failurePolicy (list "Fail" "Ignore")) -}}
+{{- fail (printf "webhook.failurePolicy %q: must be Fail or Ignore" .Values.webhook.failurePolicy) -}}
+{{- end -}}
+{{- $t := int .Values.webhook.timeoutSeconds -}}
+{{- if or (lt $t 1) (gt $t 30) -}}
+{{- fail (printf "webhook.timeoutSeconds %v: must be between 1 and 30" .Values.webhook.timeoutSeconds) -}}
+{{- end -}}
+{{- if not (has .Values.logLevel (list "trace" "debug" "info" "warn" "error")) -}}
+{{- fail (printf "logLevel %q: must be trace, debug, info, warn or error" .Values.logLevel) -}}
+{{- end -}}
+{{- if lt (int .Values.replicas) 1 -}}
+{{- fail "replicas: at least 1 (the sidecar injector and ADS run in the controller)" -}}
+{{- end -}}
+{{- end -}}
