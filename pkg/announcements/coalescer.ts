@@ -8,6 +8,8 @@ export type PushFn = (batch: Announcement[]) => void | Promise<void>;
 export interface CoalescerOptions {
   logger?: Logger;
   now?: () => number;
+  /** Told how many announcements a fired batch folded into its first one (batch size - 1), e.g. for metrics. */
+  onCoalesced?: (count: number) => void;
 }
 
 /**
@@ -32,6 +34,7 @@ export class Coalescer {
   private closed = false;
   private readonly logger: Logger;
   private readonly now: () => number;
+  private readonly onCoalesced: ((count: number) => void) | undefined;
 
   constructor(
     private minIntervalMs: number,
@@ -40,6 +43,7 @@ export class Coalescer {
   ) {
     this.logger = opts.logger ?? defaultLogger();
     this.now = opts.now ?? Date.now;
+    this.onCoalesced = opts.onCoalesced;
   }
 
   get minInterval(): number {
@@ -118,6 +122,8 @@ export class Coalescer {
     const batch = this.pending;
     this.pending = [];
     this.lastFire = this.now();
+    // Counted when delivered: what close() discards was never folded into a push.
+    if (batch.length > 1) this.onCoalesced?.(batch.length - 1);
     let result: unknown;
     try {
       result = this.fire(batch);

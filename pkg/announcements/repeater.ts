@@ -1,7 +1,7 @@
 import type { Logger } from '../logger/logger.js';
 import { DEFAULT_MIN_PUSH_INTERVAL_MS } from '../mesh/constants.js';
 import type { AnnouncementBus } from './bus.js';
-import { Coalescer, type PushFn } from './coalescer.js';
+import { Coalescer, type CoalescerOptions, type PushFn } from './coalescer.js';
 import { defaultLogger } from './log.js';
 
 export interface RepeaterOptions {
@@ -9,6 +9,8 @@ export interface RepeaterOptions {
   minIntervalMs?: number;
   logger?: Logger;
   now?: () => number;
+  /** Announcements folded into an already pending push, per target (see CoalescerOptions). */
+  onCoalesced?: (count: number) => void;
 }
 
 /**
@@ -21,12 +23,14 @@ export class Repeater {
   private minIntervalMs: number;
   private readonly logger: Logger;
   private readonly now: (() => number) | undefined;
+  private readonly onCoalesced: ((count: number) => void) | undefined;
   private unsubscribe: (() => void) | undefined;
 
   constructor(bus: AnnouncementBus, opts: RepeaterOptions = {}) {
     this.minIntervalMs = opts.minIntervalMs ?? DEFAULT_MIN_PUSH_INTERVAL_MS;
     this.logger = opts.logger ?? defaultLogger();
     this.now = opts.now;
+    this.onCoalesced = opts.onCoalesced;
     this.unsubscribe = bus.subscribe((a) => {
       for (const c of this.targets.values()) c.push(a);
     });
@@ -38,7 +42,9 @@ export class Repeater {
    */
   register(id: string, onPush: PushFn): () => void {
     this.targets.get(id)?.close();
-    const opts = this.now ? { logger: this.logger, now: this.now } : { logger: this.logger };
+    const opts: CoalescerOptions = { logger: this.logger };
+    if (this.now) opts.now = this.now;
+    if (this.onCoalesced) opts.onCoalesced = this.onCoalesced;
     const c = new Coalescer(this.minIntervalMs, onPush, opts);
     this.targets.set(id, c);
     return () => {

@@ -24,6 +24,8 @@ export class MeshMetrics {
   readonly xdsNacks: Counter<'type'>;
   readonly xdsChangeToAck: Histogram<'type'>;
   readonly announcements: Counter<'kind'>;
+  readonly announcementsCoalesced: Counter;
+  readonly watchRestarts: Counter<'type' | 'reason'>;
   readonly registryEvents: Counter<'kind' | 'type'>;
   readonly certificatesIssued: Counter;
   readonly certificatesRotated: Counter;
@@ -61,6 +63,17 @@ export class MeshMetrics {
       name: 'skein_announcements_total',
       help: 'Change announcements published on the bus, by kind.',
       labelNames: ['kind'],
+      registers,
+    });
+    this.announcementsCoalesced = new Counter({
+      name: 'skein_announcements_coalesced_total',
+      help: 'Announcements folded into a push already pending for a proxy (counted per proxy), instead of a push of their own.',
+      registers,
+    });
+    this.watchRestarts = new Counter({
+      name: 'skein_watch_restarts_total',
+      help: 'Kubernetes list+watch restarts, by object type and reason (timeout, expired = relist after 410 Gone, idle, error).',
+      labelNames: ['type', 'reason'],
       registers,
     });
     this.registryEvents = new Counter({

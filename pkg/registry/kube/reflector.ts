@@ -30,7 +30,16 @@ export interface ReflectorOptions<T> {
   backoff?: BackoffOptions;
   /** A watch ending sooner than this without delivering anything counts as a failure (default 1 s). */
   minWatchMs?: number;
+  /** Told each time the list+watch starts over, and why (e.g. for metrics); must not throw. */
+  onRestart?: (reason: WatchRestartReason) => void;
 }
+
+/**
+ * Why a reflector starts over: the server ended the watch at its timeout
+ * (routine), the watched version expired (410 Gone: full relist), the watch
+ * went silent, or a list or watch failed (retried after backoff).
+ */
+export type WatchRestartReason = 'timeout' | 'expired' | 'idle' | 'error';
 
 /** Counters, for tests and debugging. */
 export interface ReflectorStats {
@@ -171,11 +180,13 @@ export class Reflector<T> {
           needList = false;
         }
         await this.watchOnce();
+        if (!this.stopped) this.opts.onRestart?.('timeout');
       } catch (err) {
         if (this.stopped) return;
         this.stats.errors++;
         if (err instanceof IdleWatch) {
           this.stats.idle++;
+          this.opts.onRestart?.('idle');
           this.log.warn({ idleMs: this.idleTimeoutMs }, 'watch went silent; reconnecting');
           continue;
         }
@@ -183,10 +194,12 @@ export class Reflector<T> {
           // The resourceVersion we watched from was compacted away: only a
           // fresh list can tell what changed meanwhile.
           this.stats.expired++;
+          this.opts.onRestart?.('expired');
           this.log.info({ resourceVersion: this.resourceVersion }, 'watch expired (410 Gone); relisting');
           needList = true;
           continue;
         }
+        this.opts.onRestart?.('error');
         if (err instanceof WatchStatusError) needList = true;
         if (needList && err instanceof KubeApiError && err.status === 404) this.notServed();
         const delay = this.backoff.next();

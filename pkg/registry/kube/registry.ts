@@ -8,7 +8,7 @@ import { validateManifest } from '../validate.js';
 import type { BackoffOptions } from './backoff.js';
 import { KubeClient } from './client.js';
 import { TokenBucket } from './rate-limiter.js';
-import { type RawObject, Reflector, type ReflectorStats } from './reflector.js';
+import { type RawObject, Reflector, type ReflectorStats, type WatchRestartReason } from './reflector.js';
 import { INGRESS_PATH, type WatchedType, watchedTypes } from './types.js';
 
 export interface KubeRegistryOptions {
@@ -32,6 +32,8 @@ export interface KubeRegistryOptions {
   backoff?: BackoffOptions;
   /** Per-request timeout in ms (default 30 s). */
   requestTimeoutMs?: number;
+  /** Told when a type's list+watch starts over (`type` is the kind, e.g. `Pod`), e.g. for metrics. */
+  onWatchRestart?: (type: string, reason: WatchRestartReason) => void;
 }
 
 /** What the cache keeps of one API object: the validated model object, or why it is unusable. */
@@ -111,6 +113,9 @@ export class KubeRegistry implements Registry {
       ...(options.pageSize !== undefined ? { pageSize: options.pageSize } : {}),
       ...(options.backoff ? { backoff: options.backoff } : {}),
     };
+    const onWatchRestart = options.onWatchRestart;
+    const restarts = (kind: string) =>
+      onWatchRestart ? { onRestart: (reason: WatchRestartReason) => onWatchRestart(kind, reason) } : {};
     for (const type of watchedTypes(options.controlPlaneNamespace)) {
       this.reflectors.set(
         type.kind,
@@ -118,6 +123,7 @@ export class KubeRegistry implements Registry {
           ...common,
           name: type.kind,
           path: type.path,
+          ...restarts(type.kind),
           decode: (raw) => decode(type, raw),
           handler: {
             upsert: (key, entry, old) => this.onUpsert(key, entry, old),
@@ -132,6 +138,7 @@ export class KubeRegistry implements Registry {
       ...common,
       name: 'Ingress',
       path: INGRESS_PATH,
+      ...restarts('Ingress'),
       decode: decodeIngress,
       handler: { upsert: () => undefined, delete: () => undefined },
     });

@@ -5,7 +5,7 @@ import { KubeClient } from './client.js';
 import { KubeEventReporter, storeLookup, teeReporter } from './events.js';
 import { loadKubeConfig } from './kubeconfig.js';
 import { TokenBucket } from './rate-limiter.js';
-import { KubeRegistry } from './registry.js';
+import { KubeRegistry, type KubeRegistryOptions } from './registry.js';
 
 export interface KubeModeOptions {
   /** A kubeconfig file; without it the pod's service account (in-cluster config). */
@@ -15,6 +15,8 @@ export interface KubeModeOptions {
   controlPlaneNamespace: string;
   store: MeshStore;
   logger: Logger;
+  /** Told when a type's list+watch starts over (see KubeRegistryOptions.onWatchRestart). */
+  onWatchRestart?: KubeRegistryOptions['onWatchRestart'];
 }
 
 export interface KubeMode {
@@ -45,6 +47,7 @@ export function createKubeMode(o: KubeModeOptions): KubeMode {
     store: o.store,
     reporter: teeReporter(new LoggingProblemReporter(o.logger.child({ component: 'kube-registry' })), events),
     logger: o.logger,
+    ...(o.onWatchRestart ? { onWatchRestart: o.onWatchRestart } : {}),
   });
   return { registry, events };
 }
