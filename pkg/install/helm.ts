@@ -138,13 +138,15 @@ export function runHelm(args: readonly string[], ctx: HelmContext = {}): Promise
   });
 }
 
-/** A release as `helm status -o json` describes it. */
+/** A release as `helm status` and `helm get metadata` describe it. */
 export interface HelmRelease {
   name: string;
   namespace: string;
   revision: number;
   /** deployed | failed | pending-install | pending-upgrade | uninstalling | ... */
   status: string;
+  /** The chart's name, e.g. `skein`. */
+  chart?: string;
   chartVersion?: string;
   appVersion?: string;
   /** The chart's rendered NOTES.txt. */
@@ -218,16 +220,22 @@ export interface ReleaseRef extends HelmContext {
 
 const NOT_FOUND = /release: not found|not found/i;
 
-/** `helm status -o json`; undefined when there is no such release. */
+/**
+ * The release's state (`helm status` for its notes, `helm get metadata` for
+ * the chart); undefined when there is no such release.
+ */
 export async function helmStatus(o: ReleaseRef): Promise<HelmRelease | undefined> {
-  let stdout: string;
+  const ref = [o.release, '--namespace', o.namespace, '--output', 'json'];
+  let status: string;
+  let metadata: string;
   try {
-    ({ stdout } = await runHelm(['status', o.release, '--namespace', o.namespace, '--output', 'json'], o));
+    ({ stdout: status } = await runHelm(['status', ...ref], o));
+    ({ stdout: metadata } = await runHelm(['get', 'metadata', ...ref], o));
   } catch (err) {
     if (err instanceof HelmError && NOT_FOUND.test(err.stderr)) return undefined;
     throw err;
   }
-  return parseRelease(stdout);
+  return parseRelease(status, metadata);
 }
 
 export interface UninstallOptions extends ReleaseRef {
@@ -259,22 +267,28 @@ export async function helmManifest(o: ReleaseRef): Promise<string> {
   return (await runHelm(['get', 'manifest', o.release, '--namespace', o.namespace], o)).stdout;
 }
 
-function parseRelease(json: string): HelmRelease {
+function parseJson(what: string, json: string): Record<string, unknown> {
   const v: unknown = JSON.parse(json);
-  if (!isRecord(v)) throw new Error('helm status: not a JSON object');
-  const info = isRecord(v['info']) ? v['info'] : {};
-  const chart = isRecord(v['chart']) ? v['chart'] : {};
-  const meta = isRecord(chart['metadata']) ? chart['metadata'] : {};
+  if (!isRecord(v)) throw new Error(`helm ${what}: not a JSON object`);
+  return v;
+}
+
+function parseRelease(statusJson: string, metadataJson: string): HelmRelease {
+  const status = parseJson('status', statusJson);
+  const meta = parseJson('get metadata', metadataJson);
+  const info = isRecord(status['info']) ? status['info'] : {};
   const str = (x: unknown): string | undefined => (typeof x === 'string' ? x : undefined);
   const release: HelmRelease = {
-    name: str(v['name']) ?? '',
-    namespace: str(v['namespace']) ?? '',
-    revision: typeof v['version'] === 'number' ? v['version'] : 0,
-    status: str(info['status']) ?? 'unknown',
+    name: str(meta['name']) ?? '',
+    namespace: str(meta['namespace']) ?? '',
+    revision: typeof meta['revision'] === 'number' ? meta['revision'] : 0,
+    status: str(meta['status']) ?? str(info['status']) ?? 'unknown',
   };
+  const chart = str(meta['chart']);
   const chartVersion = str(meta['version']);
   const appVersion = str(meta['appVersion']);
   const notes = str(info['notes']);
+  if (chart) release.chart = chart;
   if (chartVersion) release.chartVersion = chartVersion;
   if (appVersion) release.appVersion = appVersion;
   if (notes) release.notes = notes;

@@ -1,0 +1,477 @@
+// The Helm chart (charts/skein) with the real helm (test/helm/bin/helm, built by
+// `make helm-bin`) against the real API server: lint, render, install with
+// default values and with permissive/replicas=2, every object accepted and
+// holding what the values say, RBAC proved least-privilege with
+// SubjectAccessReviews, an upgrade that keeps the controller-written caBundle,
+// waitForController's progress, and uninstall removing everything it created.
+// Pods never run (no kubelet), so nothing waits for them. Each install has its
+// own namespace and mesh name: on the shared cluster, other files label theirs.
+import assert from 'node:assert/strict';
+import { randomBytes } from 'node:crypto';
+import { existsSync } from 'node:fs';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { after, before, describe, test } from 'node:test';
+import { fileURLToPath } from 'node:url';
+import type { KubeConfig } from '@kubernetes/client-node';
+import { parseAllDocuments } from 'yaml';
+import { applyCrds } from '../../pkg/install/crds.js';
+import {
+  type ControllerProgress,
+  type HelmContext,
+  HelmError,
+  HelmNotFoundError,
+  helmManifest,
+  helmStatus,
+  helmUninstall,
+  helmUpgradeInstall,
+  runHelm,
+  waitForController,
+} from '../../pkg/install/helm.js';
+import { KubeApiError, KubeClient } from '../../pkg/registry/kube/client.js';
+import { isRecord } from '../../pkg/schema/guards.js';
+import { acquireCluster, type ClusterEndpoint } from '../support/cluster.js';
+import { waitFor } from '../support/kube.js';
+
+// dist/test/kube → repository root.
+const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..', '..');
+const HELM = path.join(repoRoot, 'test', 'helm', 'bin', 'helm');
+const CHART = path.join(repoRoot, 'charts', 'skein');
+
+type Obj = Record<string, unknown>;
+
+/** obj.a.b.c for plain JSON, undefined when any step is missing. */
+function at(obj: unknown, ...keys: (string | number)[]): unknown {
+  let cur: unknown = obj;
+  for (const k of keys) {
+    if (typeof k === 'number') cur = Array.isArray(cur) ? cur[k] : undefined;
+    else cur = isRecord(cur) ? cur[k] : undefined;
+  }
+  return cur;
+}
+
+function docs(yamlText: string): Obj[] {
+  return parseAllDocuments(yamlText)
+    .map((d) => d.toJSON())
+    .filter(isRecord);
+}
+
+/** The API path of one rendered object (only the kinds this chart renders). */
+function objectPath(o: Obj): string {
+  const kind = String(o['kind']);
+  const name = String(at(o, 'metadata', 'name'));
+  const ns = at(o, 'metadata', 'namespace');
+  const collections: Record<string, [string, string, boolean]> = {
+    ServiceAccount: ['/api/v1', 'serviceaccounts', true],
+    Service: ['/api/v1', 'services', true],
+    Deployment: ['/apis/apps/v1', 'deployments', true],
+    PodDisruptionBudget: ['/apis/policy/v1', 'poddisruptionbudgets', true],
+    Role: ['/apis/rbac.authorization.k8s.io/v1', 'roles', true],
+    RoleBinding: ['/apis/rbac.authorization.k8s.io/v1', 'rolebindings', true],
+    ClusterRole: ['/apis/rbac.authorization.k8s.io/v1', 'clusterroles', false],
+    ClusterRoleBinding: ['/apis/rbac.authorization.k8s.io/v1', 'clusterrolebindings', false],
+    MutatingWebhookConfiguration: [
+      '/apis/admissionregistration.k8s.io/v1',
+      'mutatingwebhookconfigurations',
+      false,
+    ],
+    MeshConfig: ['/apis/config.skein.dev/v1alpha1', 'meshconfigs', true],
+  };
+  const c = collections[kind];
+  if (!c) throw new Error(`no API path for kind ${kind}`);
+  const [prefix, plural, namespaced] = c;
+  if (namespaced && typeof ns !== 'string') throw new Error(`${kind} ${name} has no namespace`);
+  return namespaced ? `${prefix}/namespaces/${ns}/${plural}/${name}` : `${prefix}/${plural}/${name}`;
+}
+
+describe('charts/skein with helm against the real API server', () => {
+  let endpoint: ClusterEndpoint;
+  let kc: KubeConfig;
+  let client: KubeClient;
+  let release: () => Promise<void>;
+  let helmHome: string;
+  let ctx: HelmContext;
+  const suffix = randomBytes(3).toString('hex');
+  const cleanups: (() => Promise<unknown>)[] = [];
+
+  before(async () => {
+    if (!existsSync(HELM))
+      throw new Error(`${HELM} is missing: run \`make helm-bin\` (\`make test\` builds it first)`);
+    const acquired = await acquireCluster();
+    ({ endpoint, release } = acquired);
+    kc = acquired.kubeConfig;
+    client = new KubeClient({ kubeConfig: kc });
+    helmHome = await mkdtemp(path.join(tmpdir(), 'skein-helm-home-'));
+    ctx = {
+      helmPath: HELM,
+      kubeconfig: endpoint.kubeconfigPath,
+      // Keep helm's caches and repository config out of the user's home.
+      env: {
+        HELM_CACHE_HOME: path.join(helmHome, 'cache'),
+        HELM_CONFIG_HOME: path.join(helmHome, 'config'),
+        HELM_DATA_HOME: path.join(helmHome, 'data'),
+      },
+    };
+  });
+  after(async () => {
+    for (const c of cleanups.reverse()) await c().catch(() => undefined);
+    if (helmHome) await rm(helmHome, { recursive: true, force: true });
+    await release?.();
+  });
+
+  const get = (p: string): Promise<Obj> =>
+    client.request('GET', p).then((v) => {
+      if (!isRecord(v)) throw new Error(`${p}: not an object`);
+      return v;
+    });
+  const gone = (p: string): Promise<boolean> =>
+    client.request('GET', p).then(
+      () => false,
+      (err: unknown) => {
+        if (err instanceof KubeApiError && err.status === 404) return true;
+        throw err;
+      },
+    );
+
+  /** Installs a release in a namespace of its own; uninstalled at the end even if a test fails. */
+  async function install(name: string, values: Obj, opts: { skipCrds?: boolean } = {}) {
+    const namespace = `${name}-${suffix}`;
+    const meshName = `${name}-${suffix}`;
+    cleanups.push(() => client.request('DELETE', `/api/v1/namespaces/${namespace}`));
+    cleanups.push(() => helmUninstall({ ...ctx, release: name, namespace }));
+    const lines: string[] = [];
+    const status = await helmUpgradeInstall({
+      ...ctx,
+      release: name,
+      namespace,
+      chart: CHART,
+      values: { meshName, ...values },
+      ...(opts.skipCrds ? { skipCrds: true } : {}),
+      onLine: (l) => lines.push(l),
+    });
+    return { namespace, meshName, status, lines };
+  }
+
+  /** Whether the controller's ServiceAccount may do this (SubjectAccessReview, as `kubectl auth can-i --as`). */
+  async function saCan(
+    cpNamespace: string,
+    attrs: { verb: string; resource: string; group?: string; namespace?: string; name?: string },
+  ): Promise<boolean> {
+    const review = await client.request('POST', '/apis/authorization.k8s.io/v1/subjectaccessreviews', {
+      body: {
+        apiVersion: 'authorization.k8s.io/v1',
+        kind: 'SubjectAccessReview',
+        spec: {
+          user: `system:serviceaccount:${cpNamespace}:skein-controller`,
+          groups: ['system:serviceaccounts', `system:serviceaccounts:${cpNamespace}`, 'system:authenticated'],
+          resourceAttributes: { group: '', ...attrs },
+        },
+      },
+    });
+    return at(review, 'status', 'allowed') === true;
+  }
+
+  test('helm lint is clean, also with --strict', async () => {
+    for (const args of [
+      ['lint', CHART],
+      ['lint', '--strict', CHART],
+    ]) {
+      const { stdout } = await runHelm(args, ctx);
+      assert.match(stdout, /1 chart\(s\) linted, 0 chart\(s\) failed/);
+      assert.doesNotMatch(stdout, /\[(WARNING|ERROR)\]/, stdout);
+    }
+  });
+
+  test('helm template renders every object; the PodDisruptionBudget only with replicas > 1', async () => {
+    const kinds = async (set: string[]) =>
+      docs((await runHelm(['template', 'r', CHART, '--namespace', 'skein-system', ...set], ctx)).stdout)
+        .map((d) => `${d['kind']}/${at(d, 'metadata', 'name')}`)
+        .sort();
+    const base = [
+      'ClusterRole/skein-controller-skein',
+      'ClusterRoleBinding/skein-controller-skein',
+      'Deployment/skein-controller',
+      'MeshConfig/skein',
+      'MutatingWebhookConfiguration/skein-sidecar-injector-skein',
+      'Role/skein-controller',
+      'RoleBinding/skein-controller',
+      'Service/skein-controller',
+      'ServiceAccount/skein-controller',
+    ];
+    assert.deepEqual(await kinds([]), base);
+    assert.deepEqual(
+      await kinds(['--set', 'replicas=2']),
+      [...base, 'PodDisruptionBudget/skein-controller'].sort(),
+    );
+  });
+
+  test('values the API server or the controller would refuse fail at render time', async () => {
+    const render = (set: string) => runHelm(['template', 'r', CHART, '--set', set], ctx);
+    await assert.rejects(
+      render('webhook.failurePolicy=Maybe'),
+      /failurePolicy "Maybe": must be Fail or Ignore/,
+    );
+    await assert.rejects(render('webhook.timeoutSeconds=31'), /timeoutSeconds 31: must be between 1 and 30/);
+    await assert.rejects(render('meshName=Not_A_Label'), (err: unknown) => {
+      assert.ok(err instanceof HelmError);
+      assert.match(err.message, /meshName "Not_A_Label": must be a DNS label/);
+      return true;
+    });
+  });
+
+  test('install with default values: every object accepted, with the expected content; least privilege; uninstall removes it all', async () => {
+    const { namespace: ns, meshName, status } = await install('skdef', {});
+    assert.equal(status.status, 'deployed');
+    assert.equal(status.revision, 1);
+    assert.equal(status.appVersion, '0.1.0');
+    assert.match(status.notes ?? '', /skein namespace add <namespace> --mesh-name skdef-/);
+    assert.match(status.notes ?? '', /SMI mode/);
+
+    const dep = await get(`/apis/apps/v1/namespaces/${ns}/deployments/skein-controller`);
+    assert.equal(at(dep, 'spec', 'replicas'), 1);
+    const container = at(dep, 'spec', 'template', 'spec', 'containers', 0);
+    const args = at(container, 'args');
+    assert.ok(Array.isArray(args));
+    for (const a of [
+      `--mesh-name=${meshName}`,
+      `--namespace=${ns}`,
+      '--log-level=info',
+      '--webhook-port=9090',
+      `--webhook-config-name=skein-sidecar-injector-${meshName}`,
+      '--service-name=skein-controller',
+      '--ca-secret=skein-ca',
+      '--envoy-image=envoyproxy/envoy:v1.31.0',
+      '--init-image=skein/init:0.1.0',
+    ])
+      assert.ok(args.includes(a), `args include ${a}: ${JSON.stringify(args)}`);
+    assert.equal(at(container, 'image'), 'skein/controller:0.1.0');
+    assert.equal(at(container, 'readinessProbe', 'httpGet', 'path'), '/readyz');
+    assert.equal(at(container, 'livenessProbe', 'httpGet', 'path'), '/healthz');
+    assert.equal(at(container, 'livenessProbe', 'httpGet', 'port'), 'http');
+    assert.deepEqual(at(container, 'env', 0), {
+      name: 'POD_NAMESPACE',
+      valueFrom: { fieldRef: { apiVersion: 'v1', fieldPath: 'metadata.namespace' } },
+    });
+    assert.equal(at(container, 'securityContext', 'readOnlyRootFilesystem'), true);
+    assert.equal(at(dep, 'spec', 'template', 'spec', 'securityContext', 'runAsNonRoot'), true);
+    assert.equal(at(dep, 'spec', 'template', 'spec', 'serviceAccountName'), 'skein-controller');
+
+    const svc = await get(`/api/v1/namespaces/${ns}/services/skein-controller`);
+    const ports = at(svc, 'spec', 'ports');
+    assert.ok(Array.isArray(ports));
+    assert.deepEqual(
+      ports.map((p) => [at(p, 'name'), at(p, 'port'), at(p, 'targetPort')]),
+      [
+        ['ads', 15128, 'ads'],
+        ['webhook', 443, 'webhook'],
+        ['http', 9091, 'http'],
+        ['rest-xds', 15127, 'rest-xds'],
+      ],
+    );
+
+    const mc = await get(`/apis/config.skein.dev/v1alpha1/namespaces/${ns}/meshconfigs/${meshName}`);
+    assert.deepEqual(mc['spec'], {
+      traffic: { permissive: false },
+      certificate: { validity: '24h', trustDomain: 'cluster.local' },
+      xds: { minPushInterval: '100ms' },
+      observability: { logLevel: 'info', enableDebugServer: false },
+    });
+
+    const mwc = await get(
+      `/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations/skein-sidecar-injector-${meshName}`,
+    );
+    const hook = at(mwc, 'webhooks', 0);
+    assert.equal(at(hook, 'name'), 'sidecar-injector.skein.dev');
+    assert.deepEqual(at(hook, 'clientConfig'), {
+      service: { name: 'skein-controller', namespace: ns, path: '/mutate-pod-creation', port: 443 },
+    });
+    assert.deepEqual(at(hook, 'rules'), [
+      {
+        operations: ['CREATE'],
+        apiGroups: [''],
+        apiVersions: ['v1'],
+        resources: ['pods'],
+        scope: 'Namespaced',
+      },
+    ]);
+    assert.deepEqual(at(hook, 'namespaceSelector', 'matchLabels'), { 'skein.dev/monitored-by': meshName });
+    assert.equal(at(hook, 'failurePolicy'), 'Fail');
+    assert.equal(at(hook, 'timeoutSeconds'), 5);
+    assert.equal(at(hook, 'sideEffects'), 'NoneOnDryRun');
+    assert.deepEqual(at(hook, 'admissionReviewVersions'), ['v1']);
+    assert.equal(at(hook, 'reinvocationPolicy'), 'IfNeeded');
+
+    assert.ok(await gone(`/apis/policy/v1/namespaces/${ns}/poddisruptionbudgets/skein-controller`), 'no PDB');
+
+    // Least privilege, asked of the API server's own authorizer.
+    const other = 'default';
+    const can = (a: Parameters<typeof saCan>[1]) => saCan(ns, a);
+    const allowed: Parameters<typeof saCan>[1][] = [
+      { verb: 'list', resource: 'pods' },
+      { verb: 'watch', resource: 'pods' },
+      { verb: 'watch', resource: 'namespaces' },
+      { verb: 'list', resource: 'endpointslices', group: 'discovery.k8s.io' },
+      { verb: 'watch', resource: 'traffictargets', group: 'access.smi-spec.io' },
+      { verb: 'list', resource: 'httproutegroups', group: 'specs.smi-spec.io' },
+      { verb: 'list', resource: 'trafficsplits', group: 'split.smi-spec.io' },
+      { verb: 'list', resource: 'ingresses', group: 'networking.k8s.io' },
+      { verb: 'watch', resource: 'meshconfigs', group: 'config.skein.dev', namespace: ns },
+      { verb: 'create', resource: 'events', namespace: other },
+      { verb: 'patch', resource: 'events', namespace: other },
+      { verb: 'create', resource: 'secrets', namespace: other },
+      { verb: 'get', resource: 'secrets', namespace: ns, name: 'skein-ca' },
+      { verb: 'update', resource: 'secrets', namespace: ns, name: 'skein-ca' },
+      {
+        verb: 'patch',
+        resource: 'mutatingwebhookconfigurations',
+        group: 'admissionregistration.k8s.io',
+        name: `skein-sidecar-injector-${meshName}`,
+      },
+    ];
+    const denied: Parameters<typeof saCan>[1][] = [
+      { verb: 'delete', resource: 'pods', namespace: other },
+      { verb: 'create', resource: 'pods', namespace: other },
+      { verb: 'update', resource: 'services', namespace: other },
+      { verb: 'get', resource: 'secrets', namespace: other, name: 'anything' },
+      { verb: 'list', resource: 'secrets', namespace: ns },
+      { verb: 'list', resource: 'secrets' },
+      { verb: 'get', resource: 'secrets', namespace: ns, name: 'not-the-ca' },
+      { verb: 'delete', resource: 'secrets', namespace: ns, name: 'skein-ca' },
+      { verb: 'list', resource: 'meshconfigs', group: 'config.skein.dev', namespace: other },
+      { verb: 'update', resource: 'meshconfigs', group: 'config.skein.dev', namespace: ns },
+      { verb: 'create', resource: 'traffictargets', group: 'access.smi-spec.io', namespace: other },
+      {
+        verb: 'patch',
+        resource: 'mutatingwebhookconfigurations',
+        group: 'admissionregistration.k8s.io',
+        name: 'someone-elses-webhook',
+      },
+      { verb: 'delete', resource: 'mutatingwebhookconfigurations', group: 'admissionregistration.k8s.io' },
+      { verb: 'list', resource: 'nodes' },
+    ];
+    const results = await Promise.all([...allowed, ...denied].map(can));
+    assert.deepEqual(
+      [...allowed, ...denied].map((a, i) => [JSON.stringify(a), results[i]]),
+      [...allowed.map((a) => [JSON.stringify(a), true]), ...denied.map((a) => [JSON.stringify(a), false])],
+    );
+
+    // waitForController: no kubelet and no deployment controller here, so the test
+    // plays the deployment controller and reports the rollout itself.
+    const seen: ControllerProgress[] = [];
+    await assert.rejects(
+      waitForController(kc, {
+        namespace: ns,
+        timeoutMs: 300,
+        intervalMs: 50,
+        onProgress: (p) => seen.push(p),
+      }),
+      /deployment .*skein-controller not ready after 0 s: waiting for the deployment spec update to be observed/,
+    );
+    assert.equal(seen.length, 1, 'one report per change of state');
+    assert.equal(seen[0]?.ready, false);
+    const generation = at(dep, 'metadata', 'generation');
+    const depPath = `/apis/apps/v1/namespaces/${ns}/deployments/skein-controller`;
+    const reportStatus = (s: Obj) =>
+      client.request('PATCH', `${depPath}/status`, {
+        contentType: 'application/merge-patch+json',
+        body: { status: { observedGeneration: generation, ...s } },
+      });
+    await reportStatus({ replicas: 1, updatedReplicas: 1, readyReplicas: 0, availableReplicas: 0 });
+    const progress: string[] = [];
+    const waiting = waitForController(kc, {
+      namespace: ns,
+      timeoutMs: 10_000,
+      intervalMs: 50,
+      onProgress: (p) => progress.push(p.message),
+    });
+    await waitFor('first progress report', async () => progress.length > 0);
+    await reportStatus({ readyReplicas: 1, availableReplicas: 1 });
+    const done = await waiting;
+    assert.equal(done.ready, true);
+    assert.deepEqual(progress, ['0 of 1 updated replicas are available', '1 of 1 replicas available']);
+
+    // helm uninstall removes every object the release created.
+    const manifest = docs(await helmManifest({ ...ctx, release: 'skdef', namespace: ns }));
+    assert.equal(manifest.length, 9);
+    assert.equal(await helmUninstall({ ...ctx, release: 'skdef', namespace: ns }), true);
+    for (const o of manifest) {
+      const p = objectPath(o);
+      await waitFor(`${p} deleted`, () => gone(p), 10_000);
+    }
+    assert.equal(await helmStatus({ ...ctx, release: 'skdef', namespace: ns }), undefined);
+    assert.equal(await helmUninstall({ ...ctx, release: 'skdef', namespace: ns }), false);
+  });
+
+  test('install permissive=true, replicas=2 (as skein install does: CRDs applied first, --skip-crds); upgrade keeps the caBundle', async () => {
+    await applyCrds(kc);
+    const {
+      namespace: ns,
+      meshName,
+      lines,
+    } = await install(
+      'skha',
+      {
+        permissive: true,
+        replicas: 2,
+        debugServer: true,
+        webhook: { failurePolicy: 'Ignore', timeoutSeconds: 3 },
+      },
+      { skipCrds: true },
+    );
+    assert.ok(
+      lines.some((l) => /has been upgraded|STATUS: deployed/.test(l)),
+      `helm's progress lines were passed on: ${lines.join('\n')}`,
+    );
+    const mc = await get(`/apis/config.skein.dev/v1alpha1/namespaces/${ns}/meshconfigs/${meshName}`);
+    assert.equal(at(mc, 'spec', 'traffic', 'permissive'), true);
+    assert.equal(at(mc, 'spec', 'observability', 'enableDebugServer'), true);
+    const dep = await get(`/apis/apps/v1/namespaces/${ns}/deployments/skein-controller`);
+    assert.equal(at(dep, 'spec', 'replicas'), 2);
+    const pdb = await get(`/apis/policy/v1/namespaces/${ns}/poddisruptionbudgets/skein-controller`);
+    assert.equal(at(pdb, 'spec', 'minAvailable'), 1);
+    assert.deepEqual(at(pdb, 'spec', 'selector', 'matchLabels'), at(dep, 'spec', 'selector', 'matchLabels'));
+    const mwcPath = `/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations/skein-sidecar-injector-${meshName}`;
+    const mwc = await get(mwcPath);
+    assert.equal(at(mwc, 'webhooks', 0, 'failurePolicy'), 'Ignore');
+    assert.equal(at(mwc, 'webhooks', 0, 'timeoutSeconds'), 3);
+
+    // The controller fills in the caBundle; a later `helm upgrade` must not wipe it.
+    const caBundle = Buffer.from(
+      '-----BEGIN CERTIFICATE-----\nnot checked here\n-----END CERTIFICATE-----\n',
+    ).toString('base64');
+    await client.request('PATCH', mwcPath, {
+      contentType: 'application/json-patch+json',
+      body: [{ op: 'add', path: '/webhooks/0/clientConfig/caBundle', value: caBundle }],
+    });
+    const upgraded = await helmUpgradeInstall({
+      ...ctx,
+      release: 'skha',
+      namespace: ns,
+      chart: CHART,
+      skipCrds: true,
+      values: { meshName, permissive: false, replicas: 2, webhook: { failurePolicy: 'Fail' } },
+    });
+    assert.equal(upgraded.revision, 2);
+    const after = await get(mwcPath);
+    assert.equal(at(after, 'webhooks', 0, 'failurePolicy'), 'Fail');
+    assert.equal(at(after, 'webhooks', 0, 'clientConfig', 'caBundle'), caBundle);
+    const mc2 = await get(`/apis/config.skein.dev/v1alpha1/namespaces/${ns}/meshconfigs/${meshName}`);
+    assert.equal(at(mc2, 'spec', 'traffic', 'permissive'), false);
+
+    assert.equal(await helmUninstall({ ...ctx, release: 'skha', namespace: ns }), true);
+    await waitFor('webhook configuration deleted', () => gone(mwcPath), 10_000);
+    await waitFor('PDB deleted', () =>
+      gone(`/apis/policy/v1/namespaces/${ns}/poddisruptionbudgets/skein-controller`),
+    );
+  });
+
+  test('a missing helm binary is an error a person can act on', async () => {
+    await assert.rejects(
+      runHelm(['version'], { helmPath: path.join(helmHome, 'no-such-helm') }),
+      (err: unknown) =>
+        err instanceof HelmNotFoundError &&
+        /Install Helm 3 .* or set SKEIN_HELM=\/path\/to\/helm/.test(err.message),
+    );
+  });
+});
