@@ -311,6 +311,7 @@ describe('charts/skein with helm against the real API server', () => {
       { verb: 'list', resource: 'pods' },
       { verb: 'watch', resource: 'pods' },
       { verb: 'watch', resource: 'namespaces' },
+      { verb: 'get', resource: 'namespaces', name: 'default' },
       { verb: 'list', resource: 'endpointslices', group: 'discovery.k8s.io' },
       { verb: 'watch', resource: 'traffictargets', group: 'access.smi-spec.io' },
       { verb: 'list', resource: 'httproutegroups', group: 'specs.smi-spec.io' },
@@ -322,12 +323,13 @@ describe('charts/skein with helm against the real API server', () => {
       { verb: 'create', resource: 'secrets', namespace: other },
       { verb: 'get', resource: 'secrets', namespace: ns, name: 'skein-ca' },
       { verb: 'update', resource: 'secrets', namespace: ns, name: 'skein-ca' },
-      {
-        verb: 'patch',
+      ...['patch', 'list', 'watch'].map((verb) => ({
+        verb,
         resource: 'mutatingwebhookconfigurations',
         group: 'admissionregistration.k8s.io',
+        // A list/watch with fieldSelector metadata.name=<it> is authorized as this name.
         name: `skein-sidecar-injector-${meshName}`,
-      },
+      })),
     ];
     const denied: Parameters<typeof saCan>[1][] = [
       { verb: 'delete', resource: 'pods', namespace: other },
@@ -348,6 +350,8 @@ describe('charts/skein with helm against the real API server', () => {
         name: 'someone-elses-webhook',
       },
       { verb: 'delete', resource: 'mutatingwebhookconfigurations', group: 'admissionregistration.k8s.io' },
+      { verb: 'list', resource: 'mutatingwebhookconfigurations', group: 'admissionregistration.k8s.io' },
+      { verb: 'delete', resource: 'namespaces', name: 'default' },
       { verb: 'list', resource: 'nodes' },
     ];
     const results = await Promise.all([...allowed, ...denied].map(can));
