@@ -1,56 +1,18 @@
 #!/usr/bin/env node
-// The skein CLI. This first version knows `version` and `--help`; the install,
-// namespace, proxy and policy commands arrive with the Kubernetes work.
-import { VERSION } from '../../pkg/version/version.js';
+// The skein CLI; everything lives in pkg/cli.
+import { runCli } from '../../pkg/cli/main.js';
 
-const USAGE = `skein — manage a skein service mesh
+const abort = new AbortController();
+// First Ctrl-C: let the command finish cleanly (close port-forwards); a second one exits at once.
+process.once('SIGINT', () => {
+  abort.abort();
+  process.once('SIGINT', () => process.exit(130));
+});
+process.once('SIGTERM', () => abort.abort());
 
-Usage:
-  skein <command> [flags]
-
-Commands:
-  version     Print the CLI version
-  help        Show this help
-
-Flags:
-  -h, --help  Show help for skein or a command
-
-Run the controller itself with \`skein-controller --help\`.
-`;
-
-const COMMANDS: Record<string, { usage: string; run: (args: string[]) => number }> = {
-  version: {
-    usage: 'Usage: skein version\n\nPrints the CLI version.\n',
-    run: () => {
-      process.stdout.write(`skein ${VERSION}\n`);
-      return 0;
-    },
-  },
-  help: {
-    usage: 'Usage: skein help\n',
-    run: () => {
-      process.stdout.write(USAGE);
-      return 0;
-    },
-  },
-};
-
-export function main(argv: string[]): number {
-  const [name, ...rest] = argv;
-  if (name === undefined || name === '-h' || name === '--help') {
-    process.stdout.write(USAGE);
-    return 0;
-  }
-  const command = COMMANDS[name];
-  if (!command) {
-    process.stderr.write(`skein: unknown command ${JSON.stringify(name)}\n\n${USAGE}`);
-    return 2;
-  }
-  if (rest.includes('-h') || rest.includes('--help')) {
-    process.stdout.write(command.usage);
-    return 0;
-  }
-  return command.run(rest);
-}
-
-process.exitCode = main(process.argv.slice(2));
+process.exitCode = await runCli(process.argv.slice(2), {
+  out: (text) => process.stdout.write(text),
+  err: (text) => process.stderr.write(text),
+  env: process.env,
+  signal: abort.signal,
+});

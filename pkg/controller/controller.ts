@@ -20,6 +20,9 @@ import { LocalRegistry } from '../registry/local/registry.js';
 import { LoggingProblemReporter } from '../registry/problems.js';
 import type { Registry } from '../registry/registry.js';
 import { MeshStore, type StoreEvent } from '../registry/store.js';
+import { RestXds, refusePlainRestXds } from '../xds/rest/handler.js';
+import { REST_XDS_PATHS } from '../xds/rest/request.js';
+import { RestXdsServer } from '../xds/rest/server.js';
 import { AdsServer } from '../xds/server/server.js';
 import type { ProxyConfigSource } from '../xds/server/types.js';
 import { LocalWorkloads } from './local-workloads.js';
@@ -30,6 +33,8 @@ export interface ControllerPorts {
   ads: number;
   insecureAds?: number;
   http: number;
+  /** REST xDS over HTTPS (--rest-xds-port). */
+  restXds?: number;
 }
 
 /**
@@ -49,6 +54,7 @@ export class Controller {
   private repeater: Repeater | undefined;
   private ads: AdsServer | undefined;
   private health: HealthServer | undefined;
+  private restXds: RestXdsServer | undefined;
   private workloads: LocalWorkloads | undefined;
   private writer: WorkloadCertWriter | undefined;
   private view: MeshView | undefined;
@@ -95,6 +101,7 @@ export class Controller {
     mountDebugRoutes(health, {
       enabled: () =>
         o.localDir !== undefined ||
+        o.debug === true ||
         meshConfigOf(this.currentView())?.spec.observability?.enableDebugServer === true,
       streams: () => this.streams(),
       sentResources: (streamId) => this.ads?.sentResources(streamId),
@@ -158,6 +165,7 @@ export class Controller {
     this.repeater = new Repeater(this.bus, {
       minIntervalMs: o.minPushIntervalMs ?? settings.minPushIntervalMs,
       logger: log.child({ component: 'repeater' }),
+      onCoalesced: (n) => this.metrics.announcementsCoalesced.inc(n),
     });
     this.stopFns.push(
       this.bus.subscribe((a) => {
@@ -172,8 +180,9 @@ export class Controller {
       '::1',
       ...(o.host === '0.0.0.0' ? [] : [o.host]),
     ]);
+    const source = this.configSource();
     this.ads = new AdsServer({
-      source: this.configSource(),
+      source,
       tls: { caPem: this.ca.trustBundlePem, certPem: serverCert.certPem, keyPem: serverCert.keyPem },
       trustDomain: view.trustDomain,
       logger: log,
@@ -184,9 +193,11 @@ export class Controller {
     });
     const ports = await this.ads.start();
     this.adsServing = true;
+    const restXdsPort = await this.startRestXds(source, view.trustDomain, serverCert);
 
     const result: ControllerPorts = { ads: ports.port, http: httpPort };
     if (ports.insecurePort !== undefined) result.insecureAds = ports.insecurePort;
+    if (restXdsPort !== undefined) result.restXds = restXdsPort;
     // Local workload files and bootstraps stand in for what the injector gives pods in
     // Kubernetes; --workload-files asks for them in Kubernetes mode too (workloads run outside).
     if (o.localDir || o.workloadFiles) await this.startLocalWorkloads(ports.insecurePort);
@@ -225,6 +236,7 @@ export class Controller {
       ...(o.inCluster ? { inCluster: true } : {}),
       meshName: o.meshName,
       controlPlaneNamespace: o.namespace,
+      onWatchRestart: (type, reason) => this.metrics.watchRestarts.inc({ type, reason }),
       store: this.store,
       logger: log,
     });
@@ -265,12 +277,46 @@ export class Controller {
     this.bus.stop();
     for (const fn of this.stopFns.splice(0)) fn();
     this.repeater?.close();
+    await this.restXds?.close();
     await this.ads?.stop();
     this.adsServing = false;
     await this.writer?.stop();
     this.certs?.stop();
     await this.registry?.stop();
     await this.health?.close();
+  }
+
+  /**
+   * REST xDS from the ADS server's source and cache. Its HTTPS port (client
+   * certificates, node.id = CN) when --rest-xds-port is given; on the HTTP
+   * port, local mode takes node.id as the identity (as the plaintext ADS port
+   * does) and Kubernetes mode refuses, pointing at the mTLS port.
+   */
+  private async startRestXds(
+    source: ProxyConfigSource,
+    trustDomain: string,
+    serving: { certPem: string; keyPem: string },
+  ): Promise<number | undefined> {
+    const o = this.opts;
+    const { ads, ca, certs, health } = this;
+    if (!ads || !ca || !certs || !health) throw new Error('controller not initialised');
+    const rest = new RestXds({
+      source,
+      cache: ads.cache,
+      trustDomain,
+      logger: this.log,
+      // ADS issues on connect; a REST caller may never have connected.
+      prepareSecrets: (identity) => certs.ensure(identity),
+    });
+    let port: number | undefined;
+    if (o.restXdsPort !== undefined) {
+      const server = new RestXdsServer(rest, { caPem: ca.trustBundlePem, ...serving });
+      port = await server.listen(o.restXdsPort, o.host);
+      this.restXds = server;
+    }
+    const plain = o.localDir !== undefined ? rest.handleNodeId : refusePlainRestXds(port);
+    for (const p of REST_XDS_PATHS.keys()) health.route(p, plain);
+    return port;
   }
 
   /** Debug view of connected streams (per-type versions, ACK/NACK state). */

@@ -66,3 +66,24 @@ test('--workload-files is off unless given', () => {
   assert.ok(on !== 'help');
   assert.equal(on.workloadFiles, true);
 });
+
+test('--debug is off unless given; --rest-xds-port defaults to 15127 in Kubernetes mode, off in local mode', () => {
+  const k = parseControllerArgs(['--kubeconfig', '/k'], {});
+  assert.ok(k !== 'help');
+  assert.equal(k.debug, undefined);
+  assert.equal(k.restXdsPort, 15127);
+  const pod = parseControllerArgs([], { KUBERNETES_SERVICE_HOST: '10.96.0.1' });
+  assert.ok(pod !== 'help');
+  assert.equal(pod.restXdsPort, 15127);
+  const local = parseControllerArgs(['--local', 'd'], {});
+  assert.ok(local !== 'help');
+  assert.equal(local.restXdsPort, undefined);
+  const given = parseControllerArgs(['--local', 'd', '--debug', '--rest-xds-port', '0'], {});
+  assert.ok(given !== 'help');
+  assert.equal(given.debug, true);
+  assert.equal(given.restXdsPort, 0);
+  assert.throws(
+    () => parseControllerArgs(['--kubeconfig', '/k', '--rest-xds-port', 'x'], {}),
+    /--rest-xds-port/,
+  );
+});

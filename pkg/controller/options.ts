@@ -1,5 +1,5 @@
 import { parseArgs } from 'node:util';
-import { DEFAULT_MESH_NAME, PORT_ADS, PORT_CONTROLLER_HTTP } from '../mesh/constants.js';
+import { DEFAULT_MESH_NAME, PORT_ADS, PORT_CONTROLLER_HTTP, PORT_REST_XDS } from '../mesh/constants.js';
 import { parseDuration } from '../mesh/duration.js';
 
 export interface ControllerOptions {
@@ -26,6 +26,10 @@ export interface ControllerOptions {
    */
   workloadFiles?: boolean;
   logLevel: string;
+  /** Serve /debug/* and the web UI whatever the MeshConfig says. */
+  debug?: boolean;
+  /** REST xDS over HTTPS with client-certificate auth; undefined = off (local mode unless given). */
+  restXdsPort?: number;
 }
 
 export const CONTROLLER_USAGE = `skein-controller — the skein service-mesh control plane
@@ -48,6 +52,11 @@ Flags:
   --min-push-interval <dur>   Minimum interval between pushes to one proxy (default from MeshConfig, else 100ms)
   --workload-files            Kubernetes mode: also write workload certs and proxyless bootstraps to the
                               state dir, as local mode does (development and tests; off by default)
+  --debug                     Serve /debug/* and the web UI /ui/ on the HTTP port whatever the MeshConfig
+                              says (always on in local mode)
+  --rest-xds-port <port>      REST xDS (POST /v3/discovery:<type>) over HTTPS; the client certificate's CN
+                              must be the node.id (default ${PORT_REST_XDS} in Kubernetes mode; local mode: off
+                              unless given, and served on the HTTP port with node.id as the identity)
   --log-level <level>         trace|debug|info|warn|error (default info)
   -h, --help                  Show this help
 `;
@@ -111,6 +120,13 @@ export function parseControllerArgs(
   if (insecure !== undefined) options.insecureAdsPort = insecure;
   if (minPushIntervalMs !== undefined) options.minPushIntervalMs = minPushIntervalMs;
   if (v['workload-files']) options.workloadFiles = true;
+  if (v.debug) options.debug = true;
+  const restXdsPort = port(
+    'rest-xds-port',
+    v['rest-xds-port'],
+    inCluster || v.kubeconfig !== undefined ? PORT_REST_XDS : undefined,
+  );
+  if (restXdsPort !== undefined) options.restXdsPort = restXdsPort;
   return options;
 }
 
@@ -131,6 +147,8 @@ function parse(argv: string[]) {
       'min-push-interval': { type: 'string' },
       'log-level': { type: 'string' },
       'workload-files': { type: 'boolean' },
+      debug: { type: 'boolean' },
+      'rest-xds-port': { type: 'string' },
       help: { type: 'boolean', short: 'h' },
     },
   });

@@ -18,6 +18,8 @@ export const PORT_PROMETHEUS_LISTENER = 15010;
 export const PORT_CONTROLLER_HTTP = 9091;
 export const PORT_DEBUG = 9092;
 export const PORT_WEBHOOK = 9090;
+/** REST-JSON xDS over HTTPS with client certificates (Kubernetes mode). */
+export const PORT_REST_XDS = 15127;
 
 /** Proxy kinds carried in the certificate CN. */
 export type ProxyKind = 'sidecar' | 'grpc';

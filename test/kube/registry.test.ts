@@ -237,6 +237,9 @@ describe('KubeRegistry against a real API server', { timeout: 180_000 }, () => {
         '0',
         '--http-port',
         '0',
+        // Kubernetes mode serves REST xDS on 15127 by default; tests share the machine.
+        '--rest-xds-port',
+        '0',
         '--state-dir',
         stateDir,
       ],

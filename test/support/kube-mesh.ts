@@ -68,6 +68,9 @@ export class KubeMesh {
         '0',
         '--http-port',
         '0',
+        // Kubernetes mode serves REST xDS on 15127 by default; tests share the machine.
+        '--rest-xds-port',
+        '0',
         '--min-push-interval',
         '50ms',
       ],

@@ -1,6 +1,6 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { TLSSocket } from 'node:tls';
-import { type ProtoObject, type ProtoValue, TypeUrl } from '../../envoy/types.js';
+import { type GenerationContext, type ProtoObject, type ProtoValue, TypeUrl } from '../../envoy/types.js';
 import type { Logger } from '../../logger/logger.js';
 import type { ProxyIdentity } from '../../mesh/identity.js';
 import type { EncodedResource } from '../cache/encoded.js';
@@ -104,8 +104,14 @@ export class RestXds {
     const proxy = this.opts.source.proxyContext(identity);
     const ctx = this.opts.source.generationContext();
     const names = req.resourceNames.length === 0 ? undefined : new Set(req.resourceNames);
-    const set = this.opts.cache.get(req.typeUrl, proxy, ctx, { names, key: subscriptionKey(names) }, () =>
-      generator.generate(proxy, ctx, names),
+    // The cache may hand generation a context of its own (one that records what
+    // is read, for targeted pushes); build from that one when it does.
+    const set = this.opts.cache.get(
+      req.typeUrl,
+      proxy,
+      ctx,
+      { names, key: subscriptionKey(names) },
+      (given?: GenerationContext) => generator.generate(proxy, given ?? ctx, names),
     );
     if (req.versionInfo !== '' && req.versionInfo === set.version)
       return { status: 304, version: set.version };

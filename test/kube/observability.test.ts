@@ -1,0 +1,150 @@
+// The controller in Kubernetes mode against the test cluster: REST xDS only
+// over mTLS (the plain HTTP port refuses and says where to go), --debug opens
+// /debug/* without a MeshConfig opt-in, and /metrics lists the watch-restart
+// and coalescing counters.
+import assert from 'node:assert/strict';
+import { randomBytes } from 'node:crypto';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { request as httpsRequest } from 'node:https';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { after, before, describe, test } from 'node:test';
+import { fileURLToPath } from 'node:url';
+import { CoreV1Api } from '@kubernetes/client-node';
+import { BuiltinCA } from '../../pkg/certificate/builtin.js';
+import { proxyCommonName } from '../../pkg/mesh/identity.js';
+import { acquireCluster } from '../support/cluster.js';
+import { prepareMeshCluster } from '../support/kube-registry-fixture.js';
+import { type JsonLineProcess, spawnNode } from '../support/processes.js';
+
+const sfx = randomBytes(3).toString('hex');
+const MESH = `skein-obs-${sfx}`;
+const CP = `skein-system-obs-${sfx}`;
+
+const cn = (tail: number, sa: string) =>
+  proxyCommonName({
+    uuid: `00000000-0000-4000-8000-${tail.toString().padStart(12, '0')}`,
+    kind: 'sidecar',
+    serviceAccount: sa,
+    namespace: 'shop',
+    trustDomain: 'cluster.local',
+  });
+const A = cn(1, 'web');
+const B = cn(2, 'api');
+
+describe('observability of a Kubernetes-mode controller', { timeout: 120_000 }, () => {
+  let release: (() => Promise<void>) | undefined;
+  let core: CoreV1Api | undefined;
+  let controller: JsonLineProcess | undefined;
+  let stateDir: string | undefined;
+  let http: number;
+  let rest: number;
+  let ca: BuiltinCA;
+
+  before(async () => {
+    const cluster = await acquireCluster();
+    release = cluster.release;
+    core = cluster.kubeConfig.makeApiClient(CoreV1Api);
+    await prepareMeshCluster(cluster.kubeConfig, core, CP);
+    stateDir = await mkdtemp(path.join(tmpdir(), 'skein-obs-'));
+    controller = spawnNode(
+      'skein-controller',
+      fileURLToPath(new URL('../../cmd/skein-controller/main.js', import.meta.url)),
+      [
+        '--kubeconfig',
+        cluster.endpoint.kubeconfigPath,
+        '--mesh-name',
+        MESH,
+        '--namespace',
+        CP,
+        '--state-dir',
+        stateDir,
+        // Also writes the CA where this test can issue client certificates from it.
+        '--workload-files',
+        '--host',
+        '127.0.0.1',
+        '--ads-port',
+        '0',
+        '--http-port',
+        '0',
+        '--webhook-port',
+        '0',
+        '--rest-xds-port',
+        '0',
+        '--debug',
+      ],
+      { SKEIN_LOG_LEVEL: 'info' },
+    );
+    const ready = await controller.waitFor((l) => l['msg'] === 'skein controller ready', 30_000);
+    http = Number(ready['http']);
+    rest = Number(ready['restXds']);
+    assert.ok(rest > 0, JSON.stringify(ready));
+    ca = await BuiltinCA.loadOrCreate(path.join(stateDir, 'ca'));
+  });
+  after(async () => {
+    await controller?.stop();
+    if (stateDir) await rm(stateDir, { recursive: true, force: true });
+    await core?.deleteNamespace({ name: CP }).catch(() => undefined);
+    await release?.();
+  });
+
+  function https(body: string, client?: { certPem: string; keyPem: string }) {
+    return new Promise<{ status: number; body: string }>((resolve, reject) => {
+      const req = httpsRequest(
+        {
+          host: '127.0.0.1',
+          port: rest,
+          path: '/v3/discovery:clusters',
+          method: 'POST',
+          servername: 'localhost',
+          ca: ca.trustBundlePem,
+          ...(client ? { cert: client.certPem, key: client.keyPem } : {}),
+          agent: false,
+        },
+        (res) => {
+          const chunks: Buffer[] = [];
+          res.on('data', (c: Buffer) => chunks.push(c));
+          res.on('end', () =>
+            resolve({ status: res.statusCode ?? 0, body: Buffer.concat(chunks).toString() }),
+          );
+        },
+      );
+      req.on('error', reject);
+      req.end(body);
+    });
+  }
+
+  test('the plain HTTP port refuses REST xDS and names the mTLS port', async () => {
+    const res = await fetch(`http://127.0.0.1:${http}/v3/discovery:clusters`, {
+      method: 'POST',
+      body: JSON.stringify({ node: { id: A } }),
+    });
+    assert.equal(res.status, 403);
+    assert.match(await res.text(), new RegExp(`REST xDS requires mTLS on port ${rest}`));
+  });
+
+  test('the HTTPS port: no certificate → 401, A asking for B → 403, A for itself → 200', async () => {
+    const none = await https(JSON.stringify({ node: { id: A } }));
+    assert.equal(none.status, 401);
+    const certA = await ca.issue({ commonName: A, validityMs: 3_600_000, usage: 'client' });
+    const other = await https(JSON.stringify({ node: { id: B } }), certA);
+    assert.equal(other.status, 403);
+    assert.match(other.body, /is not the client certificate's CN/);
+    const own = await https(JSON.stringify({ node: { id: A } }), certA);
+    assert.equal(own.status, 200, own.body);
+    const json: unknown = JSON.parse(own.body);
+    assert.ok(typeof json === 'object' && json !== null && 'type_url' in json);
+    assert.equal(json.type_url, 'type.googleapis.com/envoy.config.cluster.v3.Cluster');
+  });
+
+  test('--debug opens /debug/* without a MeshConfig opt-in', async () => {
+    const res = await fetch(`http://127.0.0.1:${http}/debug/proxies`);
+    assert.equal(res.status, 200);
+  });
+
+  test('/metrics lists the watch-restart and coalescing counters', async () => {
+    const text = await (await fetch(`http://127.0.0.1:${http}/metrics`)).text();
+    assert.match(text, /^# TYPE skein_watch_restarts_total counter$/m);
+    assert.match(text, /^skein_announcements_coalesced_total \d+$/m);
+  });
+});
