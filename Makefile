@@ -3,7 +3,7 @@ SHELL := /bin/bash
 NODE ?= node
 STATE ?= .state
 
-.PHONY: all deps build cluster-bin envoyvalidate-bin helm-bin start demo test test-unit test-e2e lint format bench clean
+.PHONY: all deps build cluster-bin envoyvalidate-bin browser helm-bin start demo test test-unit test-e2e lint format bench clean
 
 all: build
 
@@ -17,6 +17,7 @@ deps: node_modules/.package-lock.json
 build: deps
 	rm -rf dist
 	npx tsc -p tsconfig.json
+	$(NODE) dist/pkg/ui/bundle.js
 
 # A real kube-apiserver, kube-controller-manager and etcd for the Kubernetes tests,
 # built from Go modules (test/cluster/go.mod pins the version). Rebuilt only when
@@ -35,6 +36,14 @@ $(ENVOYVALIDATE_BIN): test/envoyvalidate/go.mod test/envoyvalidate/go.sum test/e
 
 envoyvalidate-bin: $(ENVOYVALIDATE_BIN)
 
+# Headless Chromium for the web view's browser tests (test/e2e/ui.test.ts), from
+# Debian's package; playwright-core drives it. Installed only when missing.
+browser:
+	@if [ ! -x /usr/bin/chromium ]; then \
+	  sudo=$$([ "$$(id -u)" = 0 ] || echo sudo); \
+	  $$sudo apt-get update && $$sudo apt-get install -y chromium; \
+	fi
+
 # helm for the chart tests (test/kube/helm.test.ts), at the version build.sh pins.
 HELM_BIN := test/helm/bin/helm
 $(HELM_BIN): test/helm/build.sh
@@ -51,17 +60,18 @@ demo: build
 	$(NODE) dist/test/demo/main.js
 
 # test/run.ts: `node --test` plus one test cluster shared by every file using acquireCluster().
-test: build cluster-bin envoyvalidate-bin helm-bin
+test: build cluster-bin envoyvalidate-bin helm-bin browser
 	$(NODE) dist/test/run.js --test-concurrency=2 $$(find dist/pkg dist/cmd -name '*.test.js' | sort) $$(find dist/test -name '*.test.js' | sort)
 
 test-unit: build
 	$(NODE) --test $$(find dist/pkg dist/cmd -name '*.test.js' | sort)
 
-test-e2e: build cluster-bin envoyvalidate-bin helm-bin
+test-e2e: build cluster-bin envoyvalidate-bin helm-bin browser
 	$(NODE) dist/test/run.js --test-concurrency=1 $$(find dist/test -name '*.test.js' | sort)
 
 lint: deps
 	npx tsc -p tsconfig.json --noEmit
+	npx tsc -p pkg/ui/web/tsconfig.json
 	npx biome check .
 
 format: deps

@@ -20,9 +20,14 @@ import { LocalRegistry } from '../registry/local/registry.js';
 import { LoggingProblemReporter } from '../registry/problems.js';
 import type { Registry } from '../registry/registry.js';
 import { MeshStore, type StoreEvent } from '../registry/store.js';
+import type { GraphFeed } from '../ui/feed.js';
+import { buildGraph } from '../ui/graph.js';
+import { notifyOnStreamEvents } from '../ui/observer.js';
+import { mountUiRoutes } from '../ui/routes.js';
 import { RestXds, refusePlainRestXds } from '../xds/rest/handler.js';
 import { REST_XDS_PATHS } from '../xds/rest/request.js';
 import { RestXdsServer } from '../xds/rest/server.js';
+import { composeObservers } from '../xds/server/observers.js';
 import { AdsServer } from '../xds/server/server.js';
 import type { ProxyConfigSource } from '../xds/server/types.js';
 import { LocalWorkloads } from './local-workloads.js';
@@ -60,6 +65,7 @@ export class Controller {
   private view: MeshView | undefined;
   private problems: ProblemLog;
   private adsServing = false;
+  private uiFeed: GraphFeed | undefined;
   private stopFns: (() => void)[] = [];
 
   constructor(
@@ -96,13 +102,8 @@ export class Controller {
       { name: 'ads', notReadyReason: () => (this.adsServing ? undefined : 'ADS server not serving') },
     ]);
     this.health = health;
-    // Local mode is a developer's machine; in a cluster the debug endpoints would
-    // reveal the mesh to anyone who can reach the port, so MeshConfig must opt in.
     mountDebugRoutes(health, {
-      enabled: () =>
-        o.localDir !== undefined ||
-        o.debug === true ||
-        meshConfigOf(this.currentView())?.spec.observability?.enableDebugServer === true,
+      enabled: () => this.debugEnabled(),
       streams: () => this.streams(),
       sentResources: (streamId) => this.ads?.sentResources(streamId),
       podOf: (identity) => {
@@ -112,6 +113,22 @@ export class Controller {
       certificates: () => this.certs?.list() ?? [],
       view: () => this.currentView(),
     });
+    // The web view (/ui/, /debug/graph, /debug/events) sits behind the same gate.
+    const uiFeed = mountUiRoutes(health, {
+      enabled: () => this.debugEnabled(),
+      graph: () =>
+        buildGraph({
+          meshName: o.meshName,
+          view: this.currentView(),
+          streams: this.streams(),
+          disconnected: this.proxies.recentlyDisconnected(),
+        }),
+    });
+    this.uiFeed = uiFeed;
+    this.stopFns.push(
+      this.bus.subscribe(() => uiFeed.notify()),
+      () => uiFeed.close(),
+    );
     health.route('/metrics', (_req, res) => {
       this.metrics.text().then(
         (body) => {
@@ -188,7 +205,10 @@ export class Controller {
       logger: log,
       host: o.host,
       port: o.adsPort,
-      observer: this.metrics.xdsObserver,
+      observer: composeObservers(
+        this.metrics.xdsObserver,
+        notifyOnStreamEvents(() => this.uiFeed?.notify()),
+      ),
       ...(o.insecureAdsPort !== undefined ? { insecurePort: o.insecureAdsPort } : {}),
     });
     const ports = await this.ads.start();
@@ -317,6 +337,19 @@ export class Controller {
     const plain = o.localDir !== undefined ? rest.handleNodeId : refusePlainRestXds(port);
     for (const p of REST_XDS_PATHS.keys()) health.route(p, plain);
     return port;
+  }
+
+  /**
+   * The gate of /debug/* and the web view, checked per request. Local mode is a
+   * developer's machine; in a cluster the debug endpoints would reveal the mesh
+   * to anyone who can reach the port, so MeshConfig (or --debug) must opt in.
+   */
+  private debugEnabled(): boolean {
+    return (
+      this.opts.localDir !== undefined ||
+      this.opts.debug === true ||
+      meshConfigOf(this.currentView())?.spec.observability?.enableDebugServer === true
+    );
   }
 
   /** Debug view of connected streams (per-type versions, ACK/NACK state). */

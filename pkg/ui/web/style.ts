@@ -1,0 +1,108 @@
+import type cytoscape from 'cytoscape';
+
+// Colours match app.css (the legend): green synced, amber stale, red nacked, grey disconnected.
+export const STATE_COLOURS = {
+  SYNCED: '#2e9d4f',
+  STALE: '#e6a100',
+  NACKED: '#d93025',
+  DISCONNECTED: '#9aa0a6',
+} as const;
+
+export const graphStyle: cytoscape.StylesheetJson = [
+  {
+    selector: 'node',
+    style: { label: 'data(label)', 'font-size': 12, color: '#202124', 'text-wrap': 'wrap' },
+  },
+  {
+    selector: 'node[kind = "namespace"]',
+    style: {
+      shape: 'round-rectangle',
+      'background-color': '#eef1f4',
+      'background-opacity': 0.6,
+      'border-width': 1,
+      'border-style': 'dashed',
+      'border-color': '#9aa5b1',
+      'text-valign': 'top',
+      'text-halign': 'center',
+      'font-size': 14,
+      'font-weight': 'bold',
+      color: '#455a64',
+      padding: '18px',
+    },
+  },
+  {
+    selector: 'node[kind = "service"], node[kind = "identity"]',
+    style: {
+      shape: 'round-rectangle',
+      'background-color': '#e8f0fe',
+      'border-width': 2,
+      'border-color': '#4a6fa5',
+      'text-valign': 'center',
+      'text-halign': 'center',
+      width: 120,
+      height: 30,
+      'text-max-width': '110px',
+      padding: '6px',
+      'font-weight': 'bold',
+    },
+  },
+  {
+    selector: 'node[kind = "identity"]',
+    style: { 'background-color': '#f3e8fd', 'border-color': '#8e5cc4', 'border-style': 'dashed' },
+  },
+  {
+    // With proxies inside, the name sits on top of the box.
+    selector: 'node[kind = "service"]:parent, node[kind = "identity"]:parent',
+    style: { 'text-valign': 'top', padding: '10px' },
+  },
+  {
+    selector: 'node[kind = "proxy"]',
+    style: {
+      shape: 'ellipse',
+      width: 18,
+      height: 18,
+      'font-size': 10,
+      color: '#3c4043',
+      'text-valign': 'bottom',
+      'text-margin-y': 3,
+      'border-width': 1,
+      'border-color': '#ffffff',
+    },
+  },
+  ...(Object.entries(STATE_COLOURS).map(([state, colour]) => ({
+    selector: `node[kind = "proxy"][state = "${state}"]`,
+    style: { 'background-color': colour },
+  })) satisfies cytoscape.StylesheetStyle[]),
+  {
+    selector: 'edge',
+    style: {
+      width: 2,
+      'curve-style': 'bezier',
+      'target-arrow-shape': 'triangle',
+      label: 'data(label)',
+      'font-size': 10,
+      'text-rotation': 'autorotate',
+      'text-background-color': '#fafafa',
+      'text-background-opacity': 0.9,
+      'text-background-padding': '2px',
+    },
+  },
+  {
+    selector: 'edge[edgeKind = "allow"]',
+    style: { 'line-color': '#37474f', 'target-arrow-color': '#37474f', color: '#263238' },
+  },
+  {
+    selector: 'edge[edgeKind = "split"]',
+    style: {
+      'line-color': '#7b3fbf',
+      'target-arrow-color': '#7b3fbf',
+      'line-style': 'dashed',
+      color: '#5b2a91',
+      'font-weight': 'bold',
+    },
+  },
+  {
+    selector: ':selected',
+    style: { 'overlay-color': '#1a73e8', 'overlay-opacity': 0.18, 'overlay-padding': 4 },
+  },
+];

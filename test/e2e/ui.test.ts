@@ -1,0 +1,225 @@
+// The web view in real headless Chromium (Debian's package, driven by
+// playwright-core) against the real controller in local mode on a copy of the
+// bookstore example: the mesh renders, a TrafficTarget written to disk appears
+// without a reload, a proxy's colour follows its xDS stream, and clicking a
+// service opens its policies. Leaves test-results/ui.png to look at.
+//
+// Page-side expressions are strings: this file is type-checked without the DOM
+// library, and what they return is checked here at run time.
+import assert from 'node:assert/strict';
+import { mkdir } from 'node:fs/promises';
+import path from 'node:path';
+import { after, before, describe, test } from 'node:test';
+import { type Browser, chromium, type Page } from 'playwright-core';
+import { LocalMesh, repoRoot } from '../support/local-mesh.js';
+
+const CHROMIUM = '/usr/bin/chromium';
+// The page's colours (pkg/ui/web/style.ts), as cytoscape reports a node's style.
+const GREEN = 'rgb(46,157,79)';
+const GREY = 'rgb(154,160,166)';
+const V1_PROXY = 'px:svc:bookstore/bookstore-v1:bookstore/bookstore-v1';
+const THIEF_EDGE = 'allow:svc:bookthief/bookthief->svc:bookstore/bookstore';
+
+const THIEF_ACCESS = `apiVersion: access.smi-spec.io/v1alpha3
+kind: TrafficTarget
+metadata:
+  name: bookthief-access-bookstore
+  namespace: bookstore
+spec:
+  destination: { kind: ServiceAccount, name: bookstore, namespace: bookstore }
+  sources: [{ kind: ServiceAccount, name: bookthief, namespace: bookthief }]
+  rules:
+    - kind: HTTPRouteGroup
+      name: bookstore-service-routes
+      matches: [all]
+`;
+
+function strings(v: unknown): string[] {
+  assert.ok(
+    Array.isArray(v) && v.every((x) => typeof x === 'string'),
+    `not a string list: ${JSON.stringify(v)}`,
+  );
+  return v;
+}
+
+describe('web view in headless Chromium', () => {
+  let mesh: LocalMesh;
+  let browser: Browser;
+  let page: Page;
+  const pageErrors: string[] = [];
+
+  /** Runs a page-side expression; `cy` is the page's cytoscape instance. */
+  const q = (expr: string): Promise<unknown> =>
+    page.evaluate(`(() => { const cy = window.skeinGraph.cy; return ${expr}; })()`);
+  const waitFor = (expr: string, ms = 10_000) =>
+    page.waitForFunction(`(() => { const cy = window.skeinGraph?.cy; return cy && (${expr}); })()`, null, {
+      timeout: ms,
+      polling: 50,
+    });
+  const proxy = async (id: string) => {
+    const v = await q(
+      `(n => n.empty() ? null : [n.data('state'), n.style('background-color')])(cy.getElementById(${JSON.stringify(id)}))`,
+    );
+    return v === null ? undefined : strings(v);
+  };
+
+  before(async () => {
+    [mesh, browser] = await Promise.all([LocalMesh.start(), chromium.launch({ executablePath: CHROMIUM })]);
+    page = await browser.newPage({ viewport: { width: 1440, height: 900 } });
+    page.on('pageerror', (e) => pageErrors.push(e.message));
+    await page.goto(`http://127.0.0.1:${mesh.ports.http}/ui/`);
+    await waitFor('window.skeinGraph.updates > 0');
+  });
+  after(async () => {
+    await browser?.close();
+    await mesh?.stop();
+  });
+
+  test('the bookstore example renders: services by namespace, policy and split edges, header and legend', async () => {
+    const nodes = strings(await q(`cy.nodes().map(n => n.id())`));
+    for (const id of [
+      'ns:bookstore',
+      'svc:bookstore/bookstore',
+      'svc:bookstore/bookstore-v1',
+      'svc:bookstore/bookstore-v2',
+      'svc:bookbuyer/bookbuyer',
+      'svc:bookthief/bookthief',
+      'svc:bookwarehouse/bookwarehouse',
+      V1_PROXY,
+    ])
+      assert.ok(nodes.includes(id), `${id} not among ${nodes.join(' ')}`);
+    // Drawn, inside their namespace, on screen.
+    assert.equal(await q(`cy.getElementById('svc:bookstore/bookstore-v1').parent().id()`), 'ns:bookstore');
+    const box = await q(
+      `(b => [b.x1, b.y1, b.w, b.h])(cy.getElementById('svc:bookstore/bookstore').renderedBoundingBox())`,
+    );
+    assert.ok(Array.isArray(box) && box.every((n) => typeof n === 'number' && n >= 0), JSON.stringify(box));
+    assert.deepEqual(strings(await q(`cy.edges().map(e => e.id() + ' ' + e.data('label'))`)).sort(), [
+      'allow:svc:bookbuyer/bookbuyer->svc:bookstore/bookstore bookbuyer-access-bookstore',
+      'allow:svc:bookbuyer/bookbuyer->svc:bookstore/bookstore-v1 bookbuyer-access-bookstore',
+      'allow:svc:bookbuyer/bookbuyer->svc:bookstore/bookstore-v2 bookbuyer-access-bookstore',
+      'allow:svc:bookstore/bookstore-v1->svc:bookwarehouse/bookwarehouse bookstore-access-bookwarehouse',
+      'allow:svc:bookstore/bookstore-v2->svc:bookwarehouse/bookwarehouse bookstore-access-bookwarehouse',
+      'split:svc:bookstore/bookstore->svc:bookstore/bookstore-v1 weight 75 (75%)',
+      'split:svc:bookstore/bookstore->svc:bookstore/bookstore-v2 weight 25 (25%)',
+    ]);
+    // No proxy has connected: every one is grey.
+    assert.deepEqual(await proxy(V1_PROXY), ['DISCONNECTED', GREY]);
+    assert.equal(await page.locator('#mesh-name').textContent(), 'skein');
+    assert.match((await page.locator('#mode').textContent()) ?? '', /SMI mode/);
+    assert.match(
+      (await page.locator('#counts').textContent()) ?? '',
+      /4 namespaces · 6 services · 5 proxies/,
+    );
+    assert.match((await page.locator('#live').textContent()) ?? '', /live/);
+    assert.ok(await page.locator('#legend').isVisible());
+    assert.ok(await page.locator('#permissive-note').isHidden());
+    assert.deepEqual(pageErrors, []);
+  });
+
+  test('a TrafficTarget written to the watched directory appears as an edge, without reload or re-layout', async () => {
+    await q(`(window.skeinMarker = 'same page', 0)`);
+    const layouts = await q('window.skeinGraph.layouts');
+    const before = await q(`cy.getElementById('svc:bookstore/bookstore').position()`);
+    await mesh.writeManifest('thief-access.yaml', THIEF_ACCESS);
+    await waitFor(`cy.getElementById(${JSON.stringify(THIEF_EDGE)}).nonempty()`);
+    assert.equal(
+      await q(`cy.getElementById(${JSON.stringify(THIEF_EDGE)}).data('label')`),
+      'bookthief-access-bookstore',
+    );
+    assert.equal(await q('window.skeinMarker'), 'same page');
+    // Only an edge was added: nothing moved.
+    assert.equal(await q('window.skeinGraph.layouts'), layouts);
+    assert.deepEqual(await q(`cy.getElementById('svc:bookstore/bookstore').position()`), before);
+    await mesh.removeManifest('thief-access.yaml');
+    await waitFor(`cy.getElementById(${JSON.stringify(THIEF_EDGE)}).empty()`);
+  });
+
+  test('a new service is fitted in around the others: they keep their places', async () => {
+    const leaves = `Object.fromEntries(cy.nodes(':childless').map(n => [n.id(), n.position()]))`;
+    const before = await q(leaves);
+    const layouts = await q('window.skeinGraph.layouts');
+    await mesh.writeManifest(
+      'v3.yaml',
+      `apiVersion: v1
+kind: Service
+metadata: { name: bookstore-v3, namespace: bookstore }
+spec:
+  selector: { app: bookstore, version: v3 }
+  ports: [{ name: grpc-api, port: 14001, targetPort: grpc-api, appProtocol: grpc }]
+`,
+    );
+    await waitFor(`cy.getElementById('svc:bookstore/bookstore-v3').nonempty()`);
+    assert.equal(await q(`cy.getElementById('svc:bookstore/bookstore-v3').parent().id()`), 'ns:bookstore');
+    assert.equal(await q('window.skeinGraph.layouts'), Number(layouts) + 1);
+    // Let the (animated) layout finish, then compare every earlier node's place.
+    await page.waitForTimeout(500);
+    const after = await q(leaves);
+    assert.ok(typeof before === 'object' && before !== null && typeof after === 'object' && after !== null);
+    const moved = Object.entries(before).filter(([id, p]: [string, unknown]) => {
+      const now: unknown = Reflect.get(after, id);
+      const d = (k: string) =>
+        Math.abs(Number(Reflect.get(Object(now), k)) - Number(Reflect.get(Object(p), k)));
+      return !(d('x') < 0.5 && d('y') < 0.5);
+    });
+    assert.deepEqual(moved, [], 'earlier nodes moved');
+    await mesh.removeManifest('v3.yaml');
+    await waitFor(`cy.getElementById('svc:bookstore/bookstore-v3').empty()`);
+    assert.deepEqual(pageErrors, []);
+  });
+
+  test('a proxy turns green once synced (its panel shows the versions ACKed) and grey when its workload goes away', async () => {
+    const server = await mesh.startServer('bookstore', 'bookstore-v1', '127.0.0.21', 14021);
+    await waitFor(`cy.getElementById(${JSON.stringify(V1_PROXY)}).data('state') === 'SYNCED'`);
+    assert.deepEqual(await proxy(V1_PROXY), ['SYNCED', GREEN]);
+    assert.match(
+      (await page.locator('#counts').textContent()) ?? '',
+      /\(1 synced, 0 stale, 0 nacked, 4 disconnected\)/,
+    );
+    // Clicking the proxy shows its config summary: per type, the version sent and ACKed.
+    const at = await q(`(() => {
+      const p = cy.getElementById(${JSON.stringify(V1_PROXY)}).renderedPosition();
+      const c = cy.container().getBoundingClientRect();
+      return [c.left + p.x, c.top + p.y];
+    })()`);
+    assert.ok(Array.isArray(at) && typeof at[0] === 'number' && typeof at[1] === 'number');
+    await page.mouse.click(at[0], at[1]);
+    await waitFor(`window.skeinGraph.selected === ${JSON.stringify(V1_PROXY)}`);
+    const panel = (await page.locator('#panel').textContent()) ?? '';
+    assert.match(panel, /identitybookstore\/bookstore/);
+    // A proxyless gRPC server asks for its listener only (its routes come inline).
+    assert.match(panel, /typesentackedstateLDS([0-9a-f]+)\1SYNCED/);
+    assert.match(panel, /Who may call bookstore\/bookstore-v1/);
+    await mkdir(path.join(repoRoot, 'test-results'), { recursive: true });
+    await page.screenshot({ path: path.join(repoRoot, 'test-results', 'ui-synced.png') });
+    await server.stop();
+    await waitFor(`cy.getElementById(${JSON.stringify(V1_PROXY)}).data('state') === 'DISCONNECTED'`);
+    assert.deepEqual(await proxy(V1_PROXY), ['DISCONNECTED', GREY]);
+  });
+
+  test('clicking a service opens its panel: who may call it, on which routes, its endpoints and proxies', async () => {
+    // A real click, inside the service box's top padding (its proxies sit lower).
+    const at = await q(`(() => {
+      const b = cy.getElementById('svc:bookstore/bookstore').renderedBoundingBox({ includeLabels: false });
+      const c = cy.container().getBoundingClientRect();
+      return [c.left + (b.x1 + b.x2) / 2, c.top + b.y1 + 5];
+    })()`);
+    assert.ok(Array.isArray(at) && typeof at[0] === 'number' && typeof at[1] === 'number');
+    await page.mouse.click(at[0], at[1]);
+    await waitFor(`window.skeinGraph.selected === 'svc:bookstore/bookstore'`);
+    const panel = page.locator('#panel');
+    await panel.getByText('Who may call it').waitFor({ timeout: 5000 });
+    const text = (await panel.textContent()) ?? '';
+    assert.match(text, /bookstore\/bookstore/);
+    assert.match(text, /from bookbuyer\/bookbuyer/);
+    assert.match(text, /routes: \* \.\*/);
+    assert.match(text, /TrafficTarget bookstore\/bookbuyer-access-bookstore/);
+    assert.match(text, /TrafficSplit backends/);
+    assert.match(text, /bookstore\/bookstore-v1\s*75\s*75%/);
+    assert.match(text, /127\.0\.0\.21:\d+\s*bookstore-v1/);
+    // The proxy that was connected in the previous test, with its config summary gone grey.
+    assert.match(text, /DISCONNECTED\s*bookstore-v1/);
+    await page.screenshot({ path: path.join(repoRoot, 'test-results', 'ui.png') });
+    assert.deepEqual(pageErrors, []);
+  });
+});
