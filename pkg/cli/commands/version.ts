@@ -24,6 +24,8 @@ async function controllerLine(ctx: RunContext): Promise<string> {
   try {
     kube = Kube.open(kubeSelection(ctx.flags, ctx.io.env), 5_000);
   } catch (err) {
+    // A kubeconfig or context the user named must work; the ambient one is optional here.
+    if (ctx.flags.has('kubeconfig') || ctx.flags.has('context')) throw err;
     return `controller: unknown (${errorMessage(err)})`;
   }
   const deployment = await kube
