@@ -2,7 +2,7 @@ import { EventEmitter } from 'node:events';
 import type { ProxyIdentity } from '../mesh/identity.js';
 import type { Pod } from '../model/objects.js';
 import { servedByPod } from './services.js';
-import type { MeshView, ProxyContext } from './types.js';
+import type { MeshService, MeshView, ProxyContext } from './types.js';
 
 /** One live xDS stream of a proxy. */
 export interface ConnectedProxy {
@@ -164,4 +164,25 @@ export function proxyContext(identity: ProxyIdentity, view: MeshView): ProxyCont
   if (pod) ctx.pod = pod;
   if (podIP !== undefined) ctx.podIP = podIP;
   return ctx;
+}
+
+/** A proxy's group key (ProxyContext.groupKey) and the view answers it was derived from. */
+export interface ProxyGroup {
+  readonly groupKey: string;
+  readonly pod: Pod | undefined;
+  readonly services: readonly MeshService[];
+}
+
+/**
+ * The proxy's group at `view`, or `previous` itself when the pod carrying its
+ * UUID and the service list are the very objects it was derived from: the
+ * group key is a function of the identity, that pod and the services
+ * (servicesOfPod reads only those; the list is the same object while no
+ * service changed, MeshView identity contract). Costs a lookup when unchanged.
+ */
+export function proxyGroup(identity: ProxyIdentity, view: MeshView, previous?: ProxyGroup): ProxyGroup {
+  const pod = view.podOfProxy(identity.uuid);
+  const services = view.services();
+  if (previous !== undefined && previous.pod === pod && previous.services === services) return previous;
+  return { groupKey: proxyContext(identity, view).groupKey, pod, services };
 }

@@ -1,5 +1,6 @@
 import type { ProxyContext } from '../../catalog/types.js';
 import type { GenerationContext, Resource } from '../../envoy/types.js';
+import type { DependencyTracker } from './deps.js';
 import type { EncodedResource, ResourceInterner } from './encoded.js';
 import { contentVersion } from './version.js';
 
@@ -34,12 +35,18 @@ export interface GeneratedSet {
  * regenerated for a new version that holds exactly the same encoded resources
  * (the interner returns the same objects for unchanged messages) is answered
  * with the previous set itself, so its version hash is not computed again.
+ *
+ * With a DependencyTracker, every generation runs on a recording context and
+ * its reads are recorded per group, and `carryOver` moves the sets of groups a
+ * check found unaffected to the new version without generating them again.
  */
 export class GenerationCache {
   private entries = new SetTable();
   private secretEntries = new SetTable();
   private previousEntries = new SetTable();
   private previousSecretEntries = new SetTable();
+  /** The tables as of the last carryOver. */
+  private checked = { main: this.entries, secret: this.secretEntries };
   private viewVersion: number | undefined;
   private trustBundle: string | undefined;
   private secretsVersion: number | undefined;
@@ -50,37 +57,31 @@ export class GenerationCache {
   constructor(
     private readonly interner: ResourceInterner,
     secretDependentTypes: readonly string[] = [],
+    /** Records what each generation read (targeted pushes); none = plain per-version caching. */
+    readonly tracker?: DependencyTracker,
   ) {
     this.secretTypes = new Set(secretDependentTypes);
   }
 
+  /** `generate` must build from the context it is given (a recording one when tracking). */
   get(
     typeUrl: string,
     proxy: ProxyContext,
     ctx: GenerationContext,
     subscription: Subscription,
-    generate: () => Resource[],
+    generate: (ctx: GenerationContext) => Resource[],
   ): GeneratedSet {
-    // A CA rotation changes what generators embed without a new view version.
-    if (ctx.mesh.version !== this.viewVersion || ctx.secrets.trustBundlePem !== this.trustBundle) {
-      this.previousEntries = this.entries;
-      this.previousSecretEntries = this.secretEntries;
-      this.entries = new SetTable();
-      this.secretEntries = new SetTable();
-      this.viewVersion = ctx.mesh.version;
-      this.trustBundle = ctx.secrets.trustBundlePem;
-      this.interner.advance();
-    }
+    this.advance(ctx);
     let entries = this.entries;
     let previous = this.previousEntries;
     if (this.secretTypes.has(typeUrl)) {
       // A source without a version cannot say when its output moves: rebuild every time.
-      if (ctx.secrets.version === undefined) return this.build(generate(), subscription.names, undefined);
-      if (ctx.secrets.version !== this.secretsVersion) {
-        this.previousSecretEntries = this.secretEntries;
-        this.secretEntries = new SetTable();
-        this.secretsVersion = ctx.secrets.version;
-      }
+      if (ctx.secrets.version === undefined)
+        return this.build(
+          this.run(typeUrl, proxy, ctx, subscription, generate),
+          subscription.names,
+          undefined,
+        );
       entries = this.secretEntries;
       previous = this.previousSecretEntries;
     }
@@ -91,9 +92,74 @@ export class GenerationCache {
       return cached;
     }
     this.misses++;
-    const built = this.build(generate(), subscription.names, previous.get(group, subscription.key));
-    entries.set(group, subscription.key, built);
+    const built = this.build(
+      this.run(typeUrl, proxy, ctx, subscription, generate),
+      subscription.names,
+      previous.get(group, subscription.key),
+    );
+    entries.set(group, subscription.key, built, proxy.groupKey);
     return built;
+  }
+
+  /**
+   * Moves to `ctx` (as a lookup would) and keeps, for every group `unaffected`
+   * approves, the sets of the version before that the new one lacks: a
+   * dependency check found that nothing they were generated from changed.
+   * Returns how many sets were carried over.
+   */
+  carryOver(ctx: GenerationContext, unaffected: (groupKey: string) => boolean): number {
+    this.advance(ctx);
+    // A lookup between two checks may have started a table already: the sets
+    // valid at the last check are then two tables back.
+    let carried = this.entries.adopt(this.previousEntries, unaffected);
+    if (this.checked.main !== this.previousEntries)
+      carried += this.entries.adopt(this.checked.main, unaffected);
+    if (ctx.secrets.version !== undefined) {
+      carried += this.secretEntries.adopt(this.previousSecretEntries, unaffected);
+      if (this.checked.secret !== this.previousSecretEntries)
+        carried += this.secretEntries.adopt(this.checked.secret, unaffected);
+    }
+    this.checked = { main: this.entries, secret: this.secretEntries };
+    return carried;
+  }
+
+  /** Starts new tables when the view, the trust bundle or (for secret types) the secrets moved. */
+  private advance(ctx: GenerationContext): void {
+    // A CA rotation changes what generators embed without a new view version.
+    if (ctx.mesh.version !== this.viewVersion || ctx.secrets.trustBundlePem !== this.trustBundle) {
+      this.previousEntries = this.entries;
+      this.previousSecretEntries = this.secretEntries;
+      this.entries = new SetTable();
+      this.secretEntries = new SetTable();
+      this.viewVersion = ctx.mesh.version;
+      this.trustBundle = ctx.secrets.trustBundlePem;
+      this.secretsVersion = ctx.secrets.version;
+      this.interner.advance();
+    } else if (ctx.secrets.version !== this.secretsVersion) {
+      this.previousSecretEntries = this.secretEntries;
+      this.secretEntries = new SetTable();
+      this.secretsVersion = ctx.secrets.version;
+    }
+  }
+
+  /** Runs the generator, on a recording context when tracking dependencies. */
+  private run(
+    typeUrl: string,
+    proxy: ProxyContext,
+    ctx: GenerationContext,
+    subscription: Subscription,
+    generate: (ctx: GenerationContext) => Resource[],
+  ): Resource[] {
+    const tracker = this.tracker;
+    if (tracker === undefined) return generate(ctx);
+    const recording = tracker.recorder(ctx);
+    const resources = generate(recording.ctx);
+    // Output built from nothing the recording saw was built from something it
+    // cannot watch (a callback that ignored the context it was given): always
+    // affected, never carried over.
+    if (recording.questions.length === 0 && resources.length > 0) recording.volatile = true;
+    tracker.record(proxy.groupKey, `${typeUrl}\n${subscription.key}`, recording);
+    return resources;
   }
 
   get size(): number {
@@ -131,21 +197,35 @@ export class GenerationCache {
  * freshly concatenated key.
  */
 class SetTable {
-  private readonly byGroup = new Map<string, Map<string, GeneratedSet>>();
+  private readonly byGroup = new Map<string, { groupKey: string; sets: Map<string, GeneratedSet> }>();
   size = 0;
 
   get(group: string, subscription: string): GeneratedSet | undefined {
-    return this.byGroup.get(group)?.get(subscription);
+    return this.byGroup.get(group)?.sets.get(subscription);
   }
 
-  set(group: string, subscription: string, set: GeneratedSet): void {
-    let sets = this.byGroup.get(group);
-    if (sets === undefined) {
-      sets = new Map();
-      this.byGroup.set(group, sets);
+  set(group: string, subscription: string, set: GeneratedSet, groupKey: string): void {
+    let entry = this.byGroup.get(group);
+    if (entry === undefined) {
+      entry = { groupKey, sets: new Map() };
+      this.byGroup.set(group, entry);
     }
-    if (!sets.has(subscription)) this.size++;
-    sets.set(subscription, set);
+    if (!entry.sets.has(subscription)) this.size++;
+    entry.sets.set(subscription, set);
+  }
+
+  /** Copies the sets of `from` whose proxy group `keep` approves and that this table lacks. */
+  adopt(from: SetTable, keep: (groupKey: string) => boolean): number {
+    let n = 0;
+    for (const [group, entry] of from.byGroup) {
+      if (!keep(entry.groupKey)) continue;
+      for (const [subscription, set] of entry.sets) {
+        if (this.get(group, subscription) !== undefined) continue;
+        this.set(group, subscription, set, entry.groupKey);
+        n++;
+      }
+    }
+    return n;
   }
 }
 

@@ -295,15 +295,15 @@ export class DeltaAdsStream {
             proxy,
             ctx,
             { names: undefined, key: subscriptionKey(undefined) },
-            () => generator.generate(proxy, ctx, undefined),
+            (c) => generator.generate(proxy, c, undefined),
           ),
         );
       // Names subscribed next to a wildcard may lie outside what the wildcard yields.
       if (st.names.size > 0) {
         const names = st.names;
         sets.push(
-          this.opts.cache.get(st.typeUrl, proxy, ctx, { names, key: st.key }, () =>
-            generator.generate(proxy, ctx, names),
+          this.opts.cache.get(st.typeUrl, proxy, ctx, { names, key: st.key }, (c) =>
+            generator.generate(proxy, c, names),
           ),
         );
       }

@@ -75,7 +75,11 @@ export class AdsServer {
 
   constructor(private readonly opts: AdsServerOptions) {
     this.log = opts.logger.child({ component: 'ads' });
-    this.cache = new GenerationCache(this.interner, opts.secretDependentTypes ?? [TypeUrl.Secret]);
+    this.cache = new GenerationCache(
+      this.interner,
+      opts.secretDependentTypes ?? [TypeUrl.Secret],
+      opts.dependencies,
+    );
   }
 
   async start(): Promise<{ port: number; insecurePort?: number }> {

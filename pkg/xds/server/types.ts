@@ -2,6 +2,7 @@ import type { ProxyContext } from '../../catalog/types.js';
 import type { GenerationContext, ResourceGenerator } from '../../envoy/types.js';
 import type { Logger } from '../../logger/logger.js';
 import type { ProxyIdentity } from '../../mesh/identity.js';
+import type { DependencyTracker } from '../cache/deps.js';
 import type { XdsObserver } from './observer.js';
 
 /** What the ADS server needs from the rest of skein. */
@@ -56,6 +57,11 @@ export interface AdsServerOptions {
   maxBufferedBytes?: number;
   /** Told about connections, responses, ACKs and NACKs, e.g. to count them as metrics. */
   observer?: XdsObserver;
+  /**
+   * Records what every generation reads, so a PushPlanner can push only the
+   * groups a change affects (pkg/xds/push). Without it the cache is plain per view version.
+   */
+  dependencies?: DependencyTracker;
 }
 
 /** Per-type state of one stream, for the debug endpoint. */

@@ -1,0 +1,112 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { endpointSlice } from '../../catalog/fixtures.js';
+import type { MeshView, ProxyContext } from '../../catalog/types.js';
+import { buildMeshView } from '../../catalog/view.js';
+import { meshGenerators } from '../../envoy/generators.js';
+import { referencesOf } from '../../envoy/testing/crossref.js';
+import { bookstoreObjects, fakeSecrets, type PodName, proxyFor, storeOf } from '../../envoy/testing/mesh.js';
+import { type GenerationContext, TypeUrl } from '../../envoy/types.js';
+import { DEFAULT_MESH_NAME } from '../../mesh/constants.js';
+import { DependencyTracker } from './deps.js';
+import { ResourceInterner } from './encoded.js';
+import { GenerationCache, subscriptionKey } from './generation.js';
+
+const WILDCARD = { names: undefined, key: '*' } as const;
+const generators = meshGenerators();
+
+function setup() {
+  const store = storeOf(bookstoreObjects());
+  const secrets = fakeSecrets('all');
+  let view: MeshView | undefined;
+  const ctx = (): GenerationContext => {
+    view = buildMeshView(store, { meshName: DEFAULT_MESH_NAME, ...(view ? { previous: view } : {}) });
+    return { mesh: view, secrets };
+  };
+  const tracker = new DependencyTracker();
+  const cache = new GenerationCache(new ResourceInterner(), [TypeUrl.Secret], tracker);
+  const runs = new Map<string, number>();
+  /** CDS and (by the names CDS references) EDS of one proxy through the cache, counting generator runs per group. */
+  const generate = (proxy: ProxyContext, c: GenerationContext): void => {
+    const count = () => runs.set(proxy.groupKey, (runs.get(proxy.groupKey) ?? 0) + 1);
+    const cds = generators.get(TypeUrl.Cluster);
+    const eds = generators.get(TypeUrl.ClusterLoadAssignment);
+    if (cds === undefined || eds === undefined) throw new Error('generators');
+    cache.get(TypeUrl.Cluster, proxy, c, WILDCARD, (rc) => {
+      count();
+      return cds.generate(proxy, rc, undefined);
+    });
+    const names = referencesOf(cds.generate(proxy, c, undefined)).edsClusters;
+    cache.get(TypeUrl.ClusterLoadAssignment, proxy, c, { names, key: subscriptionKey(names) }, (rc) => {
+      count();
+      return eds.generate(proxy, rc, names);
+    });
+  };
+  const proxy = (name: PodName) => proxyFor(ctx().mesh, name);
+  return { store, ctx, tracker, cache, runs, generate, proxy };
+}
+
+describe('DependencyTracker', () => {
+  it('names only the groups that read a changed answer; the others are carried over without generating', () => {
+    const { store, ctx, tracker, cache, runs, generate, proxy } = setup();
+    const warehouse = proxy('bookwarehouse-1');
+    const buyer = proxy('bookbuyer-1');
+    const c1 = ctx();
+    generate(warehouse, c1);
+    generate(buyer, c1);
+    const live = () => true;
+    assert.deepEqual([...tracker.check(c1, live).affected], [], 'nothing changed since the generations');
+
+    // bookwarehouse calls mysql; bookbuyer does not.
+    store.upsert(endpointSlice('bookwarehouse', 'mysql', 'extra', [{ ip: '10.244.2.99' }], [{ port: 3306 }]));
+    const c2 = ctx();
+    assert.notEqual(c2.mesh.version, c1.mesh.version);
+    const { affected, asked } = tracker.check(c2, live);
+    assert.deepEqual([...affected], [warehouse.groupKey]);
+    assert.ok(asked > 0 && asked === tracker.size, 'every live question asked once');
+    cache.carryOver(c2, (g) => !affected.has(g));
+
+    const before = new Map(runs);
+    generate(buyer, c2);
+    assert.equal(runs.get(buyer.groupKey), before.get(buyer.groupKey), 'carried over: no generation');
+    generate(warehouse, c2);
+    assert.ok(
+      (runs.get(warehouse.groupKey) ?? 0) > (before.get(warehouse.groupKey) ?? 0),
+      'affected: generated',
+    );
+  });
+
+  it('a generation between checks that saw another answer makes its group affected at the next check', () => {
+    const { store, ctx, tracker, generate, cache, proxy } = setup();
+    const warehouse = proxy('bookwarehouse-1');
+    generate(warehouse, ctx());
+    tracker.check(ctx(), () => true);
+    // The state moves and back again between two checks, and a lookup saw the middle.
+    store.upsert(endpointSlice('bookwarehouse', 'mysql', 'extra', [{ ip: '10.244.2.99' }], [{ port: 3306 }]));
+    generate(warehouse, ctx());
+    store.delete('EndpointSlice', 'bookwarehouse/extra');
+    const c = ctx();
+    const { affected } = tracker.check(c, () => true);
+    assert.deepEqual([...affected], [warehouse.groupKey]);
+    assert.equal(
+      cache.carryOver(c, (g) => !affected.has(g)),
+      0,
+    );
+  });
+
+  it('forgets groups that are not live, and output built without the recording context is always affected', () => {
+    const { ctx, tracker, cache, proxy } = setup();
+    const buyer = proxy('bookbuyer-1');
+    const c = ctx();
+    const cds = generators.get(TypeUrl.Cluster);
+    assert.ok(cds);
+    // A caller that ignores the context it is handed: the recording sees nothing.
+    cache.get(TypeUrl.Cluster, buyer, c, WILDCARD, () => cds.generate(buyer, c, undefined));
+    assert.ok(tracker.has(buyer.groupKey));
+    assert.deepEqual([...tracker.check(c, () => true).affected], [buyer.groupKey]);
+    assert.deepEqual([...tracker.check(c, () => true).affected], [buyer.groupKey], 'still, every time');
+    tracker.check(c, () => false);
+    assert.equal(tracker.has(buyer.groupKey), false);
+    assert.equal(tracker.size, 0);
+  });
+});

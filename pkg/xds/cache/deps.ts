@@ -1,0 +1,280 @@
+// Which answers of the MeshView and the SecretSource each proxy group's
+// configuration was generated from, so that a change can be traced to the
+// groups that read something it changed: everyone else needs no push and no
+// generation at all. Generators are pure functions of what they read
+// (ResourceGenerator contract), and the view hands out the very same object
+// for an unchanged answer (MeshView identity contract), so "every answer a
+// group read is identical now" means "its configuration is unchanged".
+import type { Endpoint, InboundRule, MeshService, MeshView, SplitBackend } from '../../catalog/types.js';
+import type { IssuedCertificate, SecretSource } from '../../certificate/types.js';
+import type { GenerationContext } from '../../envoy/types.js';
+import type { Identity } from '../../mesh/identity.js';
+import type { Pod } from '../../model/objects.js';
+
+/** Stands for "not asked at the last check yet". */
+const UNSEEN: unique symbol = Symbol('unseen');
+
+type Ask = (ctx: GenerationContext) => unknown;
+
+/** One question a generation asked (method and arguments), shared by every group that asked it. */
+class Question {
+  /** The answer at the last check, or the first one recorded since; UNSEEN until then. */
+  answer: unknown = UNSEEN;
+  /** The check round that last asked it, and whether the answer had changed then. */
+  round = 0;
+  changed = false;
+  /** The recording that last listed it (de-duplicates within one generation). */
+  recording = 0;
+
+  constructor(readonly ask: Ask) {}
+}
+
+/** Same answer: the identical object, or for lists built per view (servicesOfPod) the identical elements. */
+function sameAnswer(a: unknown, b: unknown): boolean {
+  if (a === b) return true;
+  if (!Array.isArray(a) || !Array.isArray(b) || a.length !== b.length) return false;
+  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
+  return true;
+}
+
+/** What one generation read. `volatile`: it read something that cannot be asked again, so it is always affected. */
+interface Reads {
+  readonly questions: readonly Question[];
+  readonly volatile: boolean;
+}
+
+/** The outcome of one check: the groups that may have to change. */
+export interface CheckResult {
+  /** Recorded groups with a changed answer, or with a generation since the last check that saw another one. */
+  readonly affected: ReadonlySet<string>;
+  /** Distinct questions asked again (the check's cost, besides one comparison per recorded question). */
+  readonly asked: number;
+}
+
+/**
+ * Records, per proxy group and cache entry (type and subscription), the
+ * questions its last generation asked; `check` asks each live question once
+ * against the new state and names the groups that read a changed answer.
+ *
+ * Between two checks a stream may regenerate on its own (a new
+ * subscription) from a newer state than its group-mates hold; a recording
+ * whose answer differs from the answer at the last check (or, for a question
+ * first asked since, from its first answer) therefore marks the group dirty,
+ * and the next check reports it however the state moved since. Two
+ * generations of one entry that differ in output differ in the answer to some
+ * question the older one asked (generators are deterministic), so comparing
+ * each recording and each check with the last known answer misses no change.
+ */
+export class DependencyTracker {
+  private readonly questions = new Map<string, Question>();
+  private readonly records = new Map<string, Map<string, Reads>>();
+  private dirty = new Set<string>();
+  private round = 0;
+  private recordings = 0;
+  /** Generations recorded so far (tests count them). */
+  recorded = 0;
+
+  /**
+   * A context whose view and secrets note every question asked through them.
+   * Pass it to the generator, then hand the recording to `record`.
+   */
+  recorder(ctx: GenerationContext): Recording {
+    return new Recording(this, ++this.recordings, ctx);
+  }
+
+  /** Stores what a generation for (group, entry) read, replacing what that entry read before. */
+  record(group: string, entry: string, recording: Recording): void {
+    this.recorded++;
+    let entries = this.records.get(group);
+    if (entries === undefined) {
+      entries = new Map();
+      this.records.set(group, entries);
+    }
+    entries.set(entry, { questions: recording.questions, volatile: recording.volatile });
+    if (recording.volatile || recording.differs) this.dirty.add(group);
+  }
+
+  /** Whether some generation of the group was recorded (and not forgotten). */
+  has(group: string): boolean {
+    return this.records.has(group);
+  }
+
+  /**
+   * Asks every question a live group depends on against `ctx` and returns the
+   * groups that may have to change. Records of groups that are not live are
+   * dropped first (a group that comes back has no record, and no record means
+   * affected), and questions nobody depends on any more are forgotten.
+   */
+  check(ctx: GenerationContext, live: (group: string) => boolean): CheckResult {
+    const round = ++this.round;
+    const affected = new Set<string>();
+    let asked = 0;
+    for (const group of this.records.keys()) if (!live(group)) this.records.delete(group);
+    for (const [group, entries] of this.records) {
+      let hit = this.dirty.has(group);
+      for (const record of entries.values()) {
+        if (record.volatile) hit = true;
+        // Every question is asked even once the group is known to be hit, so
+        // that each live question's answer is the one at this check.
+        for (const q of record.questions) {
+          if (q.round !== round) {
+            q.round = round;
+            const fresh = q.ask(ctx);
+            q.changed = !sameAnswer(fresh, q.answer);
+            q.answer = fresh;
+            asked++;
+          }
+          if (q.changed) hit = true;
+        }
+      }
+      if (hit) affected.add(group);
+    }
+    for (const [key, q] of this.questions) if (q.round !== round) this.questions.delete(key);
+    this.dirty = new Set();
+    return { affected, asked };
+  }
+
+  /** Live questions (for tests and the debug view). */
+  get size(): number {
+    return this.questions.size;
+  }
+
+  /** Internal: the shared question for a key; `ask` builds its asker the first time. */
+  question(key: string, ask: () => Ask): Question {
+    let q = this.questions.get(key);
+    if (q === undefined) {
+      q = new Question(ask());
+      this.questions.set(key, q);
+    }
+    return q;
+  }
+}
+
+/** One generation's notes: the questions it asked, in first-asked order. */
+export class Recording {
+  readonly questions: Question[] = [];
+  /** Some answer differs from the one at the last check (or was never checked). */
+  differs = false;
+  /** Read something that cannot be asked again (servicesOfPod with a pod object, podOfProxy). */
+  volatile = false;
+  readonly ctx: GenerationContext;
+
+  constructor(
+    private readonly tracker: DependencyTracker,
+    private readonly id: number,
+    ctx: GenerationContext,
+  ) {
+    this.ctx = { mesh: new RecordingView(ctx.mesh, this), secrets: new RecordingSecrets(ctx.secrets, this) };
+  }
+
+  /** Notes `answer` to the question `key` (re-asked later by `ask`) and returns it. */
+  note<T>(key: string, ask: () => Ask, answer: T): T {
+    const q = this.tracker.question(key, ask);
+    if (q.recording !== this.id) {
+      q.recording = this.id;
+      this.questions.push(q);
+      // A question nobody asked at the last check starts from its first answer:
+      // a later recording or check that sees another one still tells.
+      if (q.answer === UNSEEN) q.answer = answer;
+      else if (!sameAnswer(answer, q.answer)) this.differs = true;
+    }
+    return answer;
+  }
+}
+
+const id = (i: Identity): string => `${i.namespace}/${i.serviceAccount}`;
+
+/** A MeshView that notes every question; `version` is not a dependency (every view has a new one). */
+class RecordingView implements MeshView {
+  constructor(
+    private readonly view: MeshView,
+    private readonly rec: Recording,
+  ) {}
+
+  get version(): number {
+    return this.view.version;
+  }
+  get permissive(): boolean {
+    return this.rec.note('permissive', () => (c) => c.mesh.permissive, this.view.permissive);
+  }
+  get trustDomain(): string {
+    return this.rec.note('trustDomain', () => (c) => c.mesh.trustDomain, this.view.trustDomain);
+  }
+  services(): readonly MeshService[] {
+    return this.rec.note('services', () => (c) => c.mesh.services(), this.view.services());
+  }
+  service(key: string): MeshService | undefined {
+    return this.rec.note(`service\0${key}`, () => (c) => c.mesh.service(key), this.view.service(key));
+  }
+  serviceByHost(host: string): MeshService | undefined {
+    return this.rec.note(
+      `serviceByHost\0${host}`,
+      () => (c) => c.mesh.serviceByHost(host),
+      this.view.serviceByHost(host),
+    );
+  }
+  endpoints(key: string, port: number): readonly Endpoint[] {
+    return this.rec.note(
+      `endpoints\0${key}\0${port}`,
+      () => (c) => c.mesh.endpoints(key, port),
+      this.view.endpoints(key, port),
+    );
+  }
+  serviceIdentities(key: string): readonly Identity[] {
+    return this.rec.note(
+      `serviceIdentities\0${key}`,
+      () => (c) => c.mesh.serviceIdentities(key),
+      this.view.serviceIdentities(key),
+    );
+  }
+  podOfProxy(uuid: string): Pod | undefined {
+    // Generators get their pod through the ProxyContext (the group key); a pod
+    // read here is not tracked, so the group counts as always affected.
+    this.rec.volatile = true;
+    return this.view.podOfProxy(uuid);
+  }
+  servicesOfPod(pod: Pod): readonly MeshService[] {
+    this.rec.volatile = true;
+    return this.view.servicesOfPod(pod);
+  }
+  outboundServices(source: Identity): readonly MeshService[] {
+    const s = { namespace: source.namespace, serviceAccount: source.serviceAccount };
+    return this.rec.note(
+      `outboundServices\0${id(s)}`,
+      () => (c) => c.mesh.outboundServices(s),
+      this.view.outboundServices(source),
+    );
+  }
+  split(apexKey: string): readonly SplitBackend[] | undefined {
+    return this.rec.note(`split\0${apexKey}`, () => (c) => c.mesh.split(apexKey), this.view.split(apexKey));
+  }
+  inboundRules(key: string, port: number): readonly InboundRule[] {
+    return this.rec.note(
+      `inboundRules\0${key}\0${port}`,
+      () => (c) => c.mesh.inboundRules(key, port),
+      this.view.inboundRules(key, port),
+    );
+  }
+}
+
+/** A SecretSource that notes the trust bundle and each certificate read; `version` is not a dependency. */
+class RecordingSecrets implements SecretSource {
+  constructor(
+    private readonly secrets: SecretSource,
+    private readonly rec: Recording,
+  ) {}
+
+  get trustBundlePem(): string {
+    return this.rec.note('trustBundle', () => (c) => c.secrets.trustBundlePem, this.secrets.trustBundlePem);
+  }
+  get version(): number | undefined {
+    return this.secrets.version;
+  }
+  serviceCertificate(identityKey: string): IssuedCertificate | undefined {
+    return this.rec.note(
+      `cert\0${identityKey}`,
+      () => (c) => c.secrets.serviceCertificate(identityKey),
+      this.secrets.serviceCertificate(identityKey),
+    );
+  }
+}
