@@ -1,11 +1,13 @@
 import { mkdir } from 'node:fs/promises';
 import path from 'node:path';
 import { AnnouncementBus } from '../announcements/bus.js';
+import { Repeater } from '../announcements/repeater.js';
 import { publishStoreChanges } from '../announcements/store.js';
-import { type ProxyGroup, ProxyRegistry, proxyContext, proxyGroup } from '../catalog/proxies.js';
+import { ProxyRegistry, proxyContext } from '../catalog/proxies.js';
 import type { MeshView } from '../catalog/types.js';
 import { buildMeshView, meshConfigOf, policyProblems } from '../catalog/view.js';
-import { BuiltinCA } from '../certificate/builtin.js';
+import { BuiltinCA, writeFileAtomic } from '../certificate/builtin.js';
+import { CAStoreError, loadOrCreateCA } from '../certificate/ca-store.js';
 import { WorkloadCertWriter, workloadCertsDir } from '../certificate/files.js';
 import { CertificateManager } from '../certificate/manager.js';
 import { mountDebugRoutes } from '../debug/routes.js';
@@ -15,6 +17,7 @@ import type { Logger } from '../logger/logger.js';
 import { DEFAULT_CERT_VALIDITY_MS, DEFAULT_MIN_PUSH_INTERVAL_MS } from '../mesh/constants.js';
 import { parseDuration } from '../mesh/duration.js';
 import { MeshMetrics } from '../metrics/metrics.js';
+import type { KubeClient } from '../registry/kube/client.js';
 import { LocalRegistry } from '../registry/local/registry.js';
 import { LoggingProblemReporter } from '../registry/problems.js';
 import type { Registry } from '../registry/registry.js';
@@ -27,10 +30,9 @@ import { RestXds, refusePlainRestXds } from '../xds/rest/handler.js';
 import { REST_XDS_PATHS } from '../xds/rest/request.js';
 import { RestXdsServer } from '../xds/rest/server.js';
 import { composeObservers } from '../xds/server/observers.js';
-import { DependencyTracker } from '../xds/cache/deps.js';
-import { PushPlanner } from '../xds/push/planner.js';
 import { AdsServer } from '../xds/server/server.js';
 import type { ProxyConfigSource } from '../xds/server/types.js';
+import { Injection, servingNames } from './injection.js';
 import { LocalWorkloads } from './local-workloads.js';
 import type { ControllerOptions } from './options.js';
 import { ProblemLog } from './problem-log.js';
@@ -39,13 +41,14 @@ export interface ControllerPorts {
   ads: number;
   insecureAds?: number;
   http: number;
+  webhook?: number;
   /** REST xDS over HTTPS (--rest-xds-port). */
   restXds?: number;
 }
 
 /**
  * Wires skein together: registry → store → MeshView (policy) → generators →
- * ADS server, with the announcement bus and the push planner in between,
+ * ADS server, with the announcement bus and per-proxy repeater in between,
  * and the certificate manager feeding SDS and the local workload files.
  */
 export class Controller {
@@ -57,9 +60,7 @@ export class Controller {
   private registry: Registry | undefined;
   private ca: BuiltinCA | undefined;
   private certs: CertificateManager | undefined;
-  private planner: PushPlanner<ProxyGroup> | undefined;
-  /** What each proxy group's configuration was generated from: a change pushes only the groups it touches. */
-  private readonly dependencies = new DependencyTracker();
+  private repeater: Repeater | undefined;
   private ads: AdsServer | undefined;
   private health: HealthServer | undefined;
   private restXds: RestXdsServer | undefined;
@@ -68,6 +69,10 @@ export class Controller {
   private view: MeshView | undefined;
   private problems: ProblemLog;
   private adsServing = false;
+  /** Kubernetes mode: the API client for the CA Secret and the webhook (not the registry's). */
+  private kube: KubeClient | undefined;
+  private injection: Injection | undefined;
+  private stopping = false;
   private uiFeed: GraphFeed | undefined;
   private stopFns: (() => void)[] = [];
 
@@ -103,6 +108,11 @@ export class Controller {
       },
       { name: 'ca', notReadyReason: () => (this.ca ? undefined : 'CA not loaded') },
       { name: 'ads', notReadyReason: () => (this.adsServing ? undefined : 'ADS server not serving') },
+      {
+        name: 'webhook',
+        notReadyReason: () =>
+          o.webhookPort === undefined || this.injection ? undefined : 'sidecar-injection webhook not serving',
+      },
     ]);
     this.health = health;
     mountDebugRoutes(health, {
@@ -158,7 +168,7 @@ export class Controller {
     const view = this.currentView();
     const settings = this.settingsOf(view);
     await mkdir(o.stateDir, { recursive: true });
-    this.ca = await BuiltinCA.loadOrCreate(path.join(o.stateDir, 'ca'));
+    this.ca = await this.loadCA();
     const certs = new CertificateManager({
       ca: this.ca,
       validityMs: settings.validityMs,
@@ -182,13 +192,9 @@ export class Controller {
       certs.off('issued', onIssued);
     });
 
-    this.planner = new PushPlanner<ProxyGroup>(this.bus, {
-      tracker: this.dependencies,
-      context: () => ({ mesh: this.currentView(), secrets: certs }),
-      membership: (identity, mesh, previous) => proxyGroup(identity, mesh, previous),
-      carryOver: (ctx, unaffected) => this.ads?.cache.carryOver(ctx, unaffected),
+    this.repeater = new Repeater(this.bus, {
       minIntervalMs: o.minPushIntervalMs ?? settings.minPushIntervalMs,
-      logger: log.child({ component: 'push-planner' }),
+      logger: log.child({ component: 'repeater' }),
       onCoalesced: (n) => this.metrics.announcementsCoalesced.inc(n),
     });
     this.stopFns.push(
@@ -198,11 +204,9 @@ export class Controller {
     );
     this.bus.startTicker();
 
+    // Loopback for local clients, plus the Service names the injected bootstrap dials (with SNI).
     const serverCert = await this.ca.issueServerCert([
-      'localhost',
-      '127.0.0.1',
-      '::1',
-      ...(o.host === '0.0.0.0' ? [] : [o.host]),
+      ...new Set(['localhost', '127.0.0.1', '::1', ...servingNames(o)]),
     ]);
     const source = this.configSource();
     this.ads = new AdsServer({
@@ -212,7 +216,6 @@ export class Controller {
       logger: log,
       host: o.host,
       port: o.adsPort,
-      dependencies: this.dependencies,
       observer: composeObservers(
         this.metrics.xdsObserver,
         notifyOnStreamEvents(() => this.uiFeed?.notify()),
@@ -226,6 +229,18 @@ export class Controller {
     const result: ControllerPorts = { ads: ports.port, http: httpPort };
     if (ports.insecurePort !== undefined) result.insecureAds = ports.insecurePort;
     if (restXdsPort !== undefined) result.restXds = restXdsPort;
+    if (o.webhookPort !== undefined) {
+      this.injection = await Injection.start({
+        ca: this.ca,
+        options: o,
+        trustDomain: view.trustDomain,
+        store: this.store,
+        ...(this.kube ? { kube: this.kube } : {}),
+        observer: this.metrics.webhookObserver,
+        logger: log,
+      });
+      result.webhook = this.injection.port;
+    }
     // Local workload files and bootstraps stand in for what the injector gives pods in
     // Kubernetes; --workload-files asks for them in Kubernetes mode too (workloads run outside).
     if (o.localDir || o.workloadFiles) await this.startLocalWorkloads(ports.insecurePort);
@@ -259,6 +274,8 @@ export class Controller {
     }
     // Imported lazily: client-node is large and needs a Node 20 shim (registry/kube/compat.ts).
     const { createKubeMode } = await import('../registry/kube/setup.js');
+    const { KubeClient } = await import('../registry/kube/client.js');
+    const { TokenBucket } = await import('../registry/kube/rate-limiter.js');
     const kube = createKubeMode({
       ...(o.kubeconfig !== undefined ? { kubeconfig: o.kubeconfig } : {}),
       ...(o.inCluster ? { inCluster: true } : {}),
@@ -270,6 +287,13 @@ export class Controller {
     });
     // Policy problems become Events on the objects too.
     this.problems = new ProblemLog(log.child({ component: 'policy' }), kube.events);
+    // Admissions wait on this client (bootstrap Secrets, namespaces): its own budget, never
+    // queued behind registry relists or Events; the short timeout fits the webhook's.
+    this.kube = new KubeClient({
+      kubeConfig: kube.kubeConfig,
+      limiter: new TokenBucket(50, 100),
+      requestTimeoutMs: 10_000,
+    });
     return kube.registry;
   }
 
@@ -302,9 +326,11 @@ export class Controller {
   }
 
   async stop(): Promise<void> {
+    this.stopping = true;
     this.bus.stop();
     for (const fn of this.stopFns.splice(0)) fn();
-    this.planner?.close();
+    await this.injection?.stop();
+    this.repeater?.close();
     await this.restXds?.close();
     await this.ads?.stop();
     this.adsServing = false;
@@ -312,6 +338,45 @@ export class Controller {
     this.certs?.stop();
     await this.registry?.stop();
     await this.health?.close();
+  }
+
+  /**
+   * Local mode: the CA in `<state>/ca`. Kubernetes mode: in the --ca-secret
+   * Secret of the control-plane namespace, so every replica signs with one
+   * root; retried while the API refuses (the namespace or RBAC may still be on
+   * its way), except when the Secret holds something unusable.
+   */
+  private async loadCA(): Promise<BuiltinCA> {
+    const o = this.opts;
+    const dir = path.join(o.stateDir, 'ca');
+    const kube = this.kube;
+    if (!kube) return BuiltinCA.loadOrCreate(dir);
+    const { KubeSecretCAStore } = await import('../certificate/kube-secret-store.js');
+    const { Backoff } = await import('../registry/kube/backoff.js');
+    const store = new KubeSecretCAStore(kube, o.namespace, o.caSecret);
+    const backoff = new Backoff();
+    for (;;) {
+      if (this.stopping) throw new Error('controller stopped while loading the CA');
+      try {
+        const ca = await loadOrCreateCA(store);
+        this.log.info({ secret: store.description }, 'CA loaded');
+        // Workloads run outside the cluster (--workload-files) read the CA where local mode keeps it.
+        if (o.workloadFiles) {
+          await mkdir(dir, { recursive: true, mode: 0o700 });
+          await writeFileAtomic(path.join(dir, 'ca.key'), ca.rootKeyPem, 0o600);
+          await writeFileAtomic(path.join(dir, 'ca.crt'), ca.rootCertPem, 0o644);
+        }
+        return ca;
+      } catch (err) {
+        if (err instanceof CAStoreError) throw err;
+        const delay = backoff.next();
+        this.log.warn(
+          { err, secret: store.description, retryInMs: Math.round(delay) },
+          'cannot load the CA; retrying',
+        );
+        await new Promise((r) => setTimeout(r, delay));
+      }
+    }
   }
 
   /**
@@ -367,8 +432,8 @@ export class Controller {
 
   private configSource(): ProxyConfigSource {
     const certs = this.certs;
-    const planner = this.planner;
-    if (!certs || !planner) throw new Error('controller not initialised');
+    const repeater = this.repeater;
+    if (!certs || !repeater) throw new Error('controller not initialised');
     return {
       generators: meshGenerators(),
       proxyConnected: (identity, streamId, remote) => {
@@ -388,13 +453,16 @@ export class Controller {
       },
       proxyContext: (identity) => proxyContext(identity, this.currentView()),
       generationContext: () => ({ mesh: this.currentView(), secrets: certs }),
-      // Called right after proxyConnected; the planner pushes the stream only when a
-      // change may affect its group, timed from the earliest change behind the push.
-      onPush: (streamId, push) => {
-        const identity = this.proxies.stream(streamId)?.identity;
-        if (identity === undefined) throw new Error(`stream ${streamId} is not connected`);
-        return planner.register(streamId, identity, push);
-      },
+      // The earliest change in the batch starts the change-to-ACK clock.
+      onPush: (streamId, push) =>
+        repeater.register(streamId, (batch) =>
+          push(
+            batch.reduce<number | undefined>(
+              (min, a) => (min === undefined || a.at < min ? a.at : min),
+              undefined,
+            ),
+          ),
+        ),
     };
   }
 
@@ -432,7 +500,7 @@ export class Controller {
     const view = this.currentView();
     const s = this.settingsOf(view);
     this.certs?.setValidity(s.validityMs);
-    if (this.opts.minPushIntervalMs === undefined) this.planner?.setMinInterval(s.minPushIntervalMs);
+    if (this.opts.minPushIntervalMs === undefined) this.repeater?.setMinInterval(s.minPushIntervalMs);
     if (this.certs && view.trustDomain !== this.certs.trustDomain) {
       this.log.warn(
         { configured: view.trustDomain, serving: this.certs.trustDomain },

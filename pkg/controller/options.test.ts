@@ -67,6 +67,65 @@ test('--workload-files is off unless given', () => {
   assert.equal(on.workloadFiles, true);
 });
 
+test('webhook flags: on at 9090 in Kubernetes mode, off in local mode unless given; names default per mesh', () => {
+  const k = parseControllerArgs(['--kubeconfig', '/k', '--mesh-name', 'blue'], {});
+  assert.ok(k !== 'help');
+  assert.equal(k.webhookPort, 9090);
+  assert.equal(k.webhookConfigName, 'skein-sidecar-injector-blue');
+  assert.equal(k.serviceName, 'skein-controller');
+  assert.equal(k.caSecret, 'skein-ca');
+  assert.equal(k.envoyImage, 'envoyproxy/envoy:v1.31.0');
+  assert.match(k.initImage, /^skein\/init:/);
+  assert.deepEqual(k.extraSans, []);
+
+  const pod = parseControllerArgs([], { KUBERNETES_SERVICE_HOST: '10.96.0.1' });
+  assert.ok(pod !== 'help');
+  assert.equal(pod.webhookPort, 9090);
+
+  const local = parseControllerArgs(['--local', 'd']);
+  assert.ok(local !== 'help');
+  assert.equal(local.webhookPort, undefined);
+
+  const all = parseControllerArgs(
+    [
+      '--local',
+      'd',
+      '--webhook-port=0',
+      '--webhook-config-name=hooks',
+      '--service-name',
+      'ctl',
+      '--envoy-image',
+      'e:1',
+      '--init-image',
+      'i:2',
+      '--ca-secret',
+      'my-ca',
+      '--extra-san',
+      '127.0.0.1',
+      '--extra-san',
+      'skein.example.com',
+      '--extra-san',
+      '::1',
+    ],
+    {},
+  );
+  assert.ok(all !== 'help');
+  assert.equal(all.webhookPort, 0);
+  assert.equal(all.webhookConfigName, 'hooks');
+  assert.equal(all.serviceName, 'ctl');
+  assert.equal(all.envoyImage, 'e:1');
+  assert.equal(all.initImage, 'i:2');
+  assert.equal(all.caSecret, 'my-ca');
+  assert.deepEqual(all.extraSans, ['127.0.0.1', 'skein.example.com', '::1']);
+
+  assert.throws(() => parseControllerArgs(['--local', 'd', '--webhook-port', '70000']), /--webhook-port/);
+  assert.throws(() => parseControllerArgs(['--local', 'd', '--extra-san', 'not a name']), /--extra-san/);
+  assert.throws(
+    () => parseControllerArgs(['--local', 'd', '--ca-secret', '']),
+    /--ca-secret: must not be empty/,
+  );
+});
+
 test('--debug is off unless given; --rest-xds-port defaults to 15127 in Kubernetes mode, off in local mode', () => {
   const k = parseControllerArgs(['--kubeconfig', '/k'], {});
   assert.ok(k !== 'help');

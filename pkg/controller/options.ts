@@ -1,6 +1,14 @@
+import { isIP } from 'node:net';
 import { parseArgs } from 'node:util';
-import { DEFAULT_MESH_NAME, PORT_ADS, PORT_CONTROLLER_HTTP, PORT_REST_XDS } from '../mesh/constants.js';
+import {
+  DEFAULT_MESH_NAME,
+  PORT_ADS,
+  PORT_CONTROLLER_HTTP,
+  PORT_REST_XDS,
+  PORT_WEBHOOK,
+} from '../mesh/constants.js';
 import { parseDuration } from '../mesh/duration.js';
+import { VERSION } from '../version/version.js';
 
 export interface ControllerOptions {
   /** Local mode: directory of manifests. */
@@ -30,6 +38,29 @@ export interface ControllerOptions {
   debug?: boolean;
   /** REST xDS over HTTPS with client-certificate auth; undefined = off (local mode unless given). */
   restXdsPort?: number;
+  /** The sidecar-injection webhook's port; undefined = no webhook (local mode unless given). */
+  webhookPort?: number;
+  /** The MutatingWebhookConfiguration whose caBundle the controller keeps current. */
+  webhookConfigName: string;
+  /** The controller's Service: its DNS names go into the ADS and webhook serving certificates. */
+  serviceName: string;
+  /** Images the webhook injects. */
+  envoyImage: string;
+  initImage: string;
+  /** Kubernetes mode: the Secret in the control-plane namespace holding the CA (ca.crt, ca.key). */
+  caSecret: string;
+  /** Extra SANs (IP or DNS) for the serving certificates. */
+  extraSans: string[];
+}
+
+export const DEFAULT_ENVOY_IMAGE = 'envoyproxy/envoy:v1.31.0';
+export const DEFAULT_INIT_IMAGE = `skein/init:${VERSION}`;
+export const DEFAULT_SERVICE_NAME = 'skein-controller';
+export const DEFAULT_CA_SECRET = 'skein-ca';
+
+/** `skein-sidecar-injector-<mesh>`: cluster-scoped, so the mesh name keeps two meshes apart. */
+export function defaultWebhookConfigName(meshName: string): string {
+  return `skein-sidecar-injector-${meshName}`;
 }
 
 export const CONTROLLER_USAGE = `skein-controller — the skein service-mesh control plane
@@ -52,6 +83,17 @@ Flags:
   --min-push-interval <dur>   Minimum interval between pushes to one proxy (default from MeshConfig, else 100ms)
   --workload-files            Kubernetes mode: also write workload certs and proxyless bootstraps to the
                               state dir, as local mode does (development and tests; off by default)
+  --webhook-port <port>       Sidecar-injection webhook over TLS (default ${PORT_WEBHOOK} in Kubernetes mode;
+                              local mode: off unless given)
+  --webhook-config-name <n>   MutatingWebhookConfiguration whose caBundle is kept current
+                              (default skein-sidecar-injector-<mesh-name>)
+  --service-name <name>       The controller's Service; its DNS names go into the serving certificates
+                              and the injected bootstrap (default ${DEFAULT_SERVICE_NAME})
+  --envoy-image <image>       Envoy image the webhook injects (default ${DEFAULT_ENVOY_IMAGE})
+  --init-image <image>        Traffic-redirection init image the webhook injects (default ${DEFAULT_INIT_IMAGE})
+  --ca-secret <name>          Kubernetes mode: Secret in the control-plane namespace holding the CA; created
+                              when missing, shared by every replica (default ${DEFAULT_CA_SECRET})
+  --extra-san <name>          Extra IP or DNS name for the serving certificates (repeatable)
   --debug                     Serve /debug/* and the web UI /ui/ on the HTTP port whatever the MeshConfig
                               says (always on in local mode)
   --rest-xds-port <port>      REST xDS (POST /v3/discovery:<type>) over HTTPS; the client certificate's CN
@@ -71,6 +113,19 @@ function port(name: string, value: string | undefined, fallback?: number): numbe
   if (!Number.isInteger(n) || n < 0 || n > 65535)
     throw new UsageError(`--${name}: ${JSON.stringify(value)} is not a port`);
   return n;
+}
+
+function nonEmpty(name: string, value: string | undefined): string | undefined {
+  if (value === '') throw new UsageError(`--${name}: must not be empty`);
+  return value;
+}
+
+// RFC 1123 host names (what a certificate DNS SAN holds), with an optional leading `*.` wildcard.
+const DNS_NAME = /^(\*\.)?[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/i;
+
+function san(value: string): string {
+  if (isIP(value) !== 0 || (value.length <= 253 && DNS_NAME.test(value))) return value;
+  throw new UsageError(`--extra-san: ${JSON.stringify(value)} is neither an IP address nor a DNS name`);
 }
 
 /**
@@ -115,11 +170,25 @@ export function parseControllerArgs(
     adsPort: port('ads-port', v['ads-port'], PORT_ADS) ?? PORT_ADS,
     httpPort: port('http-port', v['http-port'], PORT_CONTROLLER_HTTP) ?? PORT_CONTROLLER_HTTP,
     logLevel: v['log-level'] ?? 'info',
+    webhookConfigName:
+      nonEmpty('webhook-config-name', v['webhook-config-name']) ??
+      defaultWebhookConfigName(v['mesh-name'] ?? DEFAULT_MESH_NAME),
+    serviceName: nonEmpty('service-name', v['service-name']) ?? DEFAULT_SERVICE_NAME,
+    envoyImage: nonEmpty('envoy-image', v['envoy-image']) ?? DEFAULT_ENVOY_IMAGE,
+    initImage: nonEmpty('init-image', v['init-image']) ?? DEFAULT_INIT_IMAGE,
+    caSecret: nonEmpty('ca-secret', v['ca-secret']) ?? DEFAULT_CA_SECRET,
+    extraSans: (v['extra-san'] ?? []).map(san),
   };
   const insecure = port('insecure-ads-port', v['insecure-ads-port']);
   if (insecure !== undefined) options.insecureAdsPort = insecure;
   if (minPushIntervalMs !== undefined) options.minPushIntervalMs = minPushIntervalMs;
   if (v['workload-files']) options.workloadFiles = true;
+  const webhookPort = port(
+    'webhook-port',
+    v['webhook-port'],
+    inCluster || v.kubeconfig !== undefined ? PORT_WEBHOOK : undefined,
+  );
+  if (webhookPort !== undefined) options.webhookPort = webhookPort;
   if (v.debug) options.debug = true;
   const restXdsPort = port(
     'rest-xds-port',
@@ -147,6 +216,13 @@ function parse(argv: string[]) {
       'min-push-interval': { type: 'string' },
       'log-level': { type: 'string' },
       'workload-files': { type: 'boolean' },
+      'webhook-port': { type: 'string' },
+      'webhook-config-name': { type: 'string' },
+      'service-name': { type: 'string' },
+      'envoy-image': { type: 'string' },
+      'init-image': { type: 'string' },
+      'ca-secret': { type: 'string' },
+      'extra-san': { type: 'string', multiple: true },
       debug: { type: 'boolean' },
       'rest-xds-port': { type: 'string' },
       help: { type: 'boolean', short: 'h' },

@@ -65,6 +65,19 @@ describe('MeshMetrics', () => {
     );
   });
 
+  it('counts webhook admissions by result, every result present from the start', async () => {
+    const m = new MeshMetrics({ processMetrics: false });
+    assert.match(await m.text(), /^skein_webhook_admissions_total\{result="error"\} 0$/m);
+    m.webhookObserver.onAdmission('injected');
+    m.webhookObserver.onAdmission('skipped');
+    m.webhookObserver.onAdmission('skipped');
+    m.webhookObserver.onAdmission('denied');
+    assert.equal(await seriesValue(m, 'skein_webhook_admissions_total', { result: 'injected' }), 1);
+    assert.equal(await seriesValue(m, 'skein_webhook_admissions_total', { result: 'skipped' }), 2);
+    assert.equal(await seriesValue(m, 'skein_webhook_admissions_total', { result: 'denied' }), 1);
+    assert.equal(await seriesValue(m, 'skein_webhook_admissions_total', { result: 'error' }), 0);
+  });
+
   it('labels xDS types by their short message name', () => {
     assert.equal(typeLabel(TypeUrl.Cluster), 'Cluster');
     assert.equal(typeLabel(TypeUrl.ClusterLoadAssignment), 'ClusterLoadAssignment');

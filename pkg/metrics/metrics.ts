@@ -1,4 +1,5 @@
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
+import type { AdmissionResult, WebhookObserver } from '../injector/webhook.js';
 import type { ProxyKind } from '../mesh/constants.js';
 import type { XdsObserver } from '../xds/server/observer.js';
 
@@ -9,6 +10,8 @@ export interface MeshMetricsOptions {
 
 // Convergence runs from milliseconds (a quiet mesh) to the push window plus a
 // slow proxy; the top buckets catch proxies that sit on a response.
+const ADMISSION_RESULTS: readonly AdmissionResult[] = ['injected', 'skipped', 'denied', 'error'];
+
 const CONVERGENCE_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60];
 
 /**
@@ -30,6 +33,7 @@ export class MeshMetrics {
   readonly certificatesIssued: Counter;
   readonly certificatesRotated: Counter;
   readonly certificateSoonestExpiry: Gauge;
+  readonly webhookAdmissions: Counter<'result'>;
   private soonestExpiry: () => Date | undefined = () => undefined;
 
   constructor(opts: MeshMetricsOptions = {}) {
@@ -103,6 +107,14 @@ export class MeshMetrics {
         this.set(at === undefined ? 0 : at.getTime() / 1000);
       },
     });
+    this.webhookAdmissions = new Counter({
+      name: 'skein_webhook_admissions_total',
+      help: 'Pod admissions answered by the sidecar-injection webhook, by result (injected, skipped, denied, error).',
+      labelNames: ['result'],
+      registers,
+    });
+    // Every result exists from the start, so a rate() over `error` works before the first error.
+    for (const result of ADMISSION_RESULTS) this.webhookAdmissions.inc({ result }, 0);
     if (opts.processMetrics ?? true) collectDefaultMetrics({ register: this.registry });
   }
 
@@ -122,6 +134,11 @@ export class MeshMetrics {
     onResponse: (typeUrl) => this.xdsPushes.inc({ type: typeLabel(typeUrl) }),
     onAck: (typeUrl, _nonce, seconds) => this.xdsChangeToAck.observe({ type: typeLabel(typeUrl) }, seconds),
     onNack: (typeUrl) => this.xdsNacks.inc({ type: typeLabel(typeUrl) }),
+  };
+
+  /** The injector webhook's hook, counted into this registry. */
+  readonly webhookObserver: WebhookObserver = {
+    onAdmission: (result: AdmissionResult) => this.webhookAdmissions.inc({ result }),
   };
 
   /** The Prometheus text exposition format. */

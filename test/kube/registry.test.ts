@@ -240,6 +240,8 @@ describe('KubeRegistry against a real API server', { timeout: 180_000 }, () => {
         // Kubernetes mode serves REST xDS on 15127 by default; tests share the machine.
         '--rest-xds-port',
         '0',
+        '--webhook-port',
+        '0',
         '--state-dir',
         stateDir,
       ],

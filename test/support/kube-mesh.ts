@@ -71,6 +71,9 @@ export class KubeMesh {
         // Kubernetes mode serves REST xDS on 15127 by default; tests share the machine.
         '--rest-xds-port',
         '0',
+        // Kubernetes mode serves the injection webhook on 9090 by default; tests share the machine.
+        '--webhook-port',
+        '0',
         '--min-push-interval',
         '50ms',
       ],

@@ -3,7 +3,7 @@ import { LoggingProblemReporter } from '../problems.js';
 import type { MeshStore } from '../store.js';
 import { KubeClient } from './client.js';
 import { KubeEventReporter, storeLookup, teeReporter } from './events.js';
-import { loadKubeConfig } from './kubeconfig.js';
+import { type KubeConfig, loadKubeConfig } from './kubeconfig.js';
 import { TokenBucket } from './rate-limiter.js';
 import { KubeRegistry, type KubeRegistryOptions } from './registry.js';
 
@@ -20,6 +20,8 @@ export interface KubeModeOptions {
 }
 
 export interface KubeMode {
+  /** The API connection, for the controller's other clients (CA Secret, webhook). */
+  kubeConfig: KubeConfig;
   registry: KubeRegistry;
   /** Records problems as Events; the controller also gives it policy problems. */
   events: KubeEventReporter;
@@ -49,5 +51,5 @@ export function createKubeMode(o: KubeModeOptions): KubeMode {
     logger: o.logger,
     ...(o.onWatchRestart ? { onWatchRestart: o.onWatchRestart } : {}),
   });
-  return { registry, events };
+  return { kubeConfig, registry, events };
 }

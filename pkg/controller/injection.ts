@@ -1,0 +1,149 @@
+// The sidecar-injection webhook as the controller runs it: a serving
+// certificate from skein's CA for the controller Service's names (renewed
+// before expiry), the InjectorWebhook with Kubernetes (or local-mode)
+// Secret/Namespace access, and in Kubernetes mode the caBundle of the
+// MutatingWebhookConfiguration kept equal to the CA.
+import path from 'node:path';
+import type { BuiltinCA } from '../certificate/builtin.js';
+import { DEFAULT_SERVER_CERT_VALIDITY_MS } from '../certificate/builtin.js';
+import { ServingRenewal } from '../certificate/serving-renewal.js';
+import { CaBundleSync, type KubeWatchClient } from '../injector/ca-bundle.js';
+import { FileSecretWriter } from '../injector/file-secrets.js';
+import { KubeSecretWriter, StoreOrApiNamespaceReader } from '../injector/kube.js';
+import {
+  InjectorWebhook,
+  type NamespaceReader,
+  type SecretWriter,
+  type WebhookObserver,
+} from '../injector/webhook.js';
+import type { Logger } from '../logger/logger.js';
+import type { MeshStore } from '../registry/store.js';
+import type { ControllerOptions } from './options.js';
+
+/** The Service's in-cluster DNS names, most specific last: `<svc>.<ns>`, `<svc>.<ns>.svc`, `<svc>.<ns>.svc.<domain>`. */
+export function serviceDnsNames(
+  service: string,
+  namespace: string,
+  clusterDomain = 'cluster.local',
+): string[] {
+  return [
+    `${service}.${namespace}`,
+    `${service}.${namespace}.svc`,
+    `${service}.${namespace}.svc.${clusterDomain}`,
+  ];
+}
+
+/**
+ * SANs of the controller's serving certificates (ADS and webhook): the
+ * Service's DNS names (the API server calls the webhook at `<svc>.<ns>.svc`;
+ * the bootstrap dials ADS at `<svc>.<ns>.svc.cluster.local`), the listen
+ * address when it is a specific one, and every --extra-san.
+ */
+export function servingNames(
+  o: Pick<ControllerOptions, 'serviceName' | 'namespace' | 'host' | 'extraSans'>,
+): string[] {
+  const wildcard = o.host === '0.0.0.0' || o.host === '::';
+  return [
+    ...new Set([
+      ...serviceDnsNames(o.serviceName, o.namespace),
+      ...(wildcard ? [] : [o.host]),
+      ...o.extraSans,
+    ]),
+  ];
+}
+
+export interface InjectionOptions {
+  ca: BuiltinCA;
+  options: ControllerOptions;
+  trustDomain: string;
+  store: MeshStore;
+  /** Kubernetes mode: the API client; undefined in local mode. */
+  kube?: KubeWatchClient;
+  observer?: WebhookObserver;
+  logger: Logger;
+  /** Serving certificate lifetime (default 1 year; renewed at 2/3 of it). */
+  servingValidityMs?: number;
+}
+
+export class Injection {
+  private constructor(
+    readonly port: number,
+    private readonly webhook: InjectorWebhook,
+    private readonly renewal: ServingRenewal,
+    private readonly caBundle: CaBundleSync | undefined,
+  ) {}
+
+  /** Listens on --webhook-port; in Kubernetes mode also starts keeping the caBundle current. */
+  static async start(i: InjectionOptions): Promise<Injection> {
+    const o = i.options;
+    const log = i.logger;
+    const names = servingNames(o);
+    let webhook: InjectorWebhook | undefined;
+    const renewal = new ServingRenewal({
+      issue: () =>
+        i.ca.issueServerCert(names, {
+          commonName: names[1] ?? names[0] ?? o.serviceName,
+          validityMs: i.servingValidityMs ?? DEFAULT_SERVER_CERT_VALIDITY_MS,
+        }),
+      apply: (cert) => webhook?.setServingCertificate({ certPem: cert.certPem, keyPem: cert.keyPem }),
+      logger: log.child({ component: 'webhook-cert' }),
+    });
+    const first = await renewal.start();
+    let secrets: SecretWriter;
+    let namespaces: NamespaceReader;
+    const fromStore = (name: string) => i.store.get('Namespace', name);
+    if (i.kube) {
+      secrets = new KubeSecretWriter(i.kube);
+      namespaces = new StoreOrApiNamespaceReader(fromStore, i.kube);
+    } else {
+      // Local mode: manifests are the only namespaces there are.
+      secrets = new FileSecretWriter(path.join(o.stateDir, 'secrets'));
+      namespaces = { get: async (name) => fromStore(name) };
+    }
+    webhook = new InjectorWebhook({
+      tls: { certPem: first.certPem, keyPem: first.keyPem },
+      host: o.host,
+      ...(o.webhookPort !== undefined ? { port: o.webhookPort } : {}),
+      meshName: o.meshName,
+      trustDomain: i.trustDomain,
+      controlPlaneNamespace: o.namespace,
+      controllerServiceName: o.serviceName,
+      images: { envoy: o.envoyImage, init: o.initImage },
+      ca: i.ca,
+      secrets,
+      namespaces,
+      logger: log,
+      ...(i.observer ? { observer: i.observer } : {}),
+    });
+    let port: number;
+    try {
+      port = await webhook.start();
+    } catch (err) {
+      renewal.stop();
+      throw err;
+    }
+    let caBundle: CaBundleSync | undefined;
+    if (i.kube) {
+      caBundle = new CaBundleSync({
+        client: i.kube,
+        name: o.webhookConfigName,
+        caBundlePem: () => i.ca.trustBundlePem,
+        logger: log,
+      });
+      caBundle.start();
+    }
+    log.info({ port, sans: names }, 'sidecar-injection webhook serving');
+    return new Injection(port, webhook, renewal, caBundle);
+  }
+
+  /** The CA bundle changed (a CA rotation): re-patch the webhook configuration now. */
+  caBundleChanged(): void {
+    this.caBundle?.resync();
+  }
+
+  async stop(): Promise<void> {
+    this.renewal.stop();
+    await this.caBundle?.stop();
+    await this.webhook.close();
+  }
+}

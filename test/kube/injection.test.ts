@@ -1,0 +1,318 @@
+// Sidecar injection through the real admission chain: the real skein-controller
+// (Kubernetes mode, its own process) serves the webhook on a free port; a
+// MutatingWebhookConfiguration (shaped like the chart's, but with a URL
+// clientConfig and no caBundle) sends the real kube-apiserver's pod admissions
+// there. The controller must fill in the caBundle from the CA it keeps in a
+// Secret; pods created through the API server must come out injected (or not)
+// as the namespace/pod opt-in says, exactly once, with a bootstrap Secret.
+import assert from 'node:assert/strict';
+import { randomBytes } from 'node:crypto';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { request } from 'node:https';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { after, before, describe, test } from 'node:test';
+import { fileURLToPath } from 'node:url';
+import { CoreV1Api } from '@kubernetes/client-node';
+import { IPTABLES_RULES_ENV } from '../../pkg/injector/mutate.js';
+import { isJsonObject, type JsonObject } from '../../pkg/injector/pod.js';
+import { KubeApiError, KubeClient } from '../../pkg/registry/kube/client.js';
+import { acquireCluster } from '../support/cluster.js';
+import { waitFor } from '../support/kube.js';
+import { eventually, prepareMeshCluster } from '../support/kube-registry-fixture.js';
+import { freePorts, type JsonLineProcess, spawnNode } from '../support/processes.js';
+
+const sfx = randomBytes(3).toString('hex');
+const MESH = `inj-${sfx}`;
+const CP = `skein-system-inj-${sfx}`;
+const MESHED = `meshed-${sfx}`;
+const PLAIN = `plain-${sfx}`;
+const CONFIG = `skein-sidecar-injector-${MESH}`;
+const WEBHOOKS_PATH = '/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations';
+
+/** Follows a path of keys/indices through parsed JSON; undefined where it stops. */
+function at(v: unknown, ...keys: (string | number)[]): unknown {
+  let cur: unknown = v;
+  for (const k of keys) {
+    if (typeof k === 'number') cur = Array.isArray(cur) ? cur[k] : undefined;
+    else cur = isJsonObject(cur) ? cur[k] : undefined;
+  }
+  return cur;
+}
+
+function names(list: unknown): string[] {
+  return Array.isArray(list) ? list.map((c) => String(at(c, 'name'))) : [];
+}
+
+function pod(name: string, annotations: Record<string, string> = {}): JsonObject {
+  return {
+    apiVersion: 'v1',
+    kind: 'Pod',
+    metadata: { name, annotations, labels: { app: name } },
+    spec: {
+      containers: [
+        {
+          name: 'app',
+          image: 'example.invalid/app:test',
+          ports: [{ name: 'http', containerPort: 8080 }],
+          readinessProbe: { httpGet: { path: '/ready', port: 'http' } },
+        },
+      ],
+    },
+  };
+}
+
+describe('sidecar injection through the real admission chain', { timeout: 120_000 }, () => {
+  let release: () => Promise<void> = async () => {};
+  let api: KubeClient;
+  let controller: JsonLineProcess | undefined;
+  let stateDir = '';
+  let webhookPort = 0;
+  let httpPort = 0;
+  let caPem = '';
+
+  const podsPath = (ns: string) => `/api/v1/namespaces/${ns}/pods`;
+  const createPod = (ns: string, body: JsonObject): Promise<unknown> =>
+    api.request('POST', podsPath(ns), { body });
+
+  async function metric(result: string): Promise<number> {
+    const text = await (await fetch(`http://127.0.0.1:${httpPort}/metrics`)).text();
+    const m = new RegExp(`^skein_webhook_admissions_total\\{result="${result}"\\} (\\d+)$`, 'm').exec(text);
+    return m ? Number(m[1]) : Number.NaN;
+  }
+
+  before(async () => {
+    const cluster = await acquireCluster();
+    release = cluster.release;
+    const kc = cluster.kubeConfig;
+    api = new KubeClient({ kubeConfig: kc });
+    const core = kc.makeApiClient(CoreV1Api);
+    await prepareMeshCluster(kc, core, CP);
+    await api.request('POST', '/api/v1/namespaces', {
+      body: {
+        metadata: {
+          name: MESHED,
+          labels: { 'skein.dev/monitored-by': MESH },
+          annotations: { 'skein.dev/sidecar-injection': 'enabled' },
+        },
+      },
+    });
+    // Opted in by annotation but not labelled: outside the mesh, never injected.
+    await api.request('POST', '/api/v1/namespaces', {
+      body: { metadata: { name: PLAIN, annotations: { 'skein.dev/sidecar-injection': 'enabled' } } },
+    });
+    // The ServiceAccount admission plugin refuses pods until the `default` account exists.
+    for (const ns of [MESHED, PLAIN])
+      await waitFor(`ServiceAccount ${ns}/default`, () =>
+        api.request('GET', `/api/v1/namespaces/${ns}/serviceaccounts/default`).then(
+          () => true,
+          () => false,
+        ),
+      );
+
+    [webhookPort = 0] = await freePorts(1);
+    stateDir = await mkdtemp(path.join(tmpdir(), 'skein-injection-'));
+    controller = spawnNode(
+      'skein-controller',
+      fileURLToPath(new URL('../../cmd/skein-controller/main.js', import.meta.url)),
+      [
+        '--kubeconfig',
+        cluster.endpoint.kubeconfigPath,
+        '--mesh-name',
+        MESH,
+        '--namespace',
+        CP,
+        '--state-dir',
+        stateDir,
+        '--host',
+        '127.0.0.1',
+        '--ads-port',
+        '0',
+        '--http-port',
+        '0',
+        // Kubernetes mode serves REST xDS on 15127 by default; tests share the machine.
+        '--rest-xds-port',
+        '0',
+        '--webhook-port',
+        String(webhookPort),
+        '--extra-san',
+        '127.0.0.1',
+      ],
+      { SKEIN_LOG_LEVEL: 'info' },
+    );
+    const ready = await controller.waitFor((l) => l['msg'] === 'skein controller ready', 30_000);
+    assert.equal(ready['webhook'], webhookPort);
+    httpPort = Number(ready['http']);
+  });
+
+  after(async () => {
+    await api?.request('DELETE', `${WEBHOOKS_PATH}/${CONFIG}`).catch(() => undefined);
+    await controller?.stop();
+    for (const ns of [MESHED, PLAIN, CP])
+      await api?.request('DELETE', `/api/v1/namespaces/${ns}`).catch(() => undefined);
+    if (stateDir) await rm(stateDir, { recursive: true, force: true });
+    await release();
+  });
+
+  test('the CA lives in the skein-ca Secret and the controller fills in the caBundle of a configuration installed after it', async () => {
+    assert.ok(controller);
+    // Nothing installed yet: a warning a person can act on, and the controller keeps running.
+    await controller.waitFor(
+      (l) => l['level'] === 40 && /MutatingWebhookConfiguration .* not found/.test(String(l['msg'])),
+      10_000,
+    );
+    const secret = await api.request('GET', `/api/v1/namespaces/${CP}/secrets/skein-ca`);
+    assert.equal(at(secret, 'type'), 'Opaque');
+    caPem = Buffer.from(String(at(secret, 'data', 'ca.crt')), 'base64').toString();
+    assert.match(caPem, /BEGIN CERTIFICATE/);
+    assert.ok(at(secret, 'data', 'ca.key'));
+
+    const clientConfig = { url: `https://127.0.0.1:${webhookPort}/mutate-pod-creation` };
+    const entry = (name: string) => ({
+      name,
+      clientConfig,
+      rules: [{ operations: ['CREATE'], apiGroups: [''], apiVersions: ['v1'], resources: ['pods'] }],
+      namespaceSelector: { matchLabels: { 'skein.dev/monitored-by': MESH } },
+      sideEffects: 'NoneOnDryRun',
+      admissionReviewVersions: ['v1'],
+      failurePolicy: 'Fail',
+      timeoutSeconds: 10,
+      reinvocationPolicy: 'IfNeeded',
+    });
+    // A second entry: the API server calls both, so the second sees the first one's sidecar.
+    await api.request('POST', WEBHOOKS_PATH, {
+      body: {
+        apiVersion: 'admissionregistration.k8s.io/v1',
+        kind: 'MutatingWebhookConfiguration',
+        metadata: { name: CONFIG },
+        webhooks: [entry('sidecar-injector.skein.dev'), entry('sidecar-injector-again.skein.dev')],
+      },
+    });
+    const want = Buffer.from(caPem).toString('base64');
+    await eventually('caBundle filled in', async () => {
+      const config = await api.request('GET', `${WEBHOOKS_PATH}/${CONFIG}`);
+      assert.deepEqual(
+        [
+          at(config, 'webhooks', 0, 'clientConfig', 'caBundle'),
+          at(config, 'webhooks', 1, 'clientConfig', 'caBundle'),
+        ],
+        [want, want],
+      );
+    });
+  });
+
+  test('a pod in a labelled, injection-enabled namespace gets the sidecar, once, and its bootstrap Secret', async () => {
+    assert.ok(caPem, 'needs the configuration from the previous test');
+    // The API server's webhook cache follows the patched caBundle within moments; a
+    // dry run exercises the whole chain without side effects until it does.
+    await eventually('the API server trusts the webhook', async () => {
+      await api.request('POST', podsPath(MESHED), { body: pod('probe'), query: { dryRun: 'All' } });
+    });
+    const before = { injected: await metric('injected'), skipped: await metric('skipped') };
+
+    const stored = await createPod(MESHED, pod('web'));
+    assert.deepEqual(names(at(stored, 'spec', 'containers')), ['app', 'envoy']);
+    assert.deepEqual(names(at(stored, 'spec', 'initContainers')), ['skein-init']);
+    const envoy = at(stored, 'spec', 'containers', 1);
+    assert.equal(at(envoy, 'securityContext', 'runAsUser'), 1500);
+    const init = at(stored, 'spec', 'initContainers', 0);
+    assert.equal(at(init, 'env', 0, 'name'), IPTABLES_RULES_ENV);
+    const rules = String(at(init, 'env', 0, 'value'));
+    assert.match(rules, /-j REDIRECT --to-ports 15003$/m);
+    assert.match(rules, /-j REDIRECT --to-ports 15001$/m);
+    assert.match(rules, /--uid-owner 1500 -j RETURN$/m);
+
+    const uuid = String(at(stored, 'metadata', 'labels', 'skein.dev/proxy-uuid'));
+    assert.match(uuid, /^[0-9a-f-]{36}$/);
+    const volumes = at(stored, 'spec', 'volumes');
+    const volume = Array.isArray(volumes)
+      ? volumes.find((v) => at(v, 'name') === 'skein-bootstrap')
+      : undefined;
+    assert.equal(at(volume, 'secret', 'secretName'), `skein-bootstrap-${uuid}`);
+    // The HTTP readiness probe now goes to the proxy, which forwards it to the app.
+    assert.deepEqual(at(stored, 'spec', 'containers', 0, 'readinessProbe', 'httpGet'), {
+      path: '/skein-probe/app/readiness',
+      port: 15902,
+      scheme: 'HTTP',
+    });
+
+    const secret = await api.request('GET', `/api/v1/namespaces/${MESHED}/secrets/skein-bootstrap-${uuid}`);
+    const bootstrap: unknown = JSON.parse(
+      Buffer.from(String(at(secret, 'data', 'bootstrap.json')), 'base64').toString(),
+    );
+    assert.equal(at(bootstrap, 'node', 'id'), `${uuid}.sidecar.default.${MESHED}.cluster.local`);
+    assert.equal(Buffer.from(String(at(secret, 'data', 'ca.crt')), 'base64').toString(), caPem);
+
+    // Injected once, although the webhook saw the injected pod again: from the second entry,
+    // and from the API server re-invoking the IfNeeded entries after the pod changed.
+    assert.equal(await metric('injected'), before.injected + 1);
+    const skipped = await metric('skipped');
+    assert.ok(skipped >= before.skipped + 2, `skipped ${before.skipped} → ${skipped}`);
+
+    // A second admission of the mutated pod, straight to the webhook: allowed, no patch.
+    const review = await postReview(webhookPort, caPem, {
+      apiVersion: 'admission.k8s.io/v1',
+      kind: 'AdmissionReview',
+      request: {
+        uid: 'again',
+        kind: { group: '', version: 'v1', kind: 'Pod' },
+        operation: 'CREATE',
+        namespace: MESHED,
+        object: stored,
+      },
+    });
+    assert.deepEqual(at(review, 'response'), { uid: 'again', allowed: true });
+    assert.equal(await metric('skipped'), skipped + 1);
+    assert.equal(await metric('error'), 0);
+  });
+
+  test('unlabelled namespaces and pods that disable injection are untouched; a bad annotation is refused', async () => {
+    const plain = await createPod(PLAIN, pod('plain'));
+    assert.deepEqual(names(at(plain, 'spec', 'containers')), ['app']);
+    assert.equal(at(plain, 'spec', 'initContainers'), undefined);
+    assert.equal(at(plain, 'metadata', 'labels', 'skein.dev/proxy-uuid'), undefined);
+
+    const disabled = await createPod(MESHED, pod('opted-out', { 'skein.dev/sidecar-injection': 'disabled' }));
+    assert.deepEqual(names(at(disabled, 'spec', 'containers')), ['app']);
+    assert.equal(at(disabled, 'spec', 'containers', 0, 'readinessProbe', 'httpGet', 'port'), 'http');
+
+    const denied = await metric('denied');
+    await assert.rejects(createPod(MESHED, pod('typo', { 'skein.dev/sidecar-injection': 'yes' })), (err) => {
+      assert.ok(err instanceof KubeApiError);
+      assert.equal(err.status, 400);
+      assert.match(
+        err.message,
+        /admission webhook "sidecar-injector.skein.dev" denied the request: skein sidecar injection: annotation skein.dev\/sidecar-injection on pod typo is "yes"; use "enabled" or "disabled"/,
+      );
+      return true;
+    });
+    assert.equal(await metric('denied'), denied + 1);
+  });
+});
+
+/** POSTs an AdmissionReview to the webhook, trusting only skein's CA. */
+function postReview(port: number, ca: string, body: unknown): Promise<unknown> {
+  return new Promise((resolve, reject) => {
+    const req = request(
+      {
+        host: '127.0.0.1',
+        port,
+        path: '/mutate-pod-creation',
+        method: 'POST',
+        ca,
+        agent: false,
+        headers: { 'content-type': 'application/json' },
+      },
+      (res) => {
+        let text = '';
+        res.setEncoding('utf8');
+        res.on('data', (d: string) => {
+          text += d;
+        });
+        res.on('end', () => resolve(JSON.parse(text)));
+      },
+    );
+    req.on('error', reject);
+    req.end(JSON.stringify(body));
+  });
+}
