@@ -1,9 +1,8 @@
 import { mkdir } from 'node:fs/promises';
 import path from 'node:path';
 import { AnnouncementBus } from '../announcements/bus.js';
-import { Repeater } from '../announcements/repeater.js';
 import { publishStoreChanges } from '../announcements/store.js';
-import { ProxyRegistry, proxyContext } from '../catalog/proxies.js';
+import { type ProxyGroup, ProxyRegistry, proxyContext, proxyGroup } from '../catalog/proxies.js';
 import type { MeshView } from '../catalog/types.js';
 import { buildMeshView, meshConfigOf, policyProblems } from '../catalog/view.js';
 import { BuiltinCA, writeFileAtomic } from '../certificate/builtin.js';
@@ -30,6 +29,8 @@ import { RestXds, refusePlainRestXds } from '../xds/rest/handler.js';
 import { REST_XDS_PATHS } from '../xds/rest/request.js';
 import { RestXdsServer } from '../xds/rest/server.js';
 import { composeObservers } from '../xds/server/observers.js';
+import { DependencyTracker } from '../xds/cache/deps.js';
+import { PushPlanner } from '../xds/push/planner.js';
 import { AdsServer } from '../xds/server/server.js';
 import type { ProxyConfigSource } from '../xds/server/types.js';
 import { Injection, servingNames } from './injection.js';
@@ -48,7 +49,7 @@ export interface ControllerPorts {
 
 /**
  * Wires skein together: registry → store → MeshView (policy) → generators →
- * ADS server, with the announcement bus and per-proxy repeater in between,
+ * ADS server, with the announcement bus and the push planner in between,
  * and the certificate manager feeding SDS and the local workload files.
  */
 export class Controller {
@@ -60,7 +61,9 @@ export class Controller {
   private registry: Registry | undefined;
   private ca: BuiltinCA | undefined;
   private certs: CertificateManager | undefined;
-  private repeater: Repeater | undefined;
+  private planner: PushPlanner<ProxyGroup> | undefined;
+  /** What each proxy group's configuration was generated from: a change pushes only the groups it touches. */
+  private readonly dependencies = new DependencyTracker();
   private ads: AdsServer | undefined;
   private health: HealthServer | undefined;
   private restXds: RestXdsServer | undefined;
@@ -192,9 +195,13 @@ export class Controller {
       certs.off('issued', onIssued);
     });
 
-    this.repeater = new Repeater(this.bus, {
+    this.planner = new PushPlanner<ProxyGroup>(this.bus, {
+      tracker: this.dependencies,
+      context: () => ({ mesh: this.currentView(), secrets: certs }),
+      membership: (identity, mesh, previous) => proxyGroup(identity, mesh, previous),
+      carryOver: (ctx, unaffected) => this.ads?.cache.carryOver(ctx, unaffected),
       minIntervalMs: o.minPushIntervalMs ?? settings.minPushIntervalMs,
-      logger: log.child({ component: 'repeater' }),
+      logger: log.child({ component: 'push-planner' }),
       onCoalesced: (n) => this.metrics.announcementsCoalesced.inc(n),
     });
     this.stopFns.push(
@@ -216,6 +223,7 @@ export class Controller {
       logger: log,
       host: o.host,
       port: o.adsPort,
+      dependencies: this.dependencies,
       observer: composeObservers(
         this.metrics.xdsObserver,
         notifyOnStreamEvents(() => this.uiFeed?.notify()),
@@ -330,7 +338,7 @@ export class Controller {
     this.bus.stop();
     for (const fn of this.stopFns.splice(0)) fn();
     await this.injection?.stop();
-    this.repeater?.close();
+    this.planner?.close();
     await this.restXds?.close();
     await this.ads?.stop();
     this.adsServing = false;
@@ -432,8 +440,8 @@ export class Controller {
 
   private configSource(): ProxyConfigSource {
     const certs = this.certs;
-    const repeater = this.repeater;
-    if (!certs || !repeater) throw new Error('controller not initialised');
+    const planner = this.planner;
+    if (!certs || !planner) throw new Error('controller not initialised');
     return {
       generators: meshGenerators(),
       proxyConnected: (identity, streamId, remote) => {
@@ -453,16 +461,13 @@ export class Controller {
       },
       proxyContext: (identity) => proxyContext(identity, this.currentView()),
       generationContext: () => ({ mesh: this.currentView(), secrets: certs }),
-      // The earliest change in the batch starts the change-to-ACK clock.
-      onPush: (streamId, push) =>
-        repeater.register(streamId, (batch) =>
-          push(
-            batch.reduce<number | undefined>(
-              (min, a) => (min === undefined || a.at < min ? a.at : min),
-              undefined,
-            ),
-          ),
-        ),
+      // Called right after proxyConnected; the planner pushes the stream only when a
+      // change may affect its group, timed from the earliest change behind the push.
+      onPush: (streamId, push) => {
+        const identity = this.proxies.stream(streamId)?.identity;
+        if (identity === undefined) throw new Error(`stream ${streamId} is not connected`);
+        return planner.register(streamId, identity, push);
+      },
     };
   }
 
@@ -500,7 +505,7 @@ export class Controller {
     const view = this.currentView();
     const s = this.settingsOf(view);
     this.certs?.setValidity(s.validityMs);
-    if (this.opts.minPushIntervalMs === undefined) this.repeater?.setMinInterval(s.minPushIntervalMs);
+    if (this.opts.minPushIntervalMs === undefined) this.planner?.setMinInterval(s.minPushIntervalMs);
     if (this.certs && view.trustDomain !== this.certs.trustDomain) {
       this.log.warn(
         { configured: view.trustDomain, serving: this.certs.trustDomain },
