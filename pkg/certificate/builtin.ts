@@ -12,6 +12,7 @@ import { mkdir, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
 import { isIP } from 'node:net';
 import { join } from 'node:path';
 import * as x509 from '@peculiar/x509';
+import { issueEcLeaf, type LeafIssuer, subjectNameDer } from './leaf-der.js';
 import type { CertificateAuthority, CertificateRequest, IssuedCertificate } from './types.js';
 
 export const DEFAULT_CA_COMMON_NAME = 'skein-ca';
@@ -138,6 +139,8 @@ export class BuiltinCA implements CertificateAuthority {
   readonly #profile: SigningProfile;
   readonly #cert: x509.X509Certificate;
   readonly #authorityKeyId: x509.AuthorityKeyIdentifierExtension;
+  /** The DER fast path's view of this CA; null when the root is not ECDSA P-256 (general path). */
+  #leafIssuer: LeafIssuer | null | undefined;
 
   private constructor(args: {
     certPem: string;
@@ -301,13 +304,41 @@ export class BuiltinCA implements CertificateAuthority {
     if (usage !== 'client') extKeyUsages.push(x509.ExtendedKeyUsage.serverAuth);
     if (usage !== 'server') extKeyUsages.push(x509.ExtendedKeyUsage.clientAuth);
 
-    const keys = await crypto.subtle.generateKey(LEAF_KEY_ALGORITHM, true, ['sign', 'verify']);
     const now = Date.now();
     // X.509 times have one-second precision: round up so the leaf lives at least validityMs,
     // but never past its root (validators reject the chain after the root expires anyway).
     const notAfter = new Date(
       Math.min(Math.ceil((now + req.validityMs) / 1000) * 1000, this.notAfter.getTime()),
     );
+    const issuer = this.leafIssuer();
+    if (issuer !== null) {
+      const serialNumber = randomSerial();
+      const notBefore = new Date(Math.floor((now - CLOCK_SKEW_MS) / 1000) * 1000);
+      const { certPem, keyPem } = await issueEcLeaf(issuer, {
+        serialHex: serialNumber,
+        commonName: req.commonName,
+        notBefore,
+        notAfter,
+        dnsSans,
+        ipSans,
+        uriSans,
+        serverAuth: usage !== 'client',
+        clientAuth: usage !== 'server',
+      });
+      return {
+        commonName: req.commonName,
+        certPem,
+        keyPem,
+        caPem: this.trustBundlePem,
+        serialNumber,
+        notBefore,
+        notAfter,
+        uriSans: [...uriSans],
+        dnsSans: [...dnsSans],
+        ipSans: [...ipSans],
+      };
+    }
+    const keys = await crypto.subtle.generateKey(LEAF_KEY_ALGORITHM, true, ['sign', 'verify']);
     const names: x509.JsonGeneralName[] = [
       ...dnsSans.map((value): x509.JsonGeneralName => ({ type: 'dns', value })),
       ...ipSans.map((value): x509.JsonGeneralName => ({ type: 'ip', value })),
@@ -353,6 +384,22 @@ export class BuiltinCA implements CertificateAuthority {
       dnsSans: [...dnsSans],
       ipSans: [...ipSans],
     };
+  }
+
+  /** What the DER fast path needs (leaf-der.ts), or null when the root's key is not ECDSA P-256. */
+  private leafIssuer(): LeafIssuer | null {
+    if (this.#leafIssuer !== undefined) return this.#leafIssuer;
+    const key = createPrivateKey(this.#keyPem);
+    const curve = key.asymmetricKeyDetails?.namedCurve;
+    this.#leafIssuer =
+      key.asymmetricKeyType === 'ec' && (curve === 'prime256v1' || curve === 'P-256')
+        ? {
+            key,
+            nameDer: subjectNameDer(Buffer.from(this.#cert.rawData)),
+            authorityKeyIdDer: Buffer.from(this.#authorityKeyId.rawData),
+          }
+        : null;
+    return this.#leafIssuer;
   }
 
   /**

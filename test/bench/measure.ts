@@ -248,6 +248,8 @@ export interface StormResult {
   perProxyFromKillMs: Summary;
   /** CPU of the restarted controller from its start until the fleet is complete. */
   controllerCpuS: number;
+  /** CPU of the fleet workers from the kill until the fleet is complete and quiet (they share the cores). */
+  workerCpuS: number;
   rssAfterMB: number;
   streamEnds: number;
   incomplete: number;
@@ -260,6 +262,7 @@ export async function measureStorm(
 ): Promise<{ result: StormResult; controller: ControllerProcess }> {
   const before = fleet.epochs();
   const ends0 = fleet.streamEnds;
+  const wcpu0 = fleet.cpu();
   const tKill = nowMs();
   await controller.crash();
   const tSpawn = nowMs();
@@ -267,6 +270,9 @@ export async function measureStorm(
   const tReady = nowMs();
   await fleet.waitComplete(timeoutMs, before);
   await fleet.waitQuiet(tReady, 500, 0);
+  // Both read after the tail settled, as the controller figure always was.
+  const controllerCpuS = next.cpu();
+  const workerCpuS = fleet.cpu() - wcpu0;
   const times = fleet.completionTimes(before);
   const last = times.length > 0 ? Math.max(...times) : Number.NaN;
   return {
@@ -276,7 +282,8 @@ export async function measureStorm(
       fromReadyMs: last - tReady,
       restartMs: tReady - tSpawn,
       perProxyFromKillMs: summarize(times.map((t) => t - tKill)),
-      controllerCpuS: next.cpu(),
+      controllerCpuS,
+      workerCpuS,
       rssAfterMB: round(next.rss() / MB),
       streamEnds: fleet.streamEnds - ends0,
       incomplete: fleet.size - times.length,

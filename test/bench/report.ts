@@ -170,6 +170,7 @@ export function formatReport(r: BenchResult): string {
             `${ms(s.perProxyFromKillMs.p50)} / ${ms(s.perProxyFromKillMs.p99)}`,
           ],
           ['  restarted controller CPU (s)', `${round(s.controllerCpuS, 2)}`],
+          ['  fleet workers CPU meanwhile (s)', `${round(s.workerCpuS, 2)}`],
           ['  RSS after (MB)', `${s.rssAfterMB}`],
           ['  proxies incomplete', `${s.incomplete}`],
         ],
