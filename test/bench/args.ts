@@ -35,7 +35,7 @@ Usage: node dist/test/bench/main.js [flags]   (or: make bench BENCH_ARGS="...")
   --min-push-interval DUR  passed to the controller (default: its own, 100ms)
   --quiet-ms MS            fleet (and controller CPU) silence that ends a change measurement (default 300)
   --idle-ms MS             idle window after convergence (default 5000)
-  --cpu-prof DIR           run the controller under node --cpu-prof, profiles in DIR
+  --cpu-prof DIR           run the controller and the fleet workers under node --cpu-prof, profiles in DIR
   --skip-storm             skip the kill/restart phase (a SIGKILLed controller writes no profile)
   --skip-tick              skip the idle window around the controller's one-minute resync ticker
   --delta                  proxies speak Delta ADS (DeltaAggregatedResources) instead of SotW

@@ -58,6 +58,7 @@ export async function runBench(o: BenchOptions): Promise<BenchResult> {
       address: `127.0.0.1:${adsPort}`,
       caDir: path.join(stateDir, 'ca'),
       delta: o.delta ?? false,
+      ...(o.cpuProfDir ? { cpuProfDir: path.resolve(o.cpuProfDir) } : {}),
     });
     fleet = started2.fleet;
     const idleCpuBeforeFleet = controller.cpu() - idleCpu0;
