@@ -59,6 +59,41 @@ function apiError(status: number, text: string): KubeApiError {
   return new KubeApiError(status, reason, message);
 }
 
+/** As client-go: a request refused with Retry-After is tried again, this many times in all. */
+const MAX_RETRY_AFTER_ATTEMPTS = 5;
+const MAX_RETRY_AFTER_MS = 5_000;
+
+/**
+ * How long to wait before repeating a refused request, or undefined when it
+ * must not be repeated. The API server sends 429 + Retry-After for a request
+ * it did not process (priority-and-fairness, or "storage is (re)initializing"
+ * right after a CRD changes) and 503 + Retry-After while shutting down, so
+ * repeating is safe for every verb, as client-go does.
+ */
+export function retryAfterMs(status: number, header: string | string[] | undefined): number | undefined {
+  if (status !== 429 && status !== 503) return undefined;
+  const value = Array.isArray(header) ? header[0] : header;
+  if (value === undefined) return undefined;
+  const seconds = Number(value);
+  if (!Number.isFinite(seconds) || seconds < 0) return undefined;
+  return Math.min(Math.max(seconds * 1000, 100), MAX_RETRY_AFTER_MS);
+}
+
+function sleep(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve, reject) => {
+    if (signal.aborted) return reject(signal.reason);
+    const onAbort = () => {
+      clearTimeout(timer);
+      reject(signal.reason);
+    };
+    const timer = setTimeout(() => {
+      signal.removeEventListener('abort', onAbort);
+      resolve();
+    }, ms);
+    signal.addEventListener('abort', onAbort, { once: true });
+  });
+}
+
 /**
  * Minimal JSON client for the Kubernetes API over node:http(s), authenticated
  * by a client-node KubeConfig (certs, bearer tokens, token files, exec plugins).
@@ -87,12 +122,16 @@ export class KubeClient {
   async request(method: string, path: string, options: RequestOptions = {}): Promise<unknown> {
     const timeout = AbortSignal.timeout(this.requestTimeoutMs);
     const signal = options.signal ? AbortSignal.any([options.signal, timeout]) : timeout;
-    await this.limiter?.take(signal);
-    const res = await this.send(method, path, options, signal);
-    const text = await readAll(res);
-    const status = res.statusCode ?? 0;
-    if (status < 200 || status >= 300) throw apiError(status, text);
-    return text === '' ? undefined : JSON.parse(text);
+    for (let attempt = 1; ; attempt++) {
+      await this.limiter?.take(signal);
+      const res = await this.send(method, path, options, signal);
+      const text = await readAll(res);
+      const status = res.statusCode ?? 0;
+      if (status >= 200 && status < 300) return text === '' ? undefined : JSON.parse(text);
+      const delayMs = retryAfterMs(status, res.headers['retry-after']);
+      if (delayMs === undefined || attempt >= MAX_RETRY_AFTER_ATTEMPTS) throw apiError(status, text);
+      await sleep(delayMs, signal);
+    }
   }
 
   /**
