@@ -3,6 +3,8 @@
 // (immutable) MeshView and identity, since all five generators ask for it,
 // and across views on the view answers it is computed from, so an unchanged
 // plan is the same object and messages keyed on it are reused.
+
+import { derive } from '../../catalog/derive.js';
 import type { MeshService, MeshServicePort, MeshView } from '../../catalog/types.js';
 import { type Identity, identityKey } from '../../mesh/identity.js';
 import { upstreamClusterName } from '../names.js';
@@ -45,6 +47,13 @@ const cache = new WeakMap<MeshView, Map<string, OutboundPlan>>();
 const plans = new IdentityMemo<OutboundPlan>();
 
 export function outboundPlan(mesh: MeshView, source: Identity): OutboundPlan {
+  // One derived answer for dependency tracking rather than a read of every
+  // split: the plan object is the same exactly while its inputs are.
+  const id = { namespace: source.namespace, serviceAccount: source.serviceAccount };
+  return derive(mesh, `outboundPlan\0${identityKey(id)}`, (view) => planOf(view, id));
+}
+
+function planOf(mesh: MeshView, source: Identity): OutboundPlan {
   let byIdentity = cache.get(mesh);
   if (!byIdentity) {
     byIdentity = new Map();

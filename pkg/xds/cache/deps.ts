@@ -5,6 +5,7 @@
 // (ResourceGenerator contract), and the view hands out the very same object
 // for an unchanged answer (MeshView identity contract), so "every answer a
 // group read is identical now" means "its configuration is unchanged".
+import { type DerivingView, derive } from '../../catalog/derive.js';
 import type { Endpoint, InboundRule, MeshService, MeshView, SplitBackend } from '../../catalog/types.js';
 import type { IssuedCertificate, SecretSource } from '../../certificate/types.js';
 import type { GenerationContext } from '../../envoy/types.js';
@@ -14,7 +15,23 @@ import type { Pod } from '../../model/objects.js';
 /** Stands for "not asked at the last check yet". */
 const UNSEEN: unique symbol = Symbol('unseen');
 
-type Ask = (ctx: GenerationContext) => unknown;
+/** What can be asked again: a MeshView or SecretSource method (never `version`). */
+enum Kind {
+  Permissive,
+  TrustDomain,
+  Services,
+  Service,
+  ServiceByHost,
+  Endpoints,
+  ServiceIdentities,
+  OutboundServices,
+  Split,
+  InboundRules,
+  TrustBundle,
+  Certificate,
+  /** A derived answer (pkg/catalog/derive.ts): one question for a computation over the view. */
+  Derived,
+}
 
 /** One question a generation asked (method and arguments), shared by every group that asked it. */
 class Question {
@@ -26,7 +43,136 @@ class Question {
   /** The recording that last listed it (de-duplicates within one generation). */
   recording = 0;
 
-  constructor(readonly ask: Ask) {}
+  constructor(
+    readonly kind: Kind,
+    readonly key: string,
+    readonly port: number,
+    readonly source?: Identity,
+    readonly compute?: (view: MeshView) => unknown,
+  ) {}
+
+  ask(ctx: GenerationContext): unknown {
+    const { mesh, secrets } = ctx;
+    switch (this.kind) {
+      case Kind.Permissive:
+        return mesh.permissive;
+      case Kind.TrustDomain:
+        return mesh.trustDomain;
+      case Kind.Services:
+        return mesh.services();
+      case Kind.Service:
+        return mesh.service(this.key);
+      case Kind.ServiceByHost:
+        return mesh.serviceByHost(this.key);
+      case Kind.Endpoints:
+        return mesh.endpoints(this.key, this.port);
+      case Kind.ServiceIdentities:
+        return mesh.serviceIdentities(this.key);
+      case Kind.OutboundServices:
+        return this.source === undefined ? undefined : mesh.outboundServices(this.source);
+      case Kind.Split:
+        return mesh.split(this.key);
+      case Kind.InboundRules:
+        return mesh.inboundRules(this.key, this.port);
+      case Kind.TrustBundle:
+        return secrets.trustBundlePem;
+      case Kind.Certificate:
+        return secrets.serviceCertificate(this.key);
+      case Kind.Derived:
+        return derive(mesh, this.key, this.compute ?? (() => undefined));
+    }
+  }
+}
+
+/** Questions by kind and arguments, found without building a key string per call. */
+class QuestionTable {
+  private readonly scalar: (Question | undefined)[] = [];
+  private readonly byKey: Map<string, Question>[] = [];
+  private readonly byKeyPort: Map<string, Map<number, Question>>[] = [];
+
+  of(kind: Kind): Question {
+    let q = this.scalar[kind];
+    if (q === undefined) {
+      q = new Question(kind, '', 0);
+      this.scalar[kind] = q;
+    }
+    return q;
+  }
+
+  ofDerived(name: string, compute: (view: MeshView) => unknown): Question {
+    let m = this.byKey[Kind.Derived];
+    if (m === undefined) {
+      m = new Map();
+      this.byKey[Kind.Derived] = m;
+    }
+    let q = m.get(name);
+    if (q === undefined) {
+      q = new Question(Kind.Derived, name, 0, undefined, compute);
+      m.set(name, q);
+    }
+    return q;
+  }
+
+  ofKey(kind: Kind, key: string, source?: Identity): Question {
+    let m = this.byKey[kind];
+    if (m === undefined) {
+      m = new Map();
+      this.byKey[kind] = m;
+    }
+    let q = m.get(key);
+    if (q === undefined) {
+      q = new Question(kind, key, 0, source);
+      m.set(key, q);
+    }
+    return q;
+  }
+
+  ofKeyPort(kind: Kind, key: string, port: number): Question {
+    let m = this.byKeyPort[kind];
+    if (m === undefined) {
+      m = new Map();
+      this.byKeyPort[kind] = m;
+    }
+    let ports = m.get(key);
+    if (ports === undefined) {
+      ports = new Map();
+      m.set(key, ports);
+    }
+    let q = ports.get(port);
+    if (q === undefined) {
+      q = new Question(kind, key, port);
+      ports.set(port, q);
+    }
+    return q;
+  }
+
+  /** Forgets the questions not asked in `round`; returns how many remain. */
+  prune(round: number): number {
+    let live = 0;
+    for (const [kind, q] of this.scalar.entries()) {
+      if (q === undefined) continue;
+      if (q.round === round) live++;
+      else this.scalar[kind] = undefined;
+    }
+    for (const m of this.byKey) {
+      if (m === undefined) continue;
+      for (const [key, q] of m) {
+        if (q.round === round) live++;
+        else m.delete(key);
+      }
+    }
+    for (const m of this.byKeyPort) {
+      if (m === undefined) continue;
+      for (const [key, ports] of m) {
+        for (const [port, q] of ports) {
+          if (q.round === round) live++;
+          else ports.delete(port);
+        }
+        if (ports.size === 0) m.delete(key);
+      }
+    }
+    return live;
+  }
 }
 
 /** Same answer: the identical object, or for lists built per view (servicesOfPod) the identical elements. */
@@ -66,7 +212,9 @@ export interface CheckResult {
  * each recording and each check with the last known answer misses no change.
  */
 export class DependencyTracker {
-  private readonly questions = new Map<string, Question>();
+  /** Internal (Recording): every question some live record lists. */
+  readonly questions = new QuestionTable();
+  private live = 0;
   private readonly records = new Map<string, Map<string, Reads>>();
   private dirty = new Set<string>();
   private round = 0;
@@ -79,7 +227,7 @@ export class DependencyTracker {
    * Pass it to the generator, then hand the recording to `record`.
    */
   recorder(ctx: GenerationContext): Recording {
-    return new Recording(this, ++this.recordings, ctx);
+    return new Recording(this.questions, ++this.recordings, ctx);
   }
 
   /** Stores what a generation for (group, entry) read, replacing what that entry read before. */
@@ -90,7 +238,8 @@ export class DependencyTracker {
       entries = new Map();
       this.records.set(group, entries);
     }
-    entries.set(entry, { questions: recording.questions, volatile: recording.volatile });
+    // An exact-size copy: the recording's array grew by doubling.
+    entries.set(entry, { questions: recording.questions.slice(), volatile: recording.volatile });
     if (recording.volatile || recording.differs) this.dirty.add(group);
   }
 
@@ -129,24 +278,14 @@ export class DependencyTracker {
       }
       if (hit) affected.add(group);
     }
-    for (const [key, q] of this.questions) if (q.round !== round) this.questions.delete(key);
+    this.live = this.questions.prune(round);
     this.dirty = new Set();
     return { affected, asked };
   }
 
-  /** Live questions (for tests and the debug view). */
+  /** Questions some live record listed at the last check (tests). */
   get size(): number {
-    return this.questions.size;
-  }
-
-  /** Internal: the shared question for a key; `ask` builds its asker the first time. */
-  question(key: string, ask: () => Ask): Question {
-    let q = this.questions.get(key);
-    if (q === undefined) {
-      q = new Question(ask());
-      this.questions.set(key, q);
-    }
-    return q;
+    return this.live;
   }
 }
 
@@ -160,16 +299,15 @@ export class Recording {
   readonly ctx: GenerationContext;
 
   constructor(
-    private readonly tracker: DependencyTracker,
+    readonly table: QuestionTable,
     private readonly id: number,
     ctx: GenerationContext,
   ) {
     this.ctx = { mesh: new RecordingView(ctx.mesh, this), secrets: new RecordingSecrets(ctx.secrets, this) };
   }
 
-  /** Notes `answer` to the question `key` (re-asked later by `ask`) and returns it. */
-  note<T>(key: string, ask: () => Ask, answer: T): T {
-    const q = this.tracker.question(key, ask);
+  /** Notes `answer` to `q` and returns it. */
+  note<T>(q: Question, answer: T): T {
     if (q.recording !== this.id) {
       q.recording = this.id;
       this.questions.push(q);
@@ -182,10 +320,8 @@ export class Recording {
   }
 }
 
-const id = (i: Identity): string => `${i.namespace}/${i.serviceAccount}`;
-
 /** A MeshView that notes every question; `version` is not a dependency (every view has a new one). */
-class RecordingView implements MeshView {
+class RecordingView implements DerivingView {
   constructor(
     private readonly view: MeshView,
     private readonly rec: Recording,
@@ -195,37 +331,29 @@ class RecordingView implements MeshView {
     return this.view.version;
   }
   get permissive(): boolean {
-    return this.rec.note('permissive', () => (c) => c.mesh.permissive, this.view.permissive);
+    return this.rec.note(this.rec.table.of(Kind.Permissive), this.view.permissive);
   }
   get trustDomain(): string {
-    return this.rec.note('trustDomain', () => (c) => c.mesh.trustDomain, this.view.trustDomain);
+    return this.rec.note(this.rec.table.of(Kind.TrustDomain), this.view.trustDomain);
   }
   services(): readonly MeshService[] {
-    return this.rec.note('services', () => (c) => c.mesh.services(), this.view.services());
+    return this.rec.note(this.rec.table.of(Kind.Services), this.view.services());
   }
   service(key: string): MeshService | undefined {
-    return this.rec.note(`service\0${key}`, () => (c) => c.mesh.service(key), this.view.service(key));
+    return this.rec.note(this.rec.table.ofKey(Kind.Service, key), this.view.service(key));
   }
   serviceByHost(host: string): MeshService | undefined {
-    return this.rec.note(
-      `serviceByHost\0${host}`,
-      () => (c) => c.mesh.serviceByHost(host),
-      this.view.serviceByHost(host),
-    );
+    return this.rec.note(this.rec.table.ofKey(Kind.ServiceByHost, host), this.view.serviceByHost(host));
   }
   endpoints(key: string, port: number): readonly Endpoint[] {
-    return this.rec.note(
-      `endpoints\0${key}\0${port}`,
-      () => (c) => c.mesh.endpoints(key, port),
-      this.view.endpoints(key, port),
-    );
+    return this.rec.note(this.rec.table.ofKeyPort(Kind.Endpoints, key, port), this.view.endpoints(key, port));
   }
   serviceIdentities(key: string): readonly Identity[] {
-    return this.rec.note(
-      `serviceIdentities\0${key}`,
-      () => (c) => c.mesh.serviceIdentities(key),
-      this.view.serviceIdentities(key),
-    );
+    return this.rec.note(this.rec.table.ofKey(Kind.ServiceIdentities, key), this.view.serviceIdentities(key));
+  }
+  /** A derived answer is one question, computed on the wrapped view (its reads are not noted one by one). */
+  derived<T>(name: string, compute: (view: MeshView) => T): T {
+    return this.rec.note(this.rec.table.ofDerived(name, compute), compute(this.view));
   }
   podOfProxy(uuid: string): Pod | undefined {
     // Generators get their pod through the ProxyContext (the group key); a pod
@@ -238,20 +366,18 @@ class RecordingView implements MeshView {
     return this.view.servicesOfPod(pod);
   }
   outboundServices(source: Identity): readonly MeshService[] {
-    const s = { namespace: source.namespace, serviceAccount: source.serviceAccount };
-    return this.rec.note(
-      `outboundServices\0${id(s)}`,
-      () => (c) => c.mesh.outboundServices(s),
-      this.view.outboundServices(source),
-    );
+    const q = this.rec.table.ofKey(Kind.OutboundServices, `${source.namespace}/${source.serviceAccount}`, {
+      namespace: source.namespace,
+      serviceAccount: source.serviceAccount,
+    });
+    return this.rec.note(q, this.view.outboundServices(source));
   }
   split(apexKey: string): readonly SplitBackend[] | undefined {
-    return this.rec.note(`split\0${apexKey}`, () => (c) => c.mesh.split(apexKey), this.view.split(apexKey));
+    return this.rec.note(this.rec.table.ofKey(Kind.Split, apexKey), this.view.split(apexKey));
   }
   inboundRules(key: string, port: number): readonly InboundRule[] {
     return this.rec.note(
-      `inboundRules\0${key}\0${port}`,
-      () => (c) => c.mesh.inboundRules(key, port),
+      this.rec.table.ofKeyPort(Kind.InboundRules, key, port),
       this.view.inboundRules(key, port),
     );
   }
@@ -265,15 +391,14 @@ class RecordingSecrets implements SecretSource {
   ) {}
 
   get trustBundlePem(): string {
-    return this.rec.note('trustBundle', () => (c) => c.secrets.trustBundlePem, this.secrets.trustBundlePem);
+    return this.rec.note(this.rec.table.of(Kind.TrustBundle), this.secrets.trustBundlePem);
   }
   get version(): number | undefined {
     return this.secrets.version;
   }
   serviceCertificate(identityKey: string): IssuedCertificate | undefined {
     return this.rec.note(
-      `cert\0${identityKey}`,
-      () => (c) => c.secrets.serviceCertificate(identityKey),
+      this.rec.table.ofKey(Kind.Certificate, identityKey),
       this.secrets.serviceCertificate(identityKey),
     );
   }

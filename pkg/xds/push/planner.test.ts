@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { AnnouncementBus } from '../../announcements/bus.js';
 import { publishStoreChanges } from '../../announcements/store.js';
-import { endpointSlice, sa, trafficTarget } from '../../catalog/fixtures.js';
+import { endpointSlice, sa, trafficSplit, trafficTarget } from '../../catalog/fixtures.js';
 import { type ProxyGroup, proxyContext, proxyGroup } from '../../catalog/proxies.js';
 import type { MeshView, ProxyContext } from '../../catalog/types.js';
 import { buildMeshView } from '../../catalog/view.js';
@@ -298,6 +298,24 @@ describe('targeted pushes (PushPlanner + DependencyTracker)', () => {
     assert.ok(sds?.names.includes('service-cert:bookwarehouse/mysql'), 'mysql got its certificate');
     for (const name of ['bookbuyer-1', 'bookthief-1', 'bookstore-v1-1', 'bookwarehouse-1'] as const)
       assert.deepEqual(got.get(name), []);
+  });
+
+  it('a TrafficSplit weight change pushes the callers of the apex only', async () => {
+    const { pushed, generated, got } = await during(() => {
+      source.store.upsert(
+        trafficSplit('bookstore', 'bookstore-split', 'bookstore', [
+          { service: 'bookstore-v1', weight: 50 },
+          { service: 'bookstore-v2', weight: 50 },
+        ]),
+      );
+    }, ['bookbuyer-1']);
+    assert.deepEqual([...pushed.keys()], ['bookbuyer']);
+    assert.deepEqual([...generated.keys()], ['bookbuyer']);
+    const rds = got.get('bookbuyer-1')?.find((r) => r.typeUrl === TypeUrl.RouteConfiguration);
+    assert.ok(rds, 'bookbuyer got new routes');
+    assert.match(JSON.stringify(rds.messages), /"weight":\{"value":50\}/);
+    for (const name of ['bookthief-1', 'bookstore-v1-1', 'bookwarehouse-1', 'mysql-1'] as const)
+      assert.deepEqual(got.get(name), [], `${name} received nothing`);
   });
 
   it('a TrafficTarget change pushes the new source and the destination, not the bystanders', async () => {
