@@ -109,4 +109,22 @@ describe('DependencyTracker', () => {
     assert.equal(tracker.has(buyer.groupKey), false);
     assert.equal(tracker.size, 0);
   });
+
+  it('a generation that failed keeps its group affected until one succeeds', () => {
+    const { ctx, tracker, cache, proxy } = setup();
+    const buyer = proxy('bookbuyer-1');
+    const c = ctx();
+    const cds = generators.get(TypeUrl.Cluster);
+    assert.ok(cds);
+    assert.throws(() =>
+      cache.get(TypeUrl.Cluster, buyer, c, WILDCARD, () => {
+        throw new Error('generator bug');
+      }),
+    );
+    assert.deepEqual([...tracker.check(c, () => true).affected], [buyer.groupKey]);
+    assert.deepEqual([...tracker.check(c, () => true).affected], [buyer.groupKey], 'still');
+    cache.get(TypeUrl.Cluster, buyer, c, WILDCARD, (rc) => cds.generate(buyer, rc, undefined));
+    tracker.check(c, () => true); // the successful generation's first answers become the baseline
+    assert.deepEqual([...tracker.check(c, () => true).affected], []);
+  });
 });

@@ -153,7 +153,15 @@ export class GenerationCache {
     const tracker = this.tracker;
     if (tracker === undefined) return generate(ctx);
     const recording = tracker.recorder(ctx);
-    const resources = generate(recording.ctx);
+    let resources: Resource[];
+    try {
+      resources = generate(recording.ctx);
+    } catch (e) {
+      // The stream keeps its last configuration; retry the group on every round until it generates.
+      recording.volatile = true;
+      tracker.record(proxy.groupKey, `${typeUrl}\n${subscription.key}`, recording);
+      throw e;
+    }
     // Output built from nothing the recording saw was built from something it
     // cannot watch (a callback that ignored the context it was given): always
     // affected, never carried over.
