@@ -1,11 +1,11 @@
 // The counters fed by other parts of skein through hooks (not by the ADS
-// observer): coalesced announcements from the real Repeater, watch restarts
+// observer): coalesced announcements from the real Coalescer, watch restarts
 // from the real Reflector against the fake API server.
 import assert from 'node:assert/strict';
 import { afterEach, describe, it } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { AnnouncementBus } from '../announcements/bus.js';
-import { Repeater } from '../announcements/repeater.js';
+import { Coalescer } from '../announcements/coalescer.js';
 import { silentLogger } from '../logger/logger.js';
 import { KubeClient } from '../registry/kube/client.js';
 import { Reflector, type ReflectorOptions } from '../registry/kube/reflector.js';
@@ -30,37 +30,33 @@ async function eventually(check: () => Promise<void> | void, ms = 4000): Promise
 }
 
 describe('skein_announcements_coalesced_total', () => {
-  it('counts, per proxy, the announcements folded into a push already pending', async () => {
+  it('counts the announcements folded into a push round already pending', async () => {
     const metrics = new MeshMetrics({ processMetrics: false });
     const bus = new AnnouncementBus({ logger });
-    const repeater = new Repeater(bus, {
-      minIntervalMs: 0,
+    const batches: number[] = [];
+    // The push planner's coalescer, fed by the bus the way PushPlanner wires it.
+    const coalescer = new Coalescer(0, (b) => void batches.push(b.length), {
       logger,
       onCoalesced: (n) => metrics.announcementsCoalesced.inc(n),
     });
-    const batches: number[] = [];
-    repeater.register('proxy-a', (b) => {
-      batches.push(b.length);
-    });
-    repeater.register('proxy-b', (b) => {
-      batches.push(b.length);
-    });
+    const unsubscribe = bus.subscribe((a) => coalescer.push(a));
     const coalesced = () => seriesValue(metrics, 'skein_announcements_coalesced_total');
     assert.equal(await coalesced(), 0);
 
-    // A synchronous burst of 4 becomes one push per proxy: 3 folded into each.
+    // A synchronous burst of 4 becomes one round: 3 folded into it.
     for (const r of ['a', 'b', 'c', 'd']) bus.announce('store', r);
     await sleep(10);
-    assert.deepEqual(batches, [4, 4]);
-    assert.equal(await coalesced(), 6);
+    assert.deepEqual(batches, [4]);
+    assert.equal(await coalesced(), 3);
 
-    // One announcement on its own is a push of its own: nothing folded.
+    // One announcement on its own is a round of its own: nothing folded.
     bus.announce('store', 'e');
     await sleep(10);
-    assert.deepEqual(batches, [4, 4, 1, 1]);
-    assert.equal(await coalesced(), 6);
-    assert.match(await metrics.text(), /^skein_announcements_coalesced_total 6$/m);
-    repeater.close();
+    assert.deepEqual(batches, [4, 1]);
+    assert.equal(await coalesced(), 3);
+    assert.match(await metrics.text(), /^skein_announcements_coalesced_total 3$/m);
+    unsubscribe();
+    coalescer.close();
   });
 });
 
