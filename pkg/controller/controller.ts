@@ -5,16 +5,12 @@ import { publishStoreChanges } from '../announcements/store.js';
 import { type ProxyGroup, ProxyRegistry, proxyContext, proxyGroup } from '../catalog/proxies.js';
 import type { MeshView } from '../catalog/types.js';
 import { buildMeshView, meshConfigOf, policyProblems } from '../catalog/view.js';
-import { BuiltinCA, writeFileAtomic } from '../certificate/builtin.js';
-import { CAStoreError, loadOrCreateCA } from '../certificate/ca-store.js';
+import type { BuiltinCA } from '../certificate/builtin.js';
 import { WorkloadCertWriter, workloadCertsDir } from '../certificate/files.js';
 import { CertificateManager } from '../certificate/manager.js';
-import { mountDebugRoutes } from '../debug/routes.js';
 import { meshGenerators } from '../envoy/generators.js';
 import { HealthServer } from '../health/server.js';
 import type { Logger } from '../logger/logger.js';
-import { DEFAULT_CERT_VALIDITY_MS, DEFAULT_MIN_PUSH_INTERVAL_MS } from '../mesh/constants.js';
-import { parseDuration } from '../mesh/duration.js';
 import { MeshMetrics } from '../metrics/metrics.js';
 import type { KubeClient } from '../registry/kube/client.js';
 import { LocalRegistry } from '../registry/local/registry.js';
@@ -22,21 +18,22 @@ import { LoggingProblemReporter } from '../registry/problems.js';
 import type { Registry } from '../registry/registry.js';
 import { MeshStore, type StoreEvent } from '../registry/store.js';
 import type { GraphFeed } from '../ui/feed.js';
-import { buildGraph } from '../ui/graph.js';
 import { notifyOnStreamEvents } from '../ui/observer.js';
-import { mountUiRoutes } from '../ui/routes.js';
+import { DependencyTracker } from '../xds/cache/deps.js';
+import { PushPlanner } from '../xds/push/planner.js';
 import { RestXds, refusePlainRestXds } from '../xds/rest/handler.js';
 import { REST_XDS_PATHS } from '../xds/rest/request.js';
 import { RestXdsServer } from '../xds/rest/server.js';
 import { composeObservers } from '../xds/server/observers.js';
-import { DependencyTracker } from '../xds/cache/deps.js';
-import { PushPlanner } from '../xds/push/planner.js';
 import { AdsServer } from '../xds/server/server.js';
 import type { ProxyConfigSource } from '../xds/server/types.js';
+import { loadControllerCA } from './ca.js';
+import { mountHttpRoutes } from './http-routes.js';
 import { Injection, servingNames } from './injection.js';
 import { LocalWorkloads } from './local-workloads.js';
 import type { ControllerOptions } from './options.js';
 import { ProblemLog } from './problem-log.js';
+import { type MeshSettings, meshSettings } from './settings.js';
 
 export interface ControllerPorts {
   ads: number;
@@ -66,17 +63,17 @@ export class Controller {
   private readonly dependencies = new DependencyTracker();
   private ads: AdsServer | undefined;
   private health: HealthServer | undefined;
-  private restXds: RestXdsServer | undefined;
   private workloads: LocalWorkloads | undefined;
   private writer: WorkloadCertWriter | undefined;
   private view: MeshView | undefined;
   private problems: ProblemLog;
   private adsServing = false;
+  private uiFeed: GraphFeed | undefined;
   /** Kubernetes mode: the API client for the CA Secret and the webhook (not the registry's). */
   private kube: KubeClient | undefined;
   private injection: Injection | undefined;
+  private restXds: RestXdsServer | undefined;
   private stopping = false;
-  private uiFeed: GraphFeed | undefined;
   private stopFns: (() => void)[] = [];
 
   constructor(
@@ -118,7 +115,9 @@ export class Controller {
       },
     ]);
     this.health = health;
-    mountDebugRoutes(health, {
+    const uiFeed = mountHttpRoutes(health, {
+      meshName: o.meshName,
+      metrics: this.metrics,
       enabled: () => this.debugEnabled(),
       streams: () => this.streams(),
       sentResources: (streamId) => this.ads?.sentResources(streamId),
@@ -128,35 +127,13 @@ export class Controller {
       },
       certificates: () => this.certs?.list() ?? [],
       view: () => this.currentView(),
-    });
-    // The web view (/ui/, /debug/graph, /debug/events) sits behind the same gate.
-    const uiFeed = mountUiRoutes(health, {
-      enabled: () => this.debugEnabled(),
-      graph: () =>
-        buildGraph({
-          meshName: o.meshName,
-          view: this.currentView(),
-          streams: this.streams(),
-          disconnected: this.proxies.recentlyDisconnected(),
-        }),
+      recentlyDisconnected: () => this.proxies.recentlyDisconnected(),
     });
     this.uiFeed = uiFeed;
     this.stopFns.push(
       this.bus.subscribe(() => uiFeed.notify()),
       () => uiFeed.close(),
     );
-    health.route('/metrics', (_req, res) => {
-      this.metrics.text().then(
-        (body) => {
-          res.writeHead(200, { 'content-type': this.metrics.contentType });
-          res.end(body);
-        },
-        (err: unknown) => {
-          res.writeHead(500, { 'content-type': 'text/plain; charset=utf-8' });
-          res.end(`${err instanceof Error ? err.message : String(err)}\n`);
-        },
-      );
-    });
     this.stopFns.push(this.bus.subscribe((a) => this.metrics.announcements.inc({ kind: a.kind })));
     const onStoreChange = (e: StoreEvent) => this.metrics.registryEvents.inc({ kind: e.kind, type: e.type });
     this.store.on('change', onStoreChange);
@@ -171,7 +148,15 @@ export class Controller {
     const view = this.currentView();
     const settings = this.settingsOf(view);
     await mkdir(o.stateDir, { recursive: true });
-    this.ca = await this.loadCA();
+    this.ca = await loadControllerCA({
+      stateDir: o.stateDir,
+      ...(this.kube ? { kube: this.kube } : {}),
+      namespace: o.namespace,
+      caSecret: o.caSecret,
+      ...(o.workloadFiles ? { workloadFiles: true } : {}),
+      logger: log,
+      stopping: () => this.stopping,
+    });
     const certs = new CertificateManager({
       ca: this.ca,
       validityMs: settings.validityMs,
@@ -349,45 +334,6 @@ export class Controller {
   }
 
   /**
-   * Local mode: the CA in `<state>/ca`. Kubernetes mode: in the --ca-secret
-   * Secret of the control-plane namespace, so every replica signs with one
-   * root; retried while the API refuses (the namespace or RBAC may still be on
-   * its way), except when the Secret holds something unusable.
-   */
-  private async loadCA(): Promise<BuiltinCA> {
-    const o = this.opts;
-    const dir = path.join(o.stateDir, 'ca');
-    const kube = this.kube;
-    if (!kube) return BuiltinCA.loadOrCreate(dir);
-    const { KubeSecretCAStore } = await import('../certificate/kube-secret-store.js');
-    const { Backoff } = await import('../registry/kube/backoff.js');
-    const store = new KubeSecretCAStore(kube, o.namespace, o.caSecret);
-    const backoff = new Backoff();
-    for (;;) {
-      if (this.stopping) throw new Error('controller stopped while loading the CA');
-      try {
-        const ca = await loadOrCreateCA(store);
-        this.log.info({ secret: store.description }, 'CA loaded');
-        // Workloads run outside the cluster (--workload-files) read the CA where local mode keeps it.
-        if (o.workloadFiles) {
-          await mkdir(dir, { recursive: true, mode: 0o700 });
-          await writeFileAtomic(path.join(dir, 'ca.key'), ca.rootKeyPem, 0o600);
-          await writeFileAtomic(path.join(dir, 'ca.crt'), ca.rootCertPem, 0o644);
-        }
-        return ca;
-      } catch (err) {
-        if (err instanceof CAStoreError) throw err;
-        const delay = backoff.next();
-        this.log.warn(
-          { err, secret: store.description, retryInMs: Math.round(delay) },
-          'cannot load the CA; retrying',
-        );
-        await new Promise((r) => setTimeout(r, delay));
-      }
-    }
-  }
-
-  /**
    * REST xDS from the ADS server's source and cache. Its HTTPS port (client
    * certificates, node.id = CN) when --rest-xds-port is given; on the HTTP
    * port, local mode takes node.id as the identity (as the plaintext ADS port
@@ -471,33 +417,8 @@ export class Controller {
     };
   }
 
-  private settingsOf(view: MeshView): { validityMs: number; minPushIntervalMs: number } {
-    const spec = meshConfigOf(view)?.spec;
-    return {
-      validityMs: this.duration(
-        spec?.certificate?.validity,
-        DEFAULT_CERT_VALIDITY_MS,
-        'certificate.validity',
-      ),
-      minPushIntervalMs: this.duration(
-        spec?.xds?.minPushInterval,
-        DEFAULT_MIN_PUSH_INTERVAL_MS,
-        'xds.minPushInterval',
-      ),
-    };
-  }
-
-  private duration(text: string | undefined, fallback: number, field: string): number {
-    if (text === undefined) return fallback;
-    try {
-      return parseDuration(text);
-    } catch (err) {
-      this.log.warn(
-        { field, err: err instanceof Error ? err.message : String(err) },
-        'MeshConfig value ignored',
-      );
-      return fallback;
-    }
+  private settingsOf(view: MeshView): MeshSettings {
+    return meshSettings(view, (field, err) => this.log.warn({ field, err }, 'MeshConfig value ignored'));
   }
 
   /** MeshConfig changed: apply what can change at runtime. Permissive mode is read by the view itself. */

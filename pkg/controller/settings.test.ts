@@ -1,0 +1,45 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { meshConfig } from '../catalog/fixtures.js';
+import { buildMeshView } from '../catalog/view.js';
+import { DEFAULT_CERT_VALIDITY_MS, DEFAULT_MIN_PUSH_INTERVAL_MS } from '../mesh/constants.js';
+import { MeshStore } from '../registry/store.js';
+import { meshSettings } from './settings.js';
+
+function viewWith(spec: Parameters<typeof meshConfig>[2] | undefined) {
+  const store = new MeshStore();
+  if (spec) store.upsert(meshConfig('skein', 'skein-system', spec));
+  return buildMeshView(store, { meshName: 'skein' });
+}
+
+describe('meshSettings', () => {
+  it('uses the defaults without a MeshConfig', () => {
+    const ignored: string[] = [];
+    assert.deepEqual(
+      meshSettings(viewWith(undefined), (f) => ignored.push(f)),
+      { validityMs: DEFAULT_CERT_VALIDITY_MS, minPushIntervalMs: DEFAULT_MIN_PUSH_INTERVAL_MS },
+    );
+    assert.deepEqual(ignored, []);
+  });
+
+  it('reads MeshConfig durations', () => {
+    const s = meshSettings(
+      viewWith({ certificate: { validity: '90m' }, xds: { minPushInterval: '250ms' } }),
+      () => assert.fail('nothing should be ignored'),
+    );
+    assert.deepEqual(s, { validityMs: 90 * 60_000, minPushIntervalMs: 250 });
+  });
+
+  it('reports an unparsable value by field and falls back to its default', () => {
+    const ignored: [string, string][] = [];
+    const s = meshSettings(
+      viewWith({ certificate: { validity: 'a day' }, xds: { minPushInterval: '50ms' } }),
+      (f, r) => ignored.push([f, r]),
+    );
+    assert.equal(s.validityMs, DEFAULT_CERT_VALIDITY_MS);
+    assert.equal(s.minPushIntervalMs, 50);
+    assert.equal(ignored.length, 1);
+    assert.equal(ignored[0]?.[0], 'certificate.validity');
+    assert.match(ignored[0]?.[1] ?? '', /a day/);
+  });
+});
