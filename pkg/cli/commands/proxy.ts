@@ -78,9 +78,12 @@ export function shortType(typeUrl: string): string {
   return SHORT[typeUrl] ?? typeUrl.slice(typeUrl.lastIndexOf('.') + 1);
 }
 
+/** Rows in push order (CDS, EDS, SDS, LDS, RDS); unknown types last. */
+const TYPE_ORDER: readonly string[] = PUSH_ORDER;
+
 function typeRank(typeUrl: string): number {
-  const i = PUSH_ORDER.findIndex((t) => t === typeUrl);
-  return i < 0 ? PUSH_ORDER.length : i;
+  const i = TYPE_ORDER.indexOf(typeUrl);
+  return i < 0 ? TYPE_ORDER.length : i;
 }
 
 /** The status text of a proxy's streams (normally one). */
