@@ -7,20 +7,17 @@
 // as the namespace/pod opt-in says, exactly once, with a bootstrap Secret.
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
-import { mkdtemp, rm } from 'node:fs/promises';
 import { request } from 'node:https';
-import { tmpdir } from 'node:os';
-import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { fileURLToPath } from 'node:url';
 import { CoreV1Api } from '@kubernetes/client-node';
 import { IPTABLES_RULES_ENV } from '../../pkg/injector/mutate.js';
 import { isJsonObject, type JsonObject } from '../../pkg/injector/pod.js';
 import { KubeApiError, KubeClient } from '../../pkg/registry/kube/client.js';
 import { acquireCluster } from '../support/cluster.js';
 import { waitFor } from '../support/kube.js';
+import { type KubeController, startKubeController } from '../support/kube-controller.js';
 import { eventually, prepareMeshCluster } from '../support/kube-registry-fixture.js';
-import { freePorts, type JsonLineProcess, spawnNode } from '../support/processes.js';
+import { freePorts, type JsonLineProcess } from '../support/processes.js';
 
 const sfx = randomBytes(3).toString('hex');
 const MESH = `inj-${sfx}`;
@@ -66,7 +63,7 @@ describe('sidecar injection through the real admission chain', { timeout: 120_00
   let release: () => Promise<void> = async () => {};
   let api: KubeClient;
   let controller: JsonLineProcess | undefined;
-  let stateDir = '';
+  let kubeController: KubeController | undefined;
   let webhookPort = 0;
   let httpPort = 0;
   let caPem = '';
@@ -111,46 +108,24 @@ describe('sidecar injection through the real admission chain', { timeout: 120_00
       );
 
     [webhookPort = 0] = await freePorts(1);
-    stateDir = await mkdtemp(path.join(tmpdir(), 'skein-injection-'));
-    controller = spawnNode(
-      'skein-controller',
-      fileURLToPath(new URL('../../cmd/skein-controller/main.js', import.meta.url)),
-      [
-        '--kubeconfig',
-        cluster.endpoint.kubeconfigPath,
-        '--mesh-name',
-        MESH,
-        '--namespace',
-        CP,
-        '--state-dir',
-        stateDir,
-        '--host',
-        '127.0.0.1',
-        '--ads-port',
-        '0',
-        '--http-port',
-        '0',
-        // Kubernetes mode serves REST xDS on 15127 by default; tests share the machine.
-        '--rest-xds-port',
-        '0',
-        '--webhook-port',
-        String(webhookPort),
-        '--extra-san',
-        '127.0.0.1',
-      ],
-      { SKEIN_LOG_LEVEL: 'info' },
-    );
-    const ready = await controller.waitFor((l) => l['msg'] === 'skein controller ready', 30_000);
+    kubeController = await startKubeController({
+      kubeconfigPath: cluster.endpoint.kubeconfigPath,
+      meshName: MESH,
+      namespace: CP,
+      stateDirPrefix: 'skein-injection-',
+      args: ['--webhook-port', String(webhookPort), '--extra-san', '127.0.0.1'],
+    });
+    controller = kubeController.process;
+    const ready = kubeController.ready;
     assert.equal(ready['webhook'], webhookPort);
     httpPort = Number(ready['http']);
   });
 
   after(async () => {
     await api?.request('DELETE', `${WEBHOOKS_PATH}/${CONFIG}`).catch(() => undefined);
-    await controller?.stop();
+    await kubeController?.stop();
     for (const ns of [MESHED, PLAIN, CP])
       await api?.request('DELETE', `/api/v1/namespaces/${ns}`).catch(() => undefined);
-    if (stateDir) await rm(stateDir, { recursive: true, force: true });
     await release();
   });
 

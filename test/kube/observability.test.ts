@@ -4,18 +4,16 @@
 // and coalescing counters.
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
-import { mkdtemp, rm } from 'node:fs/promises';
 import { request as httpsRequest } from 'node:https';
-import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { fileURLToPath } from 'node:url';
 import { CoreV1Api } from '@kubernetes/client-node';
 import { BuiltinCA } from '../../pkg/certificate/builtin.js';
 import { proxyCommonName } from '../../pkg/mesh/identity.js';
 import { acquireCluster } from '../support/cluster.js';
+import { type KubeController, startKubeController } from '../support/kube-controller.js';
 import { prepareMeshCluster } from '../support/kube-registry-fixture.js';
-import { type JsonLineProcess, spawnNode } from '../support/processes.js';
+import type { JsonLineProcess } from '../support/processes.js';
 
 const sfx = randomBytes(3).toString('hex');
 const MESH = `skein-obs-${sfx}`;
@@ -35,8 +33,8 @@ const B = cn(2, 'api');
 describe('observability of a Kubernetes-mode controller', { timeout: 120_000 }, () => {
   let release: (() => Promise<void>) | undefined;
   let core: CoreV1Api | undefined;
-  let controller: JsonLineProcess | undefined;
-  let stateDir: string | undefined;
+  let _controller: JsonLineProcess | undefined;
+  let kubeController: KubeController | undefined;
   let http: number;
   let rest: number;
   let ca: BuiltinCA;
@@ -46,44 +44,23 @@ describe('observability of a Kubernetes-mode controller', { timeout: 120_000 }, 
     release = cluster.release;
     core = cluster.kubeConfig.makeApiClient(CoreV1Api);
     await prepareMeshCluster(cluster.kubeConfig, core, CP);
-    stateDir = await mkdtemp(path.join(tmpdir(), 'skein-obs-'));
-    controller = spawnNode(
-      'skein-controller',
-      fileURLToPath(new URL('../../cmd/skein-controller/main.js', import.meta.url)),
-      [
-        '--kubeconfig',
-        cluster.endpoint.kubeconfigPath,
-        '--mesh-name',
-        MESH,
-        '--namespace',
-        CP,
-        '--state-dir',
-        stateDir,
-        // Also writes the CA where this test can issue client certificates from it.
-        '--workload-files',
-        '--host',
-        '127.0.0.1',
-        '--ads-port',
-        '0',
-        '--http-port',
-        '0',
-        '--webhook-port',
-        '0',
-        '--rest-xds-port',
-        '0',
-        '--debug',
-      ],
-      { SKEIN_LOG_LEVEL: 'info' },
-    );
-    const ready = await controller.waitFor((l) => l['msg'] === 'skein controller ready', 30_000);
+    kubeController = await startKubeController({
+      kubeconfigPath: cluster.endpoint.kubeconfigPath,
+      meshName: MESH,
+      namespace: CP,
+      stateDirPrefix: 'skein-obs-',
+      // --workload-files also writes the CA where this test can issue client certificates from it.
+      args: ['--workload-files', '--debug'],
+    });
+    _controller = kubeController.process;
+    const ready = kubeController.ready;
     http = Number(ready['http']);
     rest = Number(ready['restXds']);
     assert.ok(rest > 0, JSON.stringify(ready));
-    ca = await BuiltinCA.loadOrCreate(path.join(stateDir, 'ca'));
+    ca = await BuiltinCA.loadOrCreate(path.join(kubeController.stateDir, 'ca'));
   });
   after(async () => {
-    await controller?.stop();
-    if (stateDir) await rm(stateDir, { recursive: true, force: true });
+    await kubeController?.stop();
     await core?.deleteNamespace({ name: CP }).catch(() => undefined);
     await release?.();
   });

@@ -7,11 +7,7 @@
 // their own.
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { fileURLToPath } from 'node:url';
 import { ApiException, CoreV1Api, CustomObjectsApi, type KubeConfig } from '@kubernetes/client-node';
 import { buildMeshView, policyProblems } from '../../pkg/catalog/view.js';
 import { ProblemLog } from '../../pkg/controller/problem-log.js';
@@ -23,6 +19,7 @@ import type { KubeRegistry } from '../../pkg/registry/kube/registry.js';
 import { ProblemCollector } from '../../pkg/registry/problems.js';
 import { acquireCluster, type ClusterEndpoint } from '../support/cluster.js';
 import { createNamespace, createPod, markPodRunning } from '../support/kube.js';
+import { startKubeController } from '../support/kube-controller.js';
 import {
   eventually,
   prepareMeshCluster,
@@ -31,7 +28,6 @@ import {
   testKubeRegistry,
   trafficTargetBody,
 } from '../support/kube-registry-fixture.js';
-import { spawnNode } from '../support/processes.js';
 
 const suffix = randomBytes(3).toString('hex');
 // Its own mesh name too: on a shared cluster, other files label their namespaces.
@@ -220,35 +216,16 @@ describe('KubeRegistry against a real API server', { timeout: 180_000 }, () => {
   });
 
   test('skein-controller --kubeconfig syncs from the cluster, becomes ready and logs invalid objects', async () => {
-    const stateDir = await mkdtemp(path.join(tmpdir(), 'skein-kube-controller-'));
-    const controller = spawnNode(
-      'skein-controller',
-      fileURLToPath(new URL('../../cmd/skein-controller/main.js', import.meta.url)),
-      [
-        '--kubeconfig',
-        endpoint.kubeconfigPath,
-        '--mesh-name',
-        MESH,
-        '--namespace',
-        CP,
-        '--host',
-        '127.0.0.1',
-        '--ads-port',
-        '0',
-        '--http-port',
-        '0',
-        // Kubernetes mode serves REST xDS on 15127 by default; tests share the machine.
-        '--rest-xds-port',
-        '0',
-        '--webhook-port',
-        '0',
-        '--state-dir',
-        stateDir,
-      ],
-      { SKEIN_LOG_LEVEL: 'info' },
-    );
+    const {
+      process: controller,
+      ready,
+      stop,
+    } = await startKubeController({
+      kubeconfigPath: endpoint.kubeconfigPath,
+      meshName: MESH,
+      namespace: CP,
+    });
     try {
-      const ready = await controller.waitFor((l) => l['msg'] === 'skein controller ready', 30_000);
       assert.equal(ready['kubernetes'], endpoint.kubeconfigPath);
       assert.equal(ready['local'], undefined);
       const res = await fetch(`http://127.0.0.1:${String(ready['http'])}/readyz`);
@@ -258,8 +235,7 @@ describe('KubeRegistry against a real API server', { timeout: 180_000 }, () => {
       );
       assert.equal(skipped['name'], `${SHOP}/elsewhere`);
     } finally {
-      await controller.stop();
-      await rm(stateDir, { recursive: true, force: true });
+      await stop();
     }
   });
 });

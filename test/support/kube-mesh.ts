@@ -2,15 +2,16 @@
 // --workload-files so it writes every meshed pod's certificates and proxyless
 // bootstrap under its state dir, plus helpers to run proxyless gRPC workloads
 // (test/apps/workload.ts) on this machine as those pods.
-import { access, mkdtemp, rm } from 'node:fs/promises';
-import { networkInterfaces, tmpdir } from 'node:os';
+import { access, rm } from 'node:fs/promises';
+import { networkInterfaces } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { startKubeController } from './kube-controller.js';
 import { tally } from './local-mesh.js';
 import { type JsonLineProcess, sleep, spawnNode } from './processes.js';
 
 const distRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
-const controllerScript = path.join(distRoot, 'cmd', 'skein-controller', 'main.js');
+const _controllerScript = path.join(distRoot, 'cmd', 'skein-controller', 'main.js');
 const workloadScript = path.join(distRoot, 'test', 'apps', 'workload.js');
 
 /**
@@ -46,51 +47,18 @@ export class KubeMesh {
   ) {}
 
   static async start(o: KubeMeshOptions): Promise<KubeMesh> {
-    const stateDir = await mkdtemp(path.join(tmpdir(), 'skein-kube-mesh-'));
-    const controller = spawnNode(
-      'skein-controller',
-      controllerScript,
-      [
-        '--kubeconfig',
-        o.kubeconfigPath,
-        '--mesh-name',
-        o.meshName,
-        '--namespace',
-        o.namespace,
-        '--state-dir',
-        stateDir,
-        '--workload-files',
-        '--host',
-        '127.0.0.1',
-        '--ads-port',
-        '0',
-        '--insecure-ads-port',
-        '0',
-        '--http-port',
-        '0',
-        // Kubernetes mode serves REST xDS on 15127 by default; tests share the machine.
-        '--rest-xds-port',
-        '0',
-        // Kubernetes mode serves the injection webhook on 9090 by default; tests share the machine.
-        '--webhook-port',
-        '0',
-        '--min-push-interval',
-        '50ms',
-      ],
-      { SKEIN_LOG_LEVEL: 'info' },
-    );
-    try {
-      const ready = await controller.waitFor((l) => l['msg'] === 'skein controller ready', 30_000);
-      return new KubeMesh(stateDir, controller, {
-        ads: Number(ready['ads']),
-        insecureAds: Number(ready['insecureAds']),
-        http: Number(ready['http']),
-      });
-    } catch (err) {
-      await controller.stop();
-      await rm(stateDir, { recursive: true, force: true });
-      throw err;
-    }
+    const c = await startKubeController({
+      kubeconfigPath: o.kubeconfigPath,
+      meshName: o.meshName,
+      namespace: o.namespace,
+      stateDirPrefix: 'skein-kube-mesh-',
+      args: ['--workload-files', '--insecure-ads-port', '0', '--min-push-interval', '50ms'],
+    });
+    return new KubeMesh(c.stateDir, c.process, {
+      ads: Number(c.ready['ads']),
+      insecureAds: Number(c.ready['insecureAds']),
+      http: Number(c.ready['http']),
+    });
   }
 
   /** The bootstrap the controller writes for a pod with a proxy UUID (LocalWorkloads' layout). */
