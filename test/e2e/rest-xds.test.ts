@@ -3,7 +3,6 @@
 // serves a node exactly what ADS over mTLS streams to it; the HTTP port takes
 // node.id as the identity (local mode only).
 import assert from 'node:assert/strict';
-import { request as httpsRequest } from 'node:https';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import * as grpc from '@grpc/grpc-js';
@@ -11,15 +10,11 @@ import { BuiltinCA } from '../../pkg/certificate/builtin.js';
 import { TypeUrl } from '../../pkg/envoy/types.js';
 import { anyJson } from '../../pkg/xds/rest/proto-json.js';
 import { RawAdsClient, type ReceivedResponse } from '../../pkg/xds/server/test-client.js';
+import { type ClientCert, type HttpsReply, postHttps } from '../support/https.js';
 import { LocalMesh } from '../support/local-mesh.js';
 
 const BUYER = '00000000-0000-4000-8000-000000000011.sidecar.bookbuyer.bookbuyer.cluster.local';
 const THIEF = '00000000-0000-4000-8000-000000000012.sidecar.bookthief.bookthief.cluster.local';
-
-interface Reply {
-  status: number;
-  body: string;
-}
 
 interface Json {
   version_info: string;
@@ -31,7 +26,7 @@ function isRecord(v: unknown): v is Record<string, unknown> {
   return typeof v === 'object' && v !== null && !Array.isArray(v);
 }
 
-function parse(reply: Reply): Json {
+function parse(reply: HttpsReply): Json {
   assert.equal(reply.status, 200, reply.body);
   const v: unknown = JSON.parse(reply.body);
   assert.ok(isRecord(v) && Array.isArray(v['resources']));
@@ -63,31 +58,8 @@ describe('REST xDS on a local-mode controller', { timeout: 60_000 }, () => {
 
   const cert = (cn: string) => ca.issue({ commonName: cn, validityMs: 3_600_000, usage: 'client' });
 
-  function https(p: string, body: string, client?: { certPem: string; keyPem: string }): Promise<Reply> {
-    return new Promise((resolve, reject) => {
-      const req = httpsRequest(
-        {
-          host: '127.0.0.1',
-          port: restPort,
-          path: p,
-          method: 'POST',
-          servername: 'localhost',
-          ca: ca.trustBundlePem,
-          ...(client ? { cert: client.certPem, key: client.keyPem } : {}),
-          agent: false,
-        },
-        (res) => {
-          const chunks: Buffer[] = [];
-          res.on('data', (c: Buffer) => chunks.push(c));
-          res.on('end', () =>
-            resolve({ status: res.statusCode ?? 0, body: Buffer.concat(chunks).toString() }),
-          );
-        },
-      );
-      req.on('error', reject);
-      req.end(body);
-    });
-  }
+  const https = (p: string, body: string, client?: ClientCert): Promise<HttpsReply> =>
+    postHttps({ port: restPort, path: p, ca: ca.trustBundlePem, body, client });
 
   async function ads(cn: string): Promise<RawAdsClient> {
     const c = await cert(cn);

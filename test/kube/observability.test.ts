@@ -4,13 +4,13 @@
 // and coalescing counters.
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
-import { request as httpsRequest } from 'node:https';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { CoreV1Api } from '@kubernetes/client-node';
 import { BuiltinCA } from '../../pkg/certificate/builtin.js';
 import { proxyCommonName } from '../../pkg/mesh/identity.js';
 import { acquireCluster } from '../support/cluster.js';
+import { type ClientCert, postHttps } from '../support/https.js';
 import { type KubeController, startKubeController } from '../support/kube-controller.js';
 import { prepareMeshCluster } from '../support/kube-registry-fixture.js';
 import type { JsonLineProcess } from '../support/processes.js';
@@ -65,31 +65,8 @@ describe('observability of a Kubernetes-mode controller', { timeout: 120_000 }, 
     await release?.();
   });
 
-  function https(body: string, client?: { certPem: string; keyPem: string }) {
-    return new Promise<{ status: number; body: string }>((resolve, reject) => {
-      const req = httpsRequest(
-        {
-          host: '127.0.0.1',
-          port: rest,
-          path: '/v3/discovery:clusters',
-          method: 'POST',
-          servername: 'localhost',
-          ca: ca.trustBundlePem,
-          ...(client ? { cert: client.certPem, key: client.keyPem } : {}),
-          agent: false,
-        },
-        (res) => {
-          const chunks: Buffer[] = [];
-          res.on('data', (c: Buffer) => chunks.push(c));
-          res.on('end', () =>
-            resolve({ status: res.statusCode ?? 0, body: Buffer.concat(chunks).toString() }),
-          );
-        },
-      );
-      req.on('error', reject);
-      req.end(body);
-    });
-  }
+  const https = (body: string, client?: ClientCert) =>
+    postHttps({ port: rest, path: '/v3/discovery:clusters', ca: ca.trustBundlePem, body, client });
 
   test('the plain HTTP port refuses REST xDS and names the mTLS port', async () => {
     const res = await fetch(`http://127.0.0.1:${http}/v3/discovery:clusters`, {
