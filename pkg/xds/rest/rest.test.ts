@@ -6,41 +6,15 @@ import { createServer as createHttpServer, type Server } from 'node:http';
 import { request as httpsRequest } from 'node:https';
 import type { AddressInfo } from 'node:net';
 import { after, before, describe, it } from 'node:test';
-import { proxyContext } from '../../catalog/proxies.js';
-import type { MeshView, ProxyContext } from '../../catalog/types.js';
 import type { BuiltinCA } from '../../certificate/builtin.js';
-import { meshGenerators } from '../../envoy/generators.js';
-import { bookstoreMesh, generationContext, proxyFor } from '../../envoy/testing/mesh.js';
-import { type GenerationContext, type ProtoObject, type ProtoValue, TypeUrl } from '../../envoy/types.js';
+import { bookstoreMesh, proxyFor } from '../../envoy/testing/mesh.js';
+import { type ProtoObject, type ProtoValue, TypeUrl } from '../../envoy/types.js';
 import { silentLogger } from '../../logger/logger.js';
-import type { ProxyIdentity } from '../../mesh/identity.js';
 import type { ReceivedResponse } from '../server/test-client.js';
-import { type Fixture, startFixture, TRUST_DOMAIN } from '../server/testing.js';
-import type { ProxyConfigSource } from '../server/types.js';
+import { type Fixture, MeshSource, startFixture, TRUST_DOMAIN } from '../server/testing.js';
 import { RestXds, refusePlainRestXds } from './handler.js';
 import { anyJson } from './proto-json.js';
 import { RestXdsServer } from './server.js';
-
-/** The bookstore mesh behind the real generators; every certificate issued. */
-class MeshSource implements ProxyConfigSource {
-  readonly generators = meshGenerators();
-  private readonly ctx: GenerationContext;
-  readonly prepared: string[] = [];
-  constructor(private readonly mesh: MeshView) {
-    this.ctx = generationContext(mesh);
-  }
-  proxyConnected(): void {}
-  proxyDisconnected(): void {}
-  proxyContext(identity: ProxyIdentity): ProxyContext {
-    return proxyContext(identity, this.mesh);
-  }
-  generationContext(): GenerationContext {
-    return this.ctx;
-  }
-  onPush(): () => void {
-    return () => {};
-  }
-}
 
 interface Reply {
   status: number;

@@ -3,37 +3,12 @@
 // never gets another identity's key.
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { proxyContext } from '../../catalog/proxies.js';
-import type { MeshView, ProxyContext } from '../../catalog/types.js';
-import { meshGenerators } from '../../envoy/generators.js';
 import { crossReferenceProblems, referencesOf } from '../../envoy/testing/crossref.js';
-import { bookstoreMesh, generationContext, proxyFor } from '../../envoy/testing/mesh.js';
+import { bookstoreMesh, proxyFor } from '../../envoy/testing/mesh.js';
 import { resourceProblems } from '../../envoy/testing/roundtrip.js';
-import { type GenerationContext, type Resource, TypeUrl } from '../../envoy/types.js';
-import type { ProxyIdentity } from '../../mesh/identity.js';
+import { type Resource, TypeUrl } from '../../envoy/types.js';
 import type { RawDeltaClient, ReceivedDeltaResponse } from './delta-test-client.js';
-import { type Fixture, startFixture } from './testing.js';
-import type { ProxyConfigSource } from './types.js';
-
-/** The bookstore mesh behind the real generators; every certificate issued. */
-class MeshSource implements ProxyConfigSource {
-  readonly generators = meshGenerators();
-  private readonly ctx: GenerationContext;
-  constructor(private readonly mesh: MeshView) {
-    this.ctx = generationContext(mesh);
-  }
-  proxyConnected(): void {}
-  proxyDisconnected(): void {}
-  proxyContext(identity: ProxyIdentity): ProxyContext {
-    return proxyContext(identity, this.mesh);
-  }
-  generationContext(): GenerationContext {
-    return this.ctx;
-  }
-  onPush(): () => void {
-    return () => {};
-  }
-}
+import { type Fixture, MeshSource, startFixture } from './testing.js';
 
 function typeUrlOf(text: string): TypeUrl {
   const t = Object.values(TypeUrl).find((u) => u === text);

@@ -1,7 +1,10 @@
 import * as grpc from '@grpc/grpc-js';
+import { proxyContext } from '../../catalog/proxies.js';
 import type { MeshView, ProxyContext } from '../../catalog/types.js';
 import { BuiltinCA } from '../../certificate/builtin.js';
 import type { SecretSource } from '../../certificate/types.js';
+import { meshGenerators } from '../../envoy/generators.js';
+import { generationContext } from '../../envoy/testing/mesh.js';
 import {
   type GenerationContext,
   type ProtoObject,
@@ -169,6 +172,30 @@ export class FakeSource implements ProxyConfigSource {
   onPush(streamId: string, push: () => void): () => void {
     this.pushers.set(streamId, push);
     return () => this.pushers.delete(streamId);
+  }
+}
+
+/**
+ * A ProxyConfigSource over a fixed MeshView and the real generators, every
+ * certificate issued: what a proxy of that mesh is served, without the
+ * controller's push machinery.
+ */
+export class MeshSource implements ProxyConfigSource {
+  readonly generators = meshGenerators();
+  private readonly ctx: GenerationContext;
+  constructor(private readonly mesh: MeshView) {
+    this.ctx = generationContext(mesh);
+  }
+  proxyConnected(): void {}
+  proxyDisconnected(): void {}
+  proxyContext(identity: ProxyIdentity): ProxyContext {
+    return proxyContext(identity, this.mesh);
+  }
+  generationContext(): GenerationContext {
+    return this.ctx;
+  }
+  onPush(): () => void {
+    return () => {};
   }
 }
 
