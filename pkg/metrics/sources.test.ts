@@ -9,25 +9,13 @@ import { Coalescer } from '../announcements/coalescer.js';
 import { silentLogger } from '../logger/logger.js';
 import { KubeClient } from '../registry/kube/client.js';
 import { Reflector, type ReflectorOptions } from '../registry/kube/reflector.js';
+import { eventually } from '../registry/kube/testing/eventually.js';
 import { FakeApiServer, type Obj } from '../registry/kube/testing/fake-apiserver.js';
 import { MeshMetrics } from './metrics.js';
 import { seriesValue } from './testing.js';
 
 const logger = silentLogger();
 const PODS = '/api/v1/pods';
-
-async function eventually(check: () => Promise<void> | void, ms = 4000): Promise<void> {
-  const deadline = Date.now() + ms;
-  for (;;) {
-    try {
-      await check();
-      return;
-    } catch (err) {
-      if (Date.now() > deadline) throw err;
-      await sleep(10);
-    }
-  }
-}
 
 describe('skein_announcements_coalesced_total', () => {
   it('counts the announcements folded into a push round already pending', async () => {

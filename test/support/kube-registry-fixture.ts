@@ -5,6 +5,7 @@
 import type { CoreV1Api, KubeConfig } from '@kubernetes/client-node';
 import { silentLogger } from '../../pkg/logger/logger.js';
 import { KubeRegistry } from '../../pkg/registry/kube/registry.js';
+import { eventually as retry } from '../../pkg/registry/kube/testing/eventually.js';
 import type { ProblemReporter } from '../../pkg/registry/registry.js';
 import { applyCrds, createNamespace, createNode } from './kube.js';
 
@@ -35,16 +36,10 @@ export async function eventually(
   check: () => void | Promise<void>,
   ms = 20_000,
 ): Promise<void> {
-  const deadline = Date.now() + ms;
-  for (;;) {
-    try {
-      await check();
-      return;
-    } catch (err) {
-      if (Date.now() > deadline)
-        throw new Error(`${what}: ${err instanceof Error ? err.message : String(err)}`);
-      await new Promise((r) => setTimeout(r, 100));
-    }
+  try {
+    await retry(check, ms, 100);
+  } catch (err) {
+    throw new Error(`${what}: ${err instanceof Error ? err.message : String(err)}`);
   }
 }
 

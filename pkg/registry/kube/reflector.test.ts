@@ -4,6 +4,7 @@ import { silentLogger } from '../../logger/logger.js';
 import { KubeClient } from './client.js';
 import { TokenBucket } from './rate-limiter.js';
 import { type RawObject, Reflector, type ReflectorOptions } from './reflector.js';
+import { eventually } from './testing/eventually.js';
 import { FakeApiServer, metaField, type Obj } from './testing/fake-apiserver.js';
 
 const PODS = '/api/v1/pods';
@@ -37,19 +38,6 @@ function recorder() {
       delete: (key: string) => calls.push(`delete ${key}`),
     },
   };
-}
-
-async function eventually(check: () => void, ms = 4000): Promise<void> {
-  const deadline = Date.now() + ms;
-  for (;;) {
-    try {
-      check();
-      return;
-    } catch (err) {
-      if (Date.now() > deadline) throw err;
-      await new Promise((r) => setTimeout(r, 10));
-    }
-  }
 }
 
 describe('Reflector', () => {

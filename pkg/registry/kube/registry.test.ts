@@ -4,6 +4,7 @@ import { silentLogger } from '../../logger/logger.js';
 import { LABEL_MONITORED_BY } from '../../mesh/constants.js';
 import { ProblemCollector } from '../problems.js';
 import { KubeRegistry, type KubeRegistryOptions, kubeSource } from './registry.js';
+import { eventually } from './testing/eventually.js';
 import { FakeApiServer, type Obj } from './testing/fake-apiserver.js';
 import { INGRESS_PATH, watchedTypes } from './types.js';
 
@@ -57,19 +58,6 @@ const meshConfig = (ns: string, permissive: boolean): Obj => ({
   metadata: { name: 'skein', namespace: ns },
   spec: { traffic: { permissive } },
 });
-
-async function eventually(check: () => void, ms = 4000): Promise<void> {
-  const deadline = Date.now() + ms;
-  for (;;) {
-    try {
-      check();
-      return;
-    } catch (err) {
-      if (Date.now() > deadline) throw err;
-      await new Promise((r) => setTimeout(r, 10));
-    }
-  }
-}
 
 describe('KubeRegistry (against a fake API server)', () => {
   let server: FakeApiServer;
