@@ -23,8 +23,9 @@ import {
 } from '../../pkg/mesh/constants.js';
 import { acquireCluster, type ClusterEndpoint } from '../support/cluster.js';
 import { adsClient, proxyCredentials } from '../support/envoy-like.js';
-import { applyCrds, createNamespace, createNode, createPod } from '../support/kube.js';
+import { createNamespace, createPod } from '../support/kube.js';
 import { KubeMesh } from '../support/kube-mesh.js';
+import { prepareMeshCluster } from '../support/kube-registry-fixture.js';
 
 const distRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 const cli = path.join(distRoot, 'cmd', 'skein', 'main.js');
@@ -103,11 +104,9 @@ describe('skein CLI against the test cluster', { timeout: 180_000 }, () => {
     core = acquired.kubeConfig.makeApiClient(CoreV1Api);
     custom = acquired.kubeConfig.makeApiClient(CustomObjectsApi);
     apps = acquired.kubeConfig.makeApiClient(AppsV1Api);
-    await applyCrds(acquired.kubeConfig);
-    await createNode(core);
+    await prepareMeshCluster(acquired.kubeConfig, core, CP);
     const inMesh = { [LABEL_MONITORED_BY]: MESH };
     await Promise.all([
-      createNamespace(core, CP),
       createNamespace(core, STORE, inMesh),
       createNamespace(core, BUYER, inMesh),
       createNamespace(core, EXTRA),

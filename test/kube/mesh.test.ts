@@ -23,8 +23,9 @@ import { RawAdsClient } from '../../pkg/xds/server/test-client.js';
 import { acquireCluster } from '../support/cluster.js';
 import { adsClient, fetchLikeEnvoy, proxyCredentials } from '../support/envoy-like.js';
 import { validateWithEnvoy } from '../support/envoy-validate.js';
-import { applyCrds, createNamespace, createNode, createPod, markPodRunning } from '../support/kube.js';
+import { createNamespace, createPod, markPodRunning } from '../support/kube.js';
 import { KubeMesh, podAddress, untilCalls } from '../support/kube-mesh.js';
+import { prepareMeshCluster } from '../support/kube-registry-fixture.js';
 import { tally } from '../support/local-mesh.js';
 import { freePorts, type JsonLineProcess, sleep } from '../support/processes.js';
 
@@ -125,11 +126,9 @@ describe('Kubernetes mode end to end: skein-controller --kubeconfig and real gRP
     custom = acquired.kubeConfig.makeApiClient(CustomObjectsApi);
     const names = ['bookstore-v1', 'bookstore-v2', 'bookstore-v1b', 'bookstore-v1c'];
     for (const [i, p] of (await freePorts(names.length)).entries()) ports.set(names[i] ?? '', p);
-    await applyCrds(acquired.kubeConfig);
-    await createNode(core);
+    await prepareMeshCluster(acquired.kubeConfig, core, CP);
     const inMesh = { [LABEL_MONITORED_BY]: MESH };
     await Promise.all([
-      createNamespace(core, CP),
       createNamespace(core, STORE, inMesh),
       createNamespace(core, BUYER, inMesh),
       createNamespace(core, THIEF, inMesh),
