@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { silentLogger } from '../logger/logger.js';
 import { BuiltinCA } from './builtin.js';
-import { WorkloadCertWriter, workloadCertsDir } from './files.js';
+import { readWorkloadCert, WorkloadCertWriter, workloadCertsDir } from './files.js';
 import { CertificateManager } from './manager.js';
 
 const bookstore = { namespace: 'bookstore', serviceAccount: 'bookstore-v1' };
@@ -150,5 +150,37 @@ describe('WorkloadCertWriter', () => {
     const [key, paths] = await written;
     assert.equal(key, 'bookstore/bookstore-v1');
     assert.ok(new X509Certificate(await readFile(paths.certFile)));
+  });
+
+  it('a restarted writer leaves files that already hold the adopted certificate untouched', async () => {
+    const { writer, dir } = setup();
+    writer.start();
+    const paths = await writer.track(bookstore);
+    const before = await stat(paths.certFile);
+    const first = await readFile(paths.certFile, 'utf8');
+    // The next run: a manager that loads from the files, a new writer on the same folder.
+    const manager = new CertificateManager({
+      ca,
+      validityMs: 60 * 60 * 1000,
+      trustDomain: 'cluster.local',
+      logger: silentLogger(),
+      load: (id) => readWorkloadCert(dir, id, ca.trustBundlePem),
+    });
+    const again = new WorkloadCertWriter({ manager, dir, logger: silentLogger() });
+    cleanups.push(
+      () => manager.stop(),
+      () => again.stop(),
+    );
+    again.start();
+    const written = once(again, 'written');
+    assert.deepEqual(await again.track(bookstore), paths);
+    await written;
+    assert.equal(manager.serviceCertificate('bookstore/bookstore-v1')?.certPem, first);
+    const afterStat = await stat(paths.certFile);
+    assert.equal(afterStat.ino, before.ino);
+    assert.equal(afterStat.mtimeMs, before.mtimeMs);
+    // A CA file naming another CA is not read as ours.
+    assert.equal(await readWorkloadCert(dir, bookstore, 'another CA'), undefined);
+    assert.equal(await readWorkloadCert(dir, bookbuyer, ca.trustBundlePem), undefined);
   });
 });

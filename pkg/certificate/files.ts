@@ -1,5 +1,5 @@
 import { EventEmitter } from 'node:events';
-import { mkdir } from 'node:fs/promises';
+import { mkdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Logger } from '../logger/logger.js';
 import { type Identity, identityKey } from '../mesh/identity.js';
@@ -39,6 +39,36 @@ function assertPathSegment(kind: string, value: string): void {
   if (value === '' || value === '.' || value === '..' || /[/\\\0]/.test(value)) {
     throw new Error(`${kind} ${JSON.stringify(value)} cannot name a certificate folder`);
   }
+}
+
+/** The three files of a folder, or undefined when one is missing or unreadable. */
+async function readAll(
+  paths: WorkloadCertPaths,
+): Promise<{ certPem: string; keyPem: string; caPem: string } | undefined> {
+  try {
+    const [certPem, keyPem, caPem] = await Promise.all([
+      readFile(paths.certFile, 'utf8'),
+      readFile(paths.keyFile, 'utf8'),
+      readFile(paths.caFile, 'utf8'),
+    ]);
+    return { certPem, keyPem, caPem };
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * An identity's certificate as a previous run left it in `dir`, when its CA
+ * file names `caPem`: for CertificateManager's `load`, which still checks the
+ * signature, names, key and dates before adopting it.
+ */
+export async function readWorkloadCert(
+  dir: string,
+  identity: Identity,
+  caPem: string,
+): Promise<{ certPem: string; keyPem: string } | undefined> {
+  const files = await readAll(WorkloadCertWriter.pathsFor(dir, identity));
+  return files?.caPem === caPem ? files : undefined;
 }
 
 interface Tracked {
@@ -157,6 +187,22 @@ export class WorkloadCertWriter extends EventEmitter<WorkloadCertWriterEvents> {
     const cert = this.#manager.serviceCertificate(key);
     if (cert === undefined || cert.serialNumber === tracked.writtenSerial) return;
     const { paths } = tracked;
+    // After a restart the files may already hold this certificate (adopted by the manager):
+    // rewriting them would only create 3 new files per identity.
+    if (tracked.writtenSerial === undefined) {
+      const onDisk = await readAll(paths);
+      if (
+        onDisk?.certPem === cert.certPem &&
+        onDisk.keyPem === cert.keyPem &&
+        onDisk.caPem === cert.caPem &&
+        this.#tracked.get(key) === tracked
+      ) {
+        tracked.writtenSerial = cert.serialNumber;
+        tracked.failures = 0;
+        this.emit('written', key, paths, cert.serialNumber);
+        return;
+      }
+    }
     await mkdir(paths.dir, { recursive: true, mode: 0o700 });
     // CA first, so a reader that picks up the new leaf already trusts its issuer; the key is
     // private to this user (0600).

@@ -214,4 +214,67 @@ describe('CertificateManager', () => {
     assert.equal(cert.subjectAltName, 'URI:spiffe://cluster.local/ns/bookstore/sa/bookstore-v1');
     assert.equal(m.list().length, 0);
   });
+
+  it('adopts a certificate from load() on the first ensure instead of issuing, when this CA issued it for the identity', async () => {
+    const earlier = await manager(new ProbeCA(root)).ensure(bookstore);
+    const ca = new ProbeCA(root);
+    const loads: string[] = [];
+    const m = manager(ca, {
+      load: async (id) => {
+        loads.push(`${id.namespace}/${id.serviceAccount}`);
+        return { certPem: earlier.certPem, keyPem: earlier.keyPem };
+      },
+    });
+    const issued: string[] = [];
+    m.on('issued', (key) => issued.push(key));
+    const [a, b] = await Promise.all([m.ensure(bookstore), m.ensure(bookstore)]);
+    assert.equal(a, b);
+    assert.equal(ca.requests.length, 0);
+    assert.deepEqual(loads, ['bookstore/bookstore-v1']);
+    assert.deepEqual(issued, ['bookstore/bookstore-v1']);
+    assert.equal(a.certPem, earlier.certPem);
+    assert.equal(a.keyPem, earlier.keyPem);
+    assert.equal(a.serialNumber, earlier.serialNumber);
+    assert.deepEqual(a.uriSans, earlier.uriSans);
+    assert.equal(a.notAfter.getTime(), earlier.notAfter.getTime());
+    assert.equal(m.serviceCertificate('bookstore/bookstore-v1'), a);
+    // Renewal is scheduled as for an issued certificate.
+    const [info] = m.list();
+    assert.ok(info && info.renewAt.getTime() > Date.now() && info.renewAt < a.notAfter);
+  });
+
+  it('issues instead of adopting what another CA signed, another identity, a wrong key, a due or too long certificate', async () => {
+    const other = await BuiltinCA.create();
+    const good = await manager(new ProbeCA(root)).ensure(bookstore);
+    const foreign = await manager(new ProbeCA(other)).ensure(bookstore);
+    const buyer = await manager(new ProbeCA(root)).ensure(bookbuyer);
+    const shortLived = await manager(new ProbeCA(root), { validityMs: 3000 }).ensure(bookstore);
+    const cases: [
+      string,
+      { certPem: string; keyPem: string } | undefined,
+      Partial<CertificateManagerOptions>,
+    ][] = [
+      ['foreign CA', foreign, {}],
+      ['other identity', buyer, {}],
+      ['key of another certificate', { certPem: good.certPem, keyPem: buyer.keyPem }, {}],
+      ['garbage', { certPem: 'not a certificate', keyPem: good.keyPem }, {}],
+      ['nothing found', undefined, {}],
+      // 75 % of 3 s has passed 10 s later.
+      ['due for renewal', shortLived, { now: () => Date.now() + 10_000 }],
+      ['longer than the configured validity', good, { validityMs: HOUR / 4 }],
+    ];
+    for (const [name, found, opts] of cases) {
+      const ca = new ProbeCA(root);
+      const m = manager(ca, { ...opts, load: async () => found });
+      const cert = await m.ensure(bookstore);
+      assert.equal(ca.requests.length, 1, name);
+      assert.notEqual(cert.serialNumber, found === undefined ? '' : good.serialNumber, name);
+      assert.notEqual(cert.certPem, found?.certPem, name);
+    }
+    // A failing load is the same as nothing found.
+    const ca = new ProbeCA(root);
+    const m = manager(ca, { load: () => Promise.reject(new Error('unreadable')) });
+    await m.ensure(bookstore);
+    assert.equal(ca.requests.length, 1);
+  });
 });

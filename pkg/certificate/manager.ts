@@ -1,3 +1,4 @@
+import { createPrivateKey, X509Certificate } from 'node:crypto';
 import { EventEmitter } from 'node:events';
 import type { Logger } from '../logger/logger.js';
 import {
@@ -26,6 +27,13 @@ export interface CertificateManagerOptions {
   /** First retry delay after a failed renewal (default 1 s), doubling up to `retryMaxMs` (default 1 min). */
   retryInitialMs?: number;
   retryMaxMs?: number;
+  /**
+   * Where an identity's certificate may already be (local mode: the workload
+   * files a previous run wrote). On an identity's first `ensure`, a certificate
+   * found here is adopted instead of issuing one, if this CA signed it for this
+   * identity and it is not yet due for renewal; anything else is ignored.
+   */
+  load?: (identity: Identity) => Promise<{ certPem: string; keyPem: string } | undefined>;
 }
 
 /** What `list()` shows about a managed certificate: never the key. */
@@ -66,6 +74,8 @@ const DEFAULT_RETRY_MAX_MS = 60 * 1000;
 // setTimeout fires immediately for delays above 2^31-1 ms; longer waits re-arm.
 const MAX_TIMER_DELAY_MS = 2 ** 31 - 1;
 const RENEW_FRACTION = 0.75;
+// Issuers backdate notBefore for clock skew (the built-in CA by a minute).
+const CLOCK_SKEW_ALLOWANCE_MS = 5 * 60 * 1000;
 const BATCH_FRACTION = 0.05;
 
 /**
@@ -87,6 +97,8 @@ export class CertificateManager extends EventEmitter<CertificateManagerEvents> i
   #timer: NodeJS.Timeout | undefined;
   #timerAt = Number.POSITIVE_INFINITY;
   #stopped = false;
+  readonly #load: CertificateManagerOptions['load'];
+  #caCert: X509Certificate | undefined;
 
   constructor(opts: CertificateManagerOptions) {
     super();
@@ -99,6 +111,7 @@ export class CertificateManager extends EventEmitter<CertificateManagerEvents> i
     this.#minRenewMarginMs = opts.minRenewMarginMs ?? DEFAULT_MIN_RENEW_MARGIN_MS;
     this.#retryInitialMs = opts.retryInitialMs ?? DEFAULT_RETRY_INITIAL_MS;
     this.#retryMaxMs = opts.retryMaxMs ?? DEFAULT_RETRY_MAX_MS;
+    this.#load = opts.load;
   }
 
   get trustBundlePem(): string {
@@ -140,7 +153,7 @@ export class CertificateManager extends EventEmitter<CertificateManagerEvents> i
       failures: 0,
     };
     this.#entries.set(key, entry);
-    return this.#issue(entry).catch((err: unknown) => {
+    return this.#first(entry).catch((err: unknown) => {
       if (this.#entries.get(key) === entry && entry.cert === undefined) this.#entries.delete(key);
       throw err;
     });
@@ -210,6 +223,80 @@ export class CertificateManager extends EventEmitter<CertificateManagerEvents> i
   stop(): void {
     this.#stopped = true;
     this.#clearTimer();
+  }
+
+  /** An identity's first certificate: adopted from `load` when usable, issued otherwise. */
+  #first(entry: Entry): Promise<IssuedCertificate> {
+    const load = this.#load;
+    if (load === undefined) return this.#issue(entry);
+    const promise = load(entry.identity).then(
+      (found) => {
+        const adopted = found === undefined ? undefined : this.#adopt(entry, found.certPem, found.keyPem);
+        return adopted ?? this.#issue(entry);
+      },
+      () => this.#issue(entry),
+    );
+    entry.inflight = promise;
+    return promise;
+  }
+
+  /**
+   * Takes over a certificate issued earlier (a previous run of this controller),
+   * so a restart does not re-issue every identity's certificate. Only one
+   * this CA signed for exactly this identity, with its key, valid now and not
+   * yet due for renewal; undefined otherwise (the caller issues instead).
+   */
+  #adopt(entry: Entry, certPem: string, keyPem: string): IssuedCertificate | undefined {
+    const trustDomain = this.#trustDomain;
+    let cert: IssuedCertificate;
+    try {
+      this.#caCert ??= new X509Certificate(this.#ca.trustBundlePem);
+      const x = new X509Certificate(certPem);
+      const commonName = serviceIdentityName(entry.identity, trustDomain);
+      const uri = spiffeId(entry.identity, trustDomain);
+      const sans = (x.subjectAltName ?? '').split(', ');
+      if (
+        x.subject !== `CN=${commonName}` ||
+        !sans.includes(`URI:${uri}`) ||
+        !x.checkIssued(this.#caCert) ||
+        !x.verify(this.#caCert.publicKey) ||
+        !x.checkPrivateKey(createPrivateKey(keyPem))
+      )
+        return undefined;
+      cert = {
+        commonName,
+        certPem,
+        keyPem,
+        caPem: this.#ca.trustBundlePem,
+        serialNumber: x.serialNumber.toLowerCase(),
+        notBefore: new Date(x.validFrom),
+        notAfter: new Date(x.validTo),
+        uriSans: sans.filter((n) => n.startsWith('URI:')).map((n) => n.slice(4)),
+        dnsSans: sans.filter((n) => n.startsWith('DNS:')).map((n) => n.slice(4)),
+      };
+    } catch {
+      return undefined;
+    }
+    const now = this.#now();
+    const notBefore = cert.notBefore.getTime();
+    const notAfter = cert.notAfter.getTime();
+    // Renewal is scheduled on the current validity: a certificate that outlives it is not kept.
+    const lifetimeMs = notAfter - notBefore;
+    if (!(notBefore <= now) || lifetimeMs > this.#validityMs + CLOCK_SKEW_ALLOWANCE_MS) return undefined;
+    const renewAt = this.#renewTime(notBefore, lifetimeMs);
+    if (!(renewAt > now)) return undefined;
+    entry.inflight = undefined;
+    if (this.#entries.get(entry.key) !== entry) return cert;
+    entry.cert = cert;
+    this.#version++;
+    entry.certTrustDomain = trustDomain;
+    entry.failures = 0;
+    entry.lifetimeMs = lifetimeMs;
+    entry.renewAt = renewAt;
+    this.#log.debug({ identity: entry.key, serial: cert.serialNumber }, 'adopted service certificate');
+    this.#emitSafely('issued', () => this.emit('issued', entry.key, cert));
+    this.#schedule();
+    return cert;
   }
 
   #issue(entry: Entry): Promise<IssuedCertificate> {

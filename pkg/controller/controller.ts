@@ -6,11 +6,12 @@ import { type ProxyGroup, ProxyRegistry, proxyContext, proxyGroup } from '../cat
 import type { MeshView } from '../catalog/types.js';
 import { buildMeshView, meshConfigOf, policyProblems } from '../catalog/view.js';
 import type { BuiltinCA } from '../certificate/builtin.js';
-import { WorkloadCertWriter, workloadCertsDir } from '../certificate/files.js';
+import { readWorkloadCert, WorkloadCertWriter, workloadCertsDir } from '../certificate/files.js';
 import { CertificateManager } from '../certificate/manager.js';
 import { meshGenerators } from '../envoy/generators.js';
 import { HealthServer } from '../health/server.js';
 import type { Logger } from '../logger/logger.js';
+import type { Identity } from '../mesh/identity.js';
 import { MeshMetrics } from '../metrics/metrics.js';
 import type { KubeClient } from '../registry/kube/client.js';
 import { LocalRegistry } from '../registry/local/registry.js';
@@ -157,11 +158,17 @@ export class Controller {
       logger: log,
       stopping: () => this.stopping,
     });
+    const ca = this.ca;
+    const certsDir = workloadCertsDir(o.stateDir);
     const certs = new CertificateManager({
-      ca: this.ca,
+      ca,
       validityMs: settings.validityMs,
       trustDomain: view.trustDomain,
       logger: log.child({ component: 'certificates' }),
+      // A restart keeps the workload certificates the previous run wrote while they are good.
+      ...(o.localDir || o.workloadFiles
+        ? { load: (id: Identity) => readWorkloadCert(certsDir, id, ca.trustBundlePem) }
+        : {}),
     });
     this.certs = certs;
     const onRotated = (keys: string[]) => {
