@@ -99,4 +99,40 @@ describe('parseManifests', () => {
     );
     assert.match(parseManifests('e.json', '{"a":').problems[0]?.reason ?? '', /^invalid JSON: /);
   });
+
+  it('reads JSON documents in a .yaml file as the YAML parser does, problems and document numbers included', () => {
+    const docs = [
+      {
+        apiVersion: 'v1',
+        kind: 'ServiceAccount',
+        metadata: { name: 'one', labels: { a: 'x # not a comment' } },
+      },
+      { apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'shop' } },
+      { apiVersion: 'v1', kind: 'Pod', metadata: { name: 'bad', namespace: 'shop' }, spec: 7 },
+    ];
+    const json = `---\n${docs.map((d) => JSON.stringify(d, null, 1)).join('\n---\n')}\n---\n`;
+    // The same documents in block style, which only the YAML parser reads.
+    const yaml = `${docs.map((d) => `# doc\n${JSON.stringify(d)}`).join('\n---\n')}\n---\n`;
+    const fast = parseManifests('j.yaml', json);
+    const slow = parseManifests('j.yaml', yaml);
+    assert.deepEqual(fast, slow);
+    assert.deepEqual(
+      fast.objects.map((o) => [o.kind, o.metadata.namespace, o.metadata.name, o.metadata.labels]),
+      [
+        ['ServiceAccount', 'default', 'one', { a: 'x # not a comment' }],
+        ['Namespace', undefined, 'shop', undefined],
+      ],
+    );
+    assert.equal(fast.problems.length, 1);
+    assert.match(fast.problems[0]?.reason ?? '', /^document 3: /);
+    // One YAML document among JSON ones: the whole file goes through the YAML parser.
+    const mixed = parseManifests(
+      'm.yaml',
+      `${JSON.stringify(docs[0])}\n---\nkind: Namespace\napiVersion: v1\nmetadata: {name: shop}\n`,
+    );
+    assert.deepEqual(
+      mixed.objects.map((o) => o.metadata.name),
+      ['one', 'shop'],
+    );
+  });
 });
