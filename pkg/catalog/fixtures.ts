@@ -2,6 +2,7 @@
 // against a MeshView (generators, xDS server). Not used at runtime.
 import { LABEL_MONITORED_BY, LABEL_PROXY_UUID } from '../mesh/constants.js';
 import type {
+  AnyObject,
   EndpointSlice,
   HTTPMatch,
   HTTPRouteGroup,
@@ -144,4 +145,72 @@ export function trafficSplit(
     metadata: { name, namespace: ns },
     spec: { service: apex, backends },
   };
+}
+
+/**
+ * A small mesh `skein` for tests that read a MeshView as a whole (the web
+ * view's graph, /debug/policies). Namespaces shop and buyers; bookstore is a
+ * split apex (v1 90, v2 10) over pods store-1 and store-2 (identity
+ * shop/bookstore), warehouse has pod wh-1 without a proxy UUID; all services
+ * HTTP on 14001. buyers/bookbuyer may GET /buy on bookstore
+ * (shop/buyer-to-store); bookstore may call warehouse on any route
+ * (shop/store-to-warehouse).
+ */
+export function shopMesh(): AnyObject[] {
+  // Fresh per call: a test may change what it is given.
+  const http = [{ name: 'http', port: 14001, appProtocol: 'http' }];
+  return [
+    namespace('shop', 'skein'),
+    namespace('buyers', 'skein'),
+    service('shop', 'bookstore', http),
+    service('shop', 'bookstore-v1', http, { app: 'bookstore', version: 'v1' }),
+    service('shop', 'bookstore-v2', http, { app: 'bookstore', version: 'v2' }),
+    service('shop', 'warehouse', http),
+    pod('shop', 'store-1', {
+      sa: 'bookstore',
+      labels: { app: 'bookstore', version: 'v1' },
+      ip: '10.0.0.2',
+      uuid: 'u-store-1',
+    }),
+    pod('shop', 'store-2', {
+      sa: 'bookstore',
+      labels: { app: 'bookstore', version: 'v2' },
+      ip: '10.0.0.3',
+      uuid: 'u-store-2',
+    }),
+    pod('shop', 'wh-1', { sa: 'warehouse', labels: { app: 'warehouse' }, ip: '10.0.0.4' }),
+    pod('buyers', 'buyer-1', {
+      sa: 'bookbuyer',
+      labels: { app: 'bookbuyer' },
+      ip: '10.0.1.2',
+      uuid: 'u-buyer',
+    }),
+    endpointSlice('shop', 'bookstore', 'bookstore-a', [
+      { ip: '10.0.0.2', pod: 'store-1' },
+      { ip: '10.0.0.3', pod: 'store-2' },
+    ]),
+    endpointSlice('shop', 'bookstore-v1', 'bookstore-v1-a', [{ ip: '10.0.0.2', pod: 'store-1' }]),
+    endpointSlice('shop', 'bookstore-v2', 'bookstore-v2-a', [{ ip: '10.0.0.3', pod: 'store-2' }]),
+    endpointSlice('shop', 'warehouse', 'warehouse-a', [{ ip: '10.0.0.4', pod: 'wh-1' }]),
+    httpRouteGroup('shop', 'store-routes', [{ name: 'buy', pathRegex: '/buy', methods: ['GET'] }]),
+    httpRouteGroup('shop', 'everything', [{ name: 'all', pathRegex: '.*', methods: ['*'] }]),
+    trafficTarget(
+      'shop',
+      'buyer-to-store',
+      sa('bookstore', 'shop'),
+      [sa('bookbuyer', 'buyers')],
+      [{ kind: 'HTTPRouteGroup', name: 'store-routes', matches: ['buy'] }],
+    ),
+    trafficTarget(
+      'shop',
+      'store-to-warehouse',
+      sa('warehouse', 'shop'),
+      [sa('bookstore', 'shop')],
+      [{ kind: 'HTTPRouteGroup', name: 'everything' }],
+    ),
+    trafficSplit('shop', 'split', 'bookstore', [
+      { service: 'bookstore-v1', weight: 90 },
+      { service: 'bookstore-v2', weight: 10 },
+    ]),
+  ];
 }

@@ -1,16 +1,9 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import {
-  httpRouteGroup,
-  namespace,
-  pod,
-  sa,
-  service,
-  trafficSplit,
-  trafficTarget,
-} from '../catalog/fixtures.js';
+import { pod, service, shopMesh } from '../catalog/fixtures.js';
 import { buildMeshView } from '../catalog/view.js';
 import type { ManagedCertificateInfo } from '../certificate/manager.js';
+import { storeOf } from '../envoy/testing/mesh.js';
 import { TypeUrl } from '../envoy/types.js';
 import { HealthServer } from '../health/server.js';
 import type { ProxyIdentity } from '../mesh/identity.js';
@@ -151,33 +144,18 @@ test('buildCerts lists names, SANs, serial and dates, nothing else', () => {
 });
 
 test('buildPolicies: allowed sources per port with the TrafficTarget behind them, routes and split weights', () => {
-  const store = new MeshStore();
-  for (const o of [
-    namespace('shop', 'skein'),
-    service('shop', 'bookstore', [{ name: 'http', port: 14001, appProtocol: 'http' }]),
-    service('shop', 'bookstore-v1', [{ name: 'http', port: 14001, appProtocol: 'http' }]),
-    service('shop', 'bookstore-v2', [{ name: 'http', port: 14001, appProtocol: 'http' }]),
-    pod('shop', 'store-1', { sa: 'bookstore', labels: { app: 'bookstore' }, ip: '10.0.0.2' }),
-    httpRouteGroup('shop', 'store-routes', [{ name: 'buy', pathRegex: '/buy', methods: ['GET'] }]),
-    trafficTarget(
-      'shop',
-      'buyer-to-store',
-      sa('bookstore', 'shop'),
-      [sa('bookbuyer', 'shop')],
-      [{ kind: 'HTTPRouteGroup', name: 'store-routes', matches: ['buy'] }],
-    ),
-    trafficSplit('shop', 'split', 'bookstore', [
-      { service: 'bookstore-v1', weight: 90 },
-      { service: 'bookstore-v2', weight: 10 },
-    ]),
-  ])
-    store.upsert(o);
+  const store = storeOf([
+    ...shopMesh(),
+    // A meshed identity no TrafficTarget names as its destination.
+    service('shop', 'audit', [{ name: 'http', port: 14001, appProtocol: 'http' }]),
+    pod('shop', 'audit-1', { sa: 'auditor', labels: { app: 'audit' }, ip: '10.0.0.9' }),
+  ]);
   const out = buildPolicies(buildMeshView(store, { meshName: 'skein' }));
   assert.equal(out.permissive, false);
   const store1 = out.services.find((s) => s.service === 'shop/bookstore');
   assert.deepEqual(store1?.ports[0]?.rules, [
     {
-      sources: ['shop/bookbuyer'],
+      sources: ['buyers/bookbuyer'],
       http: [{ name: 'buy', pathRegex: '/buy', methods: ['GET'] }],
       origin: 'TrafficTarget shop/buyer-to-store',
     },
@@ -187,7 +165,7 @@ test('buildPolicies: allowed sources per port with the TrafficTarget behind them
     { service: 'shop/bookstore-v2', weight: 10 },
   ]);
   // Not a destination of any TrafficTarget: deny all, shown as no rules.
-  assert.deepEqual(out.services.find((s) => s.service === 'shop/bookstore-v2')?.ports[0]?.rules, []);
+  assert.deepEqual(out.services.find((s) => s.service === 'shop/audit')?.ports[0]?.rules, []);
 });
 
 test('mountDebugRoutes: 404 while disabled (checked per request), JSON when enabled', async () => {

@@ -1,85 +1,15 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import {
-  endpointSlice,
-  httpRouteGroup,
-  meshConfig,
-  namespace,
-  pod,
-  sa,
-  service,
-  trafficSplit,
-  trafficTarget,
-} from '../catalog/fixtures.js';
+import { meshConfig, shopMesh } from '../catalog/fixtures.js';
 import type { DisconnectedProxy } from '../catalog/proxies.js';
 import { buildMeshView } from '../catalog/view.js';
+import { storeOf } from '../envoy/testing/mesh.js';
 import { TypeUrl } from '../envoy/types.js';
 import type { ProxyIdentity } from '../mesh/identity.js';
-import { MeshStore } from '../registry/store.js';
 import type { StreamStatus } from '../xds/server/types.js';
 import { buildGraph, routeSummary } from './graph.js';
 
-const PORT = [{ name: 'http', port: 14001, appProtocol: 'http' }];
-
-function shopStore(): MeshStore {
-  const store = new MeshStore();
-  for (const o of [
-    namespace('shop', 'skein'),
-    namespace('buyers', 'skein'),
-    service('shop', 'bookstore', PORT),
-    service('shop', 'bookstore-v1', PORT, { app: 'bookstore', version: 'v1' }),
-    service('shop', 'bookstore-v2', PORT, { app: 'bookstore', version: 'v2' }),
-    service('shop', 'warehouse', PORT),
-    pod('shop', 'store-1', {
-      sa: 'bookstore',
-      labels: { app: 'bookstore', version: 'v1' },
-      ip: '10.0.0.2',
-      uuid: 'u-store-1',
-    }),
-    pod('shop', 'store-2', {
-      sa: 'bookstore',
-      labels: { app: 'bookstore', version: 'v2' },
-      ip: '10.0.0.3',
-      uuid: 'u-store-2',
-    }),
-    pod('shop', 'wh-1', { sa: 'warehouse', labels: { app: 'warehouse' }, ip: '10.0.0.4' }),
-    pod('buyers', 'buyer-1', {
-      sa: 'bookbuyer',
-      labels: { app: 'bookbuyer' },
-      ip: '10.0.1.2',
-      uuid: 'u-buyer',
-    }),
-    endpointSlice('shop', 'bookstore', 'bookstore-a', [
-      { ip: '10.0.0.2', pod: 'store-1' },
-      { ip: '10.0.0.3', pod: 'store-2' },
-    ]),
-    endpointSlice('shop', 'bookstore-v1', 'bookstore-v1-a', [{ ip: '10.0.0.2', pod: 'store-1' }]),
-    endpointSlice('shop', 'bookstore-v2', 'bookstore-v2-a', [{ ip: '10.0.0.3', pod: 'store-2' }]),
-    endpointSlice('shop', 'warehouse', 'warehouse-a', [{ ip: '10.0.0.4', pod: 'wh-1' }]),
-    httpRouteGroup('shop', 'store-routes', [{ name: 'buy', pathRegex: '/buy', methods: ['GET'] }]),
-    httpRouteGroup('shop', 'everything', [{ name: 'all', pathRegex: '.*', methods: ['*'] }]),
-    trafficTarget(
-      'shop',
-      'buyer-to-store',
-      sa('bookstore', 'shop'),
-      [sa('bookbuyer', 'buyers')],
-      [{ kind: 'HTTPRouteGroup', name: 'store-routes', matches: ['buy'] }],
-    ),
-    trafficTarget(
-      'shop',
-      'store-to-warehouse',
-      sa('warehouse', 'shop'),
-      [sa('bookstore', 'shop')],
-      [{ kind: 'HTTPRouteGroup', name: 'everything' }],
-    ),
-    trafficSplit('shop', 'split', 'bookstore', [
-      { service: 'bookstore-v1', weight: 90 },
-      { service: 'bookstore-v2', weight: 10 },
-    ]),
-  ])
-    store.upsert(o);
-  return store;
-}
+const shopStore = () => storeOf(shopMesh());
 
 function identity(uuid: string, ns: string, serviceAccount: string): ProxyIdentity {
   return {
