@@ -1,5 +1,5 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { listenTcp } from '../net/listen.js';
 
 /** A named readiness condition; `ready()` returns undefined when ready, else why not. */
 export interface ReadinessCheck {
@@ -42,14 +42,7 @@ export class HealthServer {
   }
 
   async listen(port: number, host: string): Promise<number> {
-    await new Promise<void>((resolve, reject) => {
-      this.server.once('error', reject);
-      this.server.listen(port, host, () => {
-        this.server.off('error', reject);
-        resolve();
-      });
-    });
-    return (this.server.address() as AddressInfo).port;
+    return listenTcp(this.server, port, host);
   }
 
   async close(): Promise<void> {

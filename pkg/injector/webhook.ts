@@ -10,6 +10,7 @@ import { createServer, type Server } from 'node:https';
 import type { CertificateAuthority } from '../certificate/types.js';
 import type { Logger } from '../logger/logger.js';
 import { silentLogger } from '../logger/logger.js';
+import { listenTcp } from '../net/listen.js';
 import { InjectionError } from './errors.js';
 import {
   checkPod,
@@ -152,16 +153,7 @@ export class InjectorWebhook {
 
   /** Listens; resolves with the bound port. */
   start(): Promise<number> {
-    return new Promise((resolve, reject) => {
-      this.#server.once('error', reject);
-      this.#server.listen(this.#o.port ?? 0, this.#o.host ?? '0.0.0.0', () => {
-        this.#server.off('error', reject);
-        const address = this.#server.address();
-        if (address === null || typeof address === 'string')
-          reject(new Error('webhook is not on a TCP port'));
-        else resolve(address.port);
-      });
-    });
+    return listenTcp(this.#server, this.#o.port ?? 0, this.#o.host ?? '0.0.0.0');
   }
 
   /** Swaps the serving certificate (rotation); new connections use it. */

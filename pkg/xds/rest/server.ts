@@ -1,5 +1,5 @@
 import { createServer, type Server } from 'node:https';
-import type { AddressInfo } from 'node:net';
+import { listenTcp } from '../../net/listen.js';
 import type { RestXds } from './handler.js';
 
 export interface RestXdsTlsOptions {
@@ -34,17 +34,7 @@ export class RestXdsServer {
 
   /** Listens; returns the bound port (0 = ephemeral). */
   async listen(port: number, host: string): Promise<number> {
-    await new Promise<void>((resolve, reject) => {
-      this.server.once('error', reject);
-      this.server.listen(port, host, () => {
-        this.server.off('error', reject);
-        resolve();
-      });
-    });
-    const address = this.server.address();
-    if (address === null || typeof address === 'string')
-      throw new Error('REST xDS server has no TCP address');
-    return (address satisfies AddressInfo).port;
+    return listenTcp(this.server, port, host);
   }
 
   async close(): Promise<void> {

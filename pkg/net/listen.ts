@@ -1,0 +1,21 @@
+import type { Server } from 'node:net';
+
+/**
+ * Starts `server` listening on host:port and resolves with the bound port
+ * (port 0 = an ephemeral one, which is what tests and the CLI ask for). A bind
+ * failure (EADDRINUSE, EACCES) rejects instead of surfacing as an unhandled
+ * 'error' event; the listener is removed once bound so a later error goes to
+ * whoever owns the server.
+ */
+export async function listenTcp(server: Server, port: number, host: string): Promise<number> {
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(port, host, () => {
+      server.off('error', reject);
+      resolve();
+    });
+  });
+  const address = server.address();
+  if (address === null || typeof address === 'string') throw new Error('server is not on a TCP port');
+  return address.port;
+}
