@@ -8,6 +8,7 @@ import { buildMeshView, meshConfigOf, policyProblems } from '../catalog/view.js'
 import type { BuiltinCA } from '../certificate/builtin.js';
 import { readWorkloadCert, WorkloadCertWriter, workloadCertsDir } from '../certificate/files.js';
 import { CertificateManager } from '../certificate/manager.js';
+import { ServingRenewal } from '../certificate/serving-renewal.js';
 import { meshGenerators } from '../envoy/generators.js';
 import { HealthServer } from '../health/server.js';
 import type { Logger } from '../logger/logger.js';
@@ -203,10 +204,19 @@ export class Controller {
     );
     this.bus.startTicker();
 
-    // Loopback for local clients, plus the Service names the injected bootstrap dials (with SNI).
-    const serverCert = await this.ca.issueServerCert([
-      ...new Set(['localhost', '127.0.0.1', '::1', ...servingNames(o)]),
-    ]);
+    // Loopback for local clients, plus the Service names the injected bootstrap dials (with SNI);
+    // renewed before expiry for the ADS and REST xDS ports without a restart.
+    const adsNames = [...new Set(['localhost', '127.0.0.1', '::1', ...servingNames(o)])];
+    const adsCertRenewal = new ServingRenewal({
+      issue: () => ca.issueServerCert(adsNames),
+      apply: (cert) => {
+        this.ads?.setServingCertificate(cert);
+        this.restXds?.setServingCertificate(cert);
+      },
+      logger: log.child({ component: 'ads-cert' }),
+    });
+    const serverCert = await adsCertRenewal.start();
+    this.stopFns.push(() => adsCertRenewal.stop());
     const source = this.configSource();
     this.ads = new AdsServer({
       source,

@@ -17,8 +17,10 @@ export interface RestXdsTlsOptions {
  */
 export class RestXdsServer {
   private readonly server: Server;
+  private readonly caPem: string;
 
   constructor(rest: RestXds, tls: RestXdsTlsOptions) {
+    this.caPem = tls.caPem;
     this.server = createServer(
       {
         ca: tls.caPem,
@@ -30,6 +32,11 @@ export class RestXdsServer {
       },
       rest.handleMtls,
     );
+  }
+
+  /** Renews the serving certificate; new handshakes present it. */
+  setServingCertificate(cert: { certPem: string; keyPem: string }): void {
+    this.server.setSecureContext({ ca: this.caPem, cert: cert.certPem, key: cert.keyPem });
   }
 
   /** Listens; returns the bound port (0 = ephemeral). */
