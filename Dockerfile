@@ -8,9 +8,12 @@ COPY tsconfig.json ./
 COPY cmd ./cmd
 COPY pkg ./pkg
 COPY test ./test
-RUN npx tsc -p tsconfig.json && npm prune --omit=dev --no-audit --no-fund
+# The web view is bundled at build time (esbuild, a dev dependency) before dev dependencies go.
+RUN npx tsc -p tsconfig.json && node dist/pkg/ui/bundle.js && npm prune --omit=dev --no-audit --no-fund
 
 FROM node:20-slim
+# iptables: the same image is the sidecar injector's init container (chart images.init).
+RUN apt-get update && apt-get install -y --no-install-recommends iptables && rm -rf /var/lib/apt/lists/*
 ENV NODE_ENV=production
 WORKDIR /app
 COPY --from=build /src/package.json ./

@@ -242,7 +242,7 @@ describe('charts/skein with helm against the real API server', () => {
       '--service-name=skein-controller',
       '--ca-secret=skein-ca',
       '--envoy-image=envoyproxy/envoy:v1.31.0',
-      '--init-image=skein/init:0.1.0',
+      '--init-image=skein/controller:0.1.0',
     ])
       assert.ok(args.includes(a), `args include ${a}: ${JSON.stringify(args)}`);
     assert.equal(at(container, 'image'), 'skein/controller:0.1.0');

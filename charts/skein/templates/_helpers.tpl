@@ -30,6 +30,15 @@ skein-ca
 {{ .image.repository }}:{{ $tag }}
 {{- end -}}
 
+{{/* The injected init container's image: images.init, or the controller image (it carries iptables). */}}
+{{- define "skein.initImage" -}}
+{{- if .Values.images.init.repository -}}
+{{ include "skein.image" (dict "image" .Values.images.init "root" .) }}
+{{- else -}}
+{{ include "skein.image" (dict "image" .Values.images.controller "root" .) }}
+{{- end -}}
+{{- end -}}
+
 {{/* Labels on every object. */}}
 {{- define "skein.labels" -}}
 app.kubernetes.io/name: skein
