@@ -1,0 +1,253 @@
+import { randomUUID } from 'node:crypto';
+import * as grpc from '@grpc/grpc-js';
+import { TypeUrl } from '../../envoy/types.js';
+import type { Logger } from '../../logger/logger.js';
+import type { ProxyIdentity } from '../../mesh/identity.js';
+import { type EncodedResource, ResourceInterner } from '../cache/encoded.js';
+import { GenerationCache } from '../cache/generation.js';
+import { AuthenticationError, identityFromNodeId, identityFromPeerCertificate } from './auth.js';
+import { DeltaAdsStream } from './delta-stream.js';
+import { adsServiceDefinition } from './service.js';
+import { ServingCredentials } from './serving-credentials.js';
+import { AdsStream, type StreamTransport } from './stream.js';
+import type { AdsServerOptions, DeltaDiscoveryRequest, DiscoveryRequest, StreamStatus } from './types.js';
+
+type Mode = 'mtls' | 'insecure';
+
+/** What both request kinds carry for authentication: the node of the first request. */
+interface FirstRequest {
+  node?: { id: string };
+}
+
+/** A SotW or Delta stream, as the server tracks it. */
+interface TrackedStream {
+  readonly id: string;
+  status(): StreamStatus | undefined;
+  sentResources(): Map<string, readonly EncodedResource[]>;
+  close(): void;
+}
+
+interface ServedStream<Req> extends TrackedStream {
+  handleRequest(req: Req): void;
+}
+
+/** What the server hands every stream it creates, whichever the protocol. */
+interface StreamBase {
+  id: string;
+  remote: string;
+  transport: StreamTransport;
+  authenticate(first: FirstRequest): ProxyIdentity;
+  onClose(stream: { id: string }): void;
+}
+
+const DEFAULT_MAX_BUFFERED_BYTES = 4 * 1024 * 1024;
+const SHUTDOWN_GRACE_MS = 5_000;
+
+// Detect dead proxies (half-open TCP) so their streams are cleaned up.
+const SERVER_CHANNEL_OPTIONS: grpc.ServerOptions = {
+  'grpc.keepalive_time_ms': 30_000,
+  'grpc.keepalive_timeout_ms': 10_000,
+  'grpc.keepalive_permit_without_calls': 1,
+  'grpc.http2.min_ping_interval_without_data_ms': 10_000,
+};
+
+function bind(server: grpc.Server, address: string, creds: grpc.ServerCredentials): Promise<number> {
+  return new Promise((resolve, reject) => {
+    server.bindAsync(address, creds, (err, port) => (err ? reject(err) : resolve(port)));
+  });
+}
+
+function hostPort(host: string, port: number): string {
+  return host.includes(':') ? `[${host}]:${port}` : `${host}:${port}`;
+}
+
+/**
+ * The Aggregated Discovery Service, SotW and Delta. The main port requires mTLS and
+ * takes the proxy identity from the client certificate; an optional
+ * plaintext port (off by default) takes it from node.id.
+ */
+export class AdsServer {
+  private readonly servers: grpc.Server[] = [];
+  private readonly active = new Map<string, TrackedStream>();
+  private readonly log: Logger;
+  readonly cache: GenerationCache;
+  readonly interner = new ResourceInterner();
+  private started = false;
+  private readonly serving: ServingCredentials;
+
+  constructor(private readonly opts: AdsServerOptions) {
+    this.log = opts.logger.child({ component: 'ads' });
+    this.serving = new ServingCredentials(opts.tls);
+    this.cache = new GenerationCache(
+      this.interner,
+      opts.secretDependentTypes ?? [TypeUrl.Secret],
+      opts.dependencies,
+    );
+  }
+
+  async start(): Promise<{ port: number; insecurePort?: number }> {
+    if (this.started) throw new Error('AdsServer already started');
+    this.started = true;
+    const host = this.opts.host ?? '0.0.0.0';
+    try {
+      // mTLS: a client certificate from our CA is required.
+      const port = await bind(
+        this.createServer('mtls'),
+        hostPort(host, this.opts.port),
+        this.serving.credentials,
+      );
+      const result: { port: number; insecurePort?: number } = { port };
+      if (this.opts.insecurePort !== undefined) {
+        result.insecurePort = await bind(
+          this.createServer('insecure'),
+          hostPort(host, this.opts.insecurePort),
+          grpc.ServerCredentials.createInsecure(),
+        );
+        this.log.warn({ port: result.insecurePort }, 'plaintext ADS port enabled (identity from node.id)');
+      }
+      this.log.info({ port }, 'ADS server listening (mTLS)');
+      return result;
+    } catch (e) {
+      for (const s of this.servers) s.forceShutdown();
+      this.servers.length = 0;
+      throw e;
+    }
+  }
+
+  /** Renews the mTLS port's certificate: new handshakes present it, open streams carry on. */
+  setServingCertificate(cert: { certPem: string; keyPem: string }): void {
+    this.serving.update(cert);
+  }
+
+  /** Ends every stream (proxies reconnect elsewhere or later) and stops listening. */
+  async stop(): Promise<void> {
+    // Refuse new calls first (GOAWAY), then end the open streams so the drain can finish.
+    const drained = Promise.all(
+      this.servers.map(
+        (server) =>
+          new Promise<void>((resolve) => {
+            const timer = setTimeout(() => {
+              server.forceShutdown();
+              resolve();
+            }, SHUTDOWN_GRACE_MS);
+            server.tryShutdown(() => {
+              clearTimeout(timer);
+              resolve();
+            });
+          }),
+      ),
+    );
+    for (const s of [...this.active.values()]) s.close();
+    await drained;
+    this.servers.length = 0;
+  }
+
+  /** Connected streams, for the debug endpoint. */
+  streams(): StreamStatus[] {
+    const out: StreamStatus[] = [];
+    for (const s of this.active.values()) {
+      const st = s.status();
+      if (st !== undefined) out.push(st);
+    }
+    return out;
+  }
+
+  /** Debug view: per type, the encoded resources last sent on one stream; undefined for an unknown stream. */
+  sentResources(streamId: string): ReadonlyMap<string, readonly EncodedResource[]> | undefined {
+    return this.active.get(streamId)?.sentResources();
+  }
+
+  private createServer(mode: Mode): grpc.Server {
+    const server = new grpc.Server(SERVER_CHANNEL_OPTIONS);
+    const options = () => ({
+      source: this.opts.source,
+      cache: this.cache,
+      logger: this.log,
+      controlPlaneId: this.opts.controlPlaneId ?? 'skein',
+      maxBufferedBytes: this.opts.maxBufferedBytes ?? DEFAULT_MAX_BUFFERED_BYTES,
+      ...(this.opts.observer !== undefined ? { observer: this.opts.observer } : {}),
+    });
+    server.addService(adsServiceDefinition, {
+      StreamAggregatedResources: (call: grpc.ServerDuplexStream<DiscoveryRequest, Buffer>) =>
+        this.onCall(call, mode, (base) => new AdsStream({ ...options(), ...base })),
+      DeltaAggregatedResources: (call: grpc.ServerDuplexStream<DeltaDiscoveryRequest, Buffer>) =>
+        this.onCall(call, mode, (base) => new DeltaAdsStream({ ...options(), ...base })),
+    });
+    this.servers.push(server);
+    return server;
+  }
+
+  private onCall<Req extends FirstRequest>(
+    call: grpc.ServerDuplexStream<Req, Buffer>,
+    mode: Mode,
+    create: (base: StreamBase) => ServedStream<Req>,
+  ): void {
+    const id = randomUUID();
+    const remote = call.getPeer();
+    const failCall = (code: grpc.status, details: string): void => {
+      call.emit('error', { code, details });
+    };
+    let authenticate: (first: FirstRequest) => ProxyIdentity;
+    if (mode === 'mtls') {
+      let identity: ProxyIdentity;
+      try {
+        // Identity = verified client certificate; node.id is not trusted here.
+        identity = identityFromPeerCertificate(
+          call.getAuthContext().sslPeerCertificate,
+          this.opts.trustDomain,
+        );
+      } catch (e) {
+        const message = e instanceof AuthenticationError ? e.message : String(e);
+        this.log.warn({ remote }, `refused ADS stream: ${message}`);
+        failCall(grpc.status.UNAUTHENTICATED, message);
+        return;
+      }
+      authenticate = (first) => {
+        const nodeId = first.node?.id;
+        if (nodeId !== undefined && nodeId !== '' && nodeId !== identity.cn)
+          this.log.warn(
+            { remote, cn: identity.cn, nodeId },
+            'node.id differs from the certificate CN; using the CN',
+          );
+        return identity;
+      };
+    } else {
+      authenticate = (first) => identityFromNodeId(first.node?.id, this.opts.trustDomain);
+    }
+
+    let finished = false;
+    const stream = create({
+      id,
+      remote,
+      authenticate,
+      transport: {
+        write: (response, flushed) => (finished ? true : call.write(response, flushed)),
+        fail: (code, message) => {
+          if (finished) return;
+          finished = true;
+          failCall(code, message);
+        },
+      },
+      onClose: (s) => {
+        this.active.delete(s.id);
+        // Ending our side is what lets stop() and the client see the stream done.
+        if (!finished) {
+          finished = true;
+          call.end();
+        }
+      },
+    });
+    this.active.set(id, stream);
+
+    call.on('data', (req: Req) => stream.handleRequest(req));
+    const done = (): void => stream.close();
+    call.on('end', done); // the proxy half-closed
+    call.on('cancelled', done); // the proxy went away
+    call.on('error', (err: unknown) => {
+      if (!finished) this.log.debug({ err, stream: id }, 'ADS stream error');
+      finished = true;
+      done();
+    });
+    call.on('close', done);
+  }
+}
