@@ -10,6 +10,7 @@ import { ServingRenewal } from '../certificate/serving-renewal.js';
 import { CaBundleSync, type KubeWatchClient } from '../injector/ca-bundle.js';
 import { FileSecretWriter } from '../injector/file-secrets.js';
 import { KubeSecretWriter, StoreOrApiNamespaceReader } from '../injector/kube.js';
+import { BootstrapSecretGc, KubeBootstrapSecretApi } from '../injector/secret-gc.js';
 import {
   InjectorWebhook,
   type NamespaceReader,
@@ -17,6 +18,7 @@ import {
   type WebhookObserver,
 } from '../injector/webhook.js';
 import type { Logger } from '../logger/logger.js';
+import { LABEL_PROXY_UUID } from '../mesh/constants.js';
 import type { MeshStore } from '../registry/store.js';
 import type { ControllerOptions } from './options.js';
 
@@ -71,6 +73,7 @@ export class Injection {
     private readonly webhook: InjectorWebhook,
     private readonly renewal: ServingRenewal,
     private readonly caBundle: CaBundleSync | undefined,
+    private readonly secretGc: BootstrapSecretGc | undefined,
   ) {}
 
   /** Listens on --webhook-port; in Kubernetes mode also starts keeping the caBundle current. */
@@ -92,8 +95,24 @@ export class Injection {
     let secrets: SecretWriter;
     let namespaces: NamespaceReader;
     const fromStore = (name: string) => i.store.get('Namespace', name);
+    let secretGc: BootstrapSecretGc | undefined;
     if (i.kube) {
-      secrets = new KubeSecretWriter(i.kube);
+      // Pods' bootstrap Secrets are deleted once no pod carries their proxy UUID (secret-gc.ts).
+      const gc = new BootstrapSecretGc({
+        store: i.store,
+        api: new KubeBootstrapSecretApi(i.kube),
+        logger: log,
+        ...(o.bootstrapOrphanGraceMs !== undefined ? { orphanGraceMs: o.bootstrapOrphanGraceMs } : {}),
+      });
+      secretGc = gc;
+      const writer = new KubeSecretWriter(i.kube);
+      secrets = {
+        create: async (secret) => {
+          await writer.create(secret);
+          const uuid = secret.metadata.labels[LABEL_PROXY_UUID];
+          if (uuid !== undefined) gc.created(secret.metadata.namespace, uuid);
+        },
+      };
       namespaces = new StoreOrApiNamespaceReader(fromStore, i.kube);
     } else {
       // Local mode: manifests are the only namespaces there are.
@@ -122,6 +141,7 @@ export class Injection {
       renewal.stop();
       throw err;
     }
+    secretGc?.start();
     let caBundle: CaBundleSync | undefined;
     if (i.kube) {
       caBundle = new CaBundleSync({
@@ -133,7 +153,7 @@ export class Injection {
       caBundle.start();
     }
     log.info({ port, sans: names }, 'sidecar-injection webhook serving');
-    return new Injection(port, webhook, renewal, caBundle);
+    return new Injection(port, webhook, renewal, caBundle, secretGc);
   }
 
   /** The CA bundle changed (a CA rotation): re-patch the webhook configuration now. */
@@ -145,5 +165,6 @@ export class Injection {
     this.renewal.stop();
     await this.caBundle?.stop();
     await this.webhook.close();
+    await this.secretGc?.stop();
   }
 }

@@ -118,6 +118,15 @@ test('webhook flags: on at 9090 in Kubernetes mode, off in local mode unless giv
   assert.equal(all.caSecret, 'my-ca');
   assert.deepEqual(all.extraSans, ['127.0.0.1', 'skein.example.com', '::1']);
 
+  assert.equal(all.bootstrapOrphanGraceMs, undefined);
+  const grace = parseControllerArgs(['--kubeconfig', 'k', '--bootstrap-orphan-grace', '2s'], {});
+  assert.ok(grace !== 'help');
+  assert.equal(grace.bootstrapOrphanGraceMs, 2000);
+  assert.throws(
+    () => parseControllerArgs(['--kubeconfig', 'k', '--bootstrap-orphan-grace', 'soon']),
+    /--bootstrap-orphan-grace/,
+  );
+
   assert.throws(() => parseControllerArgs(['--local', 'd', '--webhook-port', '70000']), /--webhook-port/);
   assert.throws(() => parseControllerArgs(['--local', 'd', '--extra-san', 'not a name']), /--extra-san/);
   assert.throws(

@@ -47,6 +47,8 @@ export interface ControllerOptions {
   /** Images the webhook injects. */
   envoyImage: string;
   initImage: string;
+  /** How long after admission a bootstrap Secret with no pod is deleted (default 5 min; pkg/injector/secret-gc.ts). */
+  bootstrapOrphanGraceMs?: number;
   /** Kubernetes mode: the Secret in the control-plane namespace holding the CA (ca.crt, ca.key). */
   caSecret: string;
   /** Extra SANs (IP or DNS) for the serving certificates. */
@@ -91,6 +93,9 @@ Flags:
                               and the injected bootstrap (default ${DEFAULT_SERVICE_NAME})
   --envoy-image <image>       Envoy image the webhook injects (default ${DEFAULT_ENVOY_IMAGE})
   --init-image <image>        Traffic-redirection init image the webhook injects (default ${DEFAULT_INIT_IMAGE})
+  --bootstrap-orphan-grace <dur>
+                              Kubernetes mode: delete a bootstrap Secret whose pod never got stored (a later
+                              admission step refused it) this long after admission (default 5m)
   --ca-secret <name>          Kubernetes mode: Secret in the control-plane namespace holding the CA; created
                               when missing, shared by every replica (default ${DEFAULT_CA_SECRET})
   --extra-san <name>          Extra IP or DNS name for the serving certificates (repeatable)
@@ -159,6 +164,14 @@ export function parseControllerArgs(
       throw new UsageError(`--min-push-interval: ${err instanceof Error ? err.message : String(err)}`);
     }
   }
+  let bootstrapOrphanGraceMs: number | undefined;
+  if (v['bootstrap-orphan-grace'] !== undefined) {
+    try {
+      bootstrapOrphanGraceMs = parseDuration(v['bootstrap-orphan-grace']);
+    } catch (err) {
+      throw new UsageError(`--bootstrap-orphan-grace: ${err instanceof Error ? err.message : String(err)}`);
+    }
+  }
   const options: ControllerOptions = {
     ...(v.local !== undefined ? { localDir: v.local } : {}),
     ...(v.kubeconfig !== undefined ? { kubeconfig: v.kubeconfig } : {}),
@@ -182,6 +195,7 @@ export function parseControllerArgs(
   const insecure = port('insecure-ads-port', v['insecure-ads-port']);
   if (insecure !== undefined) options.insecureAdsPort = insecure;
   if (minPushIntervalMs !== undefined) options.minPushIntervalMs = minPushIntervalMs;
+  if (bootstrapOrphanGraceMs !== undefined) options.bootstrapOrphanGraceMs = bootstrapOrphanGraceMs;
   if (v['workload-files']) options.workloadFiles = true;
   const webhookPort = port(
     'webhook-port',
@@ -222,6 +236,7 @@ function parse(argv: string[]) {
       'envoy-image': { type: 'string' },
       'init-image': { type: 'string' },
       'ca-secret': { type: 'string' },
+      'bootstrap-orphan-grace': { type: 'string' },
       'extra-san': { type: 'string', multiple: true },
       debug: { type: 'boolean' },
       'rest-xds-port': { type: 'string' },

@@ -281,7 +281,12 @@ test('mutate: the patch adds the sidecar, init rules, label, volume, and rewrite
   // The Secret: bootstrap, SDS files and credentials; node id is the proxy CN.
   assert.equal(m.secret.metadata.name, `skein-bootstrap-${UUID}`);
   assert.equal(m.secret.metadata.namespace, 'bookstore');
-  assert.equal(m.secret.metadata.labels['skein.dev/proxy-uuid'], UUID);
+  // Labelled so strays can be found with kubectl (and the controller's collector names them by UUID).
+  assert.deepEqual(m.secret.metadata.labels, {
+    'skein.dev/proxy-uuid': UUID,
+    'app.kubernetes.io/managed-by': 'skein',
+    'skein.dev/mesh': 'skein',
+  });
   const data = m.secret.stringData;
   assert.deepEqual(Object.keys(data).sort(), [
     'ads-ca-sds.json',

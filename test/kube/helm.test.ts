@@ -321,6 +321,8 @@ describe('charts/skein with helm against the real API server', () => {
       { verb: 'create', resource: 'events', namespace: other },
       { verb: 'patch', resource: 'events', namespace: other },
       { verb: 'create', resource: 'secrets', namespace: other },
+      // Bootstrap Secrets of deleted pods (pkg/injector/secret-gc.ts): delete by name, never read.
+      { verb: 'delete', resource: 'secrets', namespace: other, name: 'skein-bootstrap-x' },
       { verb: 'get', resource: 'secrets', namespace: ns, name: 'skein-ca' },
       { verb: 'update', resource: 'secrets', namespace: ns, name: 'skein-ca' },
       ...['patch', 'list', 'watch'].map((verb) => ({
@@ -339,7 +341,15 @@ describe('charts/skein with helm against the real API server', () => {
       { verb: 'list', resource: 'secrets', namespace: ns },
       { verb: 'list', resource: 'secrets' },
       { verb: 'get', resource: 'secrets', namespace: ns, name: 'not-the-ca' },
-      { verb: 'delete', resource: 'secrets', namespace: ns, name: 'skein-ca' },
+      { verb: 'get', resource: 'secrets', namespace: other, name: 'skein-bootstrap-x' },
+      ...['list', 'watch', 'patch', 'update', 'deletecollection'].map((verb) => ({
+        verb,
+        resource: 'secrets',
+        namespace: other,
+      })),
+      { verb: 'watch', resource: 'secrets' },
+      { verb: 'patch', resource: 'secrets', namespace: other, name: 'skein-bootstrap-x' },
+      { verb: 'update', resource: 'secrets', namespace: ns, name: 'not-the-ca' },
       { verb: 'list', resource: 'meshconfigs', group: 'config.skein.dev', namespace: other },
       { verb: 'update', resource: 'meshconfigs', group: 'config.skein.dev', namespace: ns },
       { verb: 'create', resource: 'traffictargets', group: 'access.smi-spec.io', namespace: other },

@@ -17,7 +17,7 @@ import { acquireCluster } from '../support/cluster.js';
 import { waitFor } from '../support/kube.js';
 import { type KubeController, startKubeController } from '../support/kube-controller.js';
 import { eventually, prepareMeshCluster } from '../support/kube-registry-fixture.js';
-import { freePorts, type JsonLineProcess } from '../support/processes.js';
+import { freePorts, type JsonLineProcess, sleep } from '../support/processes.js';
 
 const sfx = randomBytes(3).toString('hex');
 const MESH = `inj-${sfx}`;
@@ -113,7 +113,11 @@ describe('sidecar injection through the real admission chain', { timeout: 120_00
       meshName: MESH,
       namespace: CP,
       stateDirPrefix: 'skein-injection-',
-      args: ['--webhook-port', String(webhookPort), '--extra-san', '127.0.0.1'],
+      args: [
+        ...['--webhook-port', String(webhookPort), '--extra-san', '127.0.0.1'],
+        // Short, so the never-stored pod's Secret is collected within the test.
+        ...['--bootstrap-orphan-grace', '2s'],
+      ],
     });
     controller = kubeController.process;
     const ready = kubeController.ready;
@@ -262,6 +266,69 @@ describe('sidecar injection through the real admission chain', { timeout: 120_00
       return true;
     });
     assert.equal(await metric('denied'), denied + 1);
+  });
+
+  /** Names of the bootstrap Secrets in the meshed namespace (the test's kubeconfig may list Secrets). */
+  async function bootstrapSecrets(): Promise<string[]> {
+    const list = await api.request('GET', `/api/v1/namespaces/${MESHED}/secrets`, {
+      query: { labelSelector: 'app.kubernetes.io/managed-by=skein' },
+    });
+    const items = at(list, 'items');
+    return Array.isArray(items) ? items.map((s) => String(at(s, 'metadata', 'name'))).sort() : [];
+  }
+
+  test('deleting an injected pod deletes its bootstrap Secret; deleting a pod without a sidecar deletes nothing', async () => {
+    const injected = await createPod(MESHED, pod('gc-web'));
+    const uuid = String(at(injected, 'metadata', 'labels', 'skein.dev/proxy-uuid'));
+    assert.match(uuid, /^[0-9a-f-]{36}$/);
+    const secretName = `skein-bootstrap-${uuid}`;
+    const secret = await api.request('GET', `/api/v1/namespaces/${MESHED}/secrets/${secretName}`);
+    assert.deepEqual(at(secret, 'metadata', 'labels'), {
+      'skein.dev/proxy-uuid': uuid,
+      'app.kubernetes.io/managed-by': 'skein',
+      'skein.dev/mesh': MESH,
+    });
+    const plain = await createPod(MESHED, pod('gc-plain', { 'skein.dev/sidecar-injection': 'disabled' }));
+    assert.equal(at(plain, 'metadata', 'labels', 'skein.dev/proxy-uuid'), undefined);
+    // Past the orphan grace period: a pod that exists keeps its Secret.
+    await sleep(2500);
+    const before = await bootstrapSecrets();
+    assert.ok(before.includes(secretName), `${secretName} in ${before.join(', ')}`);
+
+    // The plain pod first: the collector handles deletions in order, so once the injected
+    // pod's Secret is gone the plain pod's deletion has been seen too.
+    await api.request('DELETE', `${podsPath(MESHED)}/gc-plain`);
+    await api.request('DELETE', `${podsPath(MESHED)}/gc-web`);
+    await eventually('the bootstrap Secret of the deleted pod is gone', async () => {
+      await assert.rejects(
+        api.request('GET', `/api/v1/namespaces/${MESHED}/secrets/${secretName}`),
+        (err) => err instanceof KubeApiError && err.status === 404,
+      );
+    });
+    assert.deepEqual(
+      await bootstrapSecrets(),
+      before.filter((n) => n !== secretName),
+      'only that Secret was deleted',
+    );
+  });
+
+  test('a Secret whose pod was never stored (admission passed, storage refused it) is deleted after the grace period', async () => {
+    const before = await bootstrapSecrets();
+    // `web` exists already: the webhook injects (and writes a Secret), then the store refuses the name.
+    await assert.rejects(
+      createPod(MESHED, pod('web')),
+      (err) => err instanceof KubeApiError && err.status === 409,
+    );
+    const after = await bootstrapSecrets();
+    const orphans = after.filter((n) => !before.includes(n));
+    assert.equal(orphans.length, 1, `new Secrets: ${orphans.join(', ')}`);
+    await eventually('the orphan is collected', async () => {
+      assert.deepEqual(await bootstrapSecrets(), before);
+    });
+    // The live pod `web` (admitted long before the grace period) still has its Secret.
+    const web = await api.request('GET', `${podsPath(MESHED)}/web`);
+    const uuid = String(at(web, 'metadata', 'labels', 'skein.dev/proxy-uuid'));
+    assert.ok(before.includes(`skein-bootstrap-${uuid}`));
   });
 });
 
