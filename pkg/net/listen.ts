@@ -5,12 +5,19 @@ import type { Server } from 'node:net';
  * (port 0 = an ephemeral one, which is what tests and the CLI ask for). A bind
  * failure (EADDRINUSE, EACCES) rejects instead of surfacing as an unhandled
  * 'error' event; the listener is removed once bound so a later error goes to
- * whoever owns the server.
+ * whoever owns the server. `backlog` (pending connections; Node's default
+ * is 511, the kernel caps it at net.core.somaxconn) matters where thousands
+ * of clients connect at once.
  */
-export async function listenTcp(server: Server, port: number, host: string): Promise<number> {
+export async function listenTcp(
+  server: Server,
+  port: number,
+  host: string,
+  backlog?: number,
+): Promise<number> {
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
-    server.listen(port, host, () => {
+    server.listen({ port, host, ...(backlog !== undefined ? { backlog } : {}) }, () => {
       server.off('error', reject);
       resolve();
     });

@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import type net from 'node:net';
 import * as grpc from '@grpc/grpc-js';
 import { TypeUrl } from '../../envoy/types.js';
 import type { Logger } from '../../logger/logger.js';
@@ -7,6 +8,7 @@ import { type EncodedResource, ResourceInterner } from '../cache/encoded.js';
 import { GenerationCache } from '../cache/generation.js';
 import { AuthenticationError, identityFromNodeId, identityFromPeerCertificate } from './auth.js';
 import { DeltaAdsStream } from './delta-stream.js';
+import { listenWithBacklog } from './listen.js';
 import { adsServiceDefinition } from './service.js';
 import { ServingCredentials } from './serving-credentials.js';
 import { AdsStream, type StreamTransport } from './stream.js';
@@ -49,16 +51,32 @@ const SERVER_CHANNEL_OPTIONS: grpc.ServerOptions = {
   'grpc.keepalive_timeout_ms': 10_000,
   'grpc.keepalive_permit_without_calls': 1,
   'grpc.http2.min_ping_interval_without_data_ms': 10_000,
+  // No channelz consumer in skein: its per-call and per-connection bookkeeping is pure cost when
+  // thousands of proxies reconnect at once.
+  'grpc.enable_channelz': 0,
 };
 
-function bind(server: grpc.Server, address: string, creds: grpc.ServerCredentials): Promise<number> {
-  return new Promise((resolve, reject) => {
-    server.bindAsync(address, creds, (err, port) => (err ? reject(err) : resolve(port)));
-  });
+/** The listening sockets of each server (see listenWithBacklog), closed by closeListeners. */
+const listeners = new WeakMap<grpc.Server, net.Server[]>();
+
+async function bind(
+  server: grpc.Server,
+  address: { host: string; port: number },
+  creds: grpc.ServerCredentials,
+): Promise<number> {
+  const { tcp, port } = await listenWithBacklog(server, address.host, address.port, creds);
+  listeners.set(server, [...(listeners.get(server) ?? []), tcp]);
+  return port;
 }
 
-function hostPort(host: string, port: number): string {
-  return host.includes(':') ? `[${host}]:${port}` : `${host}:${port}`;
+/** Stops accepting connections on a server's ports; its open connections are the server's to end. */
+function closeListeners(server: grpc.Server): void {
+  for (const tcp of listeners.get(server) ?? []) tcp.close();
+  listeners.delete(server);
+}
+
+function hostPort(host: string, port: number): { host: string; port: number } {
+  return { host, port };
 }
 
 /**
@@ -108,7 +126,10 @@ export class AdsServer {
       this.log.info({ port }, 'ADS server listening (mTLS)');
       return result;
     } catch (e) {
-      for (const s of this.servers) s.forceShutdown();
+      for (const s of this.servers) {
+        closeListeners(s);
+        s.forceShutdown();
+      }
       this.servers.length = 0;
       throw e;
     }
@@ -121,6 +142,7 @@ export class AdsServer {
 
   /** Ends every stream (proxies reconnect elsewhere or later) and stops listening. */
   async stop(): Promise<void> {
+    for (const server of this.servers) closeListeners(server);
     // Refuse new calls first (GOAWAY), then end the open streams so the drain can finish.
     const drained = Promise.all(
       this.servers.map(
