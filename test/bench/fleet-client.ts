@@ -47,6 +47,11 @@ export function fleetChannel(opts: FleetClientOptions): grpc.Client {
     'grpc.max_receive_message_length': 64 * 1024 * 1024,
     // The server certificate names localhost too; an IP as TLS server name is deprecated (RFC 6066).
     'grpc.ssl_target_name_override': 'localhost',
+    // Neither is Envoy behaviour, and both cost the shared cores per call and connection:
+    // channelz bookkeeping, and buffering every request for a gRPC-level retry (an xDS client
+    // recovers by opening a new stream, as this one does).
+    'grpc.enable_channelz': 0,
+    'grpc.enable_retries': 0,
   });
 }
 
@@ -126,10 +131,16 @@ export abstract class FleetStreamClient<Req, S> {
   private openStream(): void {
     this.epoch++;
     const epoch = this.epoch;
+    // Wait for a connection instead of failing at once while the controller is down: the
+    // channel reconnects with its own jittered backoff (100 ms growing to 1 s, as configured in
+    // fleetChannel), one TCP/TLS attempt per step as Envoy's ADS retry makes, without also
+    // creating and failing a call per step (which made the fleet burn most of the 2 cores
+    // while the controller restarted).
     const call = this.client.makeBidiStreamRequest(
       this.methodPath,
       (req: Req) => Buffer.from(this.encode(req)),
       (bytes: Buffer) => bytes,
+      new grpc.Metadata({ waitForReady: true }),
     );
     this.call = call;
     call.on('data', (bytes: Buffer) => {
