@@ -14,7 +14,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
-import type { KubeConfig } from '@kubernetes/client-node';
+import { KubeConfig } from '@kubernetes/client-node';
 import { parseAllDocuments } from 'yaml';
 import { applyCrds } from '../../pkg/install/crds.js';
 import {
@@ -74,6 +74,16 @@ function objectPath(o: Obj): string {
     MutatingWebhookConfiguration: [
       '/apis/admissionregistration.k8s.io/v1',
       'mutatingwebhookconfigurations',
+      false,
+    ],
+    ValidatingAdmissionPolicy: [
+      '/apis/admissionregistration.k8s.io/v1',
+      'validatingadmissionpolicies',
+      false,
+    ],
+    ValidatingAdmissionPolicyBinding: [
+      '/apis/admissionregistration.k8s.io/v1',
+      'validatingadmissionpolicybindings',
       false,
     ],
     MeshConfig: ['/apis/config.skein.dev/v1alpha1', 'meshconfigs', true],
@@ -172,6 +182,76 @@ describe('charts/skein with helm against the real API server', () => {
     return at(review, 'status', 'allowed') === true;
   }
 
+  /**
+   * As the controller's ServiceAccount: bootstrap Secrets may be created and deleted anywhere,
+   * any other Secret neither (the admission policy), the CA Secret only in its namespace.
+   */
+  async function secretPolicyHolds(cpNamespace: string, other: string): Promise<void> {
+    const asController = new KubeConfig();
+    asController.loadFromOptions({
+      clusters: kc.clusters,
+      users: [
+        {
+          name: 'impersonated',
+          token: kc.getCurrentUser()?.token ?? '',
+          impersonateUser: `system:serviceaccount:${cpNamespace}:skein-controller`,
+        },
+      ],
+      contexts: [{ name: 'sa', cluster: kc.getCurrentCluster()?.name ?? '', user: 'impersonated' }],
+      currentContext: 'sa',
+    });
+    const sa = new KubeClient({ kubeConfig: asController });
+    const secret = (name: string) => ({ apiVersion: 'v1', kind: 'Secret', metadata: { name } });
+    const victim = `victim-${suffix}`;
+    await client.request('POST', `/api/v1/namespaces/${other}/secrets`, { body: secret(victim) });
+    cleanups.push(() => client.request('DELETE', `/api/v1/namespaces/${other}/secrets/${victim}`));
+    const refusal = async (p: Promise<unknown>): Promise<string> => {
+      try {
+        await p;
+        return 'allowed';
+      } catch (err) {
+        // RBAC refuses with 403; a ValidatingAdmissionPolicy denial is a 422.
+        if (err instanceof KubeApiError && (err.status === 403 || err.status === 422)) return err.message;
+        throw err;
+      }
+    };
+    // The policy is enforced once the API server's policy informer has it (about a second):
+    // probe with a create that is harmless when it still goes through.
+    let probe = 0;
+    await waitFor(
+      'the admission policy to refuse creating another Secret',
+      async () => {
+        const name = `probe-${suffix}-${probe++}`;
+        const outcome = await refusal(
+          sa.request('POST', `/api/v1/namespaces/${other}/secrets`, { body: secret(name) }),
+        );
+        if (outcome !== 'allowed') return true;
+        await client.request('DELETE', `/api/v1/namespaces/${other}/secrets/${name}`);
+        return false;
+      },
+      10_000,
+    );
+    assert.match(
+      await refusal(sa.request('DELETE', `/api/v1/namespaces/${other}/secrets/${victim}`)),
+      /may create and delete only skein-bootstrap-<uuid> Secrets/,
+    );
+    assert.match(
+      await refusal(
+        sa.request('POST', `/api/v1/namespaces/${other}/secrets`, { body: secret('not-bootstrap') }),
+      ),
+      /may create and delete only skein-bootstrap/,
+    );
+    assert.match(
+      await refusal(sa.request('POST', `/api/v1/namespaces/${other}/secrets`, { body: secret('skein-ca') })),
+      /may create and delete only skein-bootstrap/,
+    );
+    const bootstrap = `skein-bootstrap-${suffix}`;
+    await sa.request('POST', `/api/v1/namespaces/${other}/secrets`, { body: secret(bootstrap) });
+    await sa.request('DELETE', `/api/v1/namespaces/${other}/secrets/${bootstrap}`);
+    assert.ok(await gone(`/api/v1/namespaces/${other}/secrets/${bootstrap}`));
+    assert.ok(!(await gone(`/api/v1/namespaces/${other}/secrets/${victim}`)), 'the other Secret survived');
+  }
+
   test('helm lint is clean, also with --strict', async () => {
     for (const args of [
       ['lint', CHART],
@@ -198,6 +278,8 @@ describe('charts/skein with helm against the real API server', () => {
       'RoleBinding/skein-controller',
       'Service/skein-controller',
       'ServiceAccount/skein-controller',
+      'ValidatingAdmissionPolicy/skein-controller-skein-secrets',
+      'ValidatingAdmissionPolicyBinding/skein-controller-skein-secrets',
     ];
     assert.deepEqual(await kinds([]), base);
     assert.deepEqual(
@@ -370,6 +452,10 @@ describe('charts/skein with helm against the real API server', () => {
       [...allowed.map((a) => [JSON.stringify(a), true]), ...denied.map((a) => [JSON.stringify(a), false])],
     );
 
+    // RBAC cannot narrow Secret create/delete by name; the chart's ValidatingAdmissionPolicy
+    // does. Requests made as the controller's ServiceAccount (impersonated, as admin may):
+    await secretPolicyHolds(ns, other);
+
     // waitForController: no kubelet and no deployment controller here, so the test
     // plays the deployment controller and reports the rollout itself.
     const seen: ControllerProgress[] = [];
@@ -407,7 +493,7 @@ describe('charts/skein with helm against the real API server', () => {
 
     // helm uninstall removes every object the release created.
     const manifest = docs(await helmManifest({ ...ctx, release: 'skdef', namespace: ns }));
-    assert.equal(manifest.length, 9);
+    assert.equal(manifest.length, 11);
     assert.equal(await helmUninstall({ ...ctx, release: 'skdef', namespace: ns }), true);
     for (const o of manifest) {
       const p = objectPath(o);
