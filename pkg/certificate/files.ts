@@ -41,6 +41,13 @@ function assertPathSegment(kind: string, value: string): void {
   }
 }
 
+/**
+ * What readWorkloadCert last found per certificate file, until the writer's
+ * first write of that identity consumes it: the writer then need not read the
+ * three files again to see that they already hold the adopted certificate.
+ */
+const foundOnDisk = new Map<string, { certPem: string; keyPem: string; caPem: string }>();
+
 /** The three files of a folder, or undefined when one is missing or unreadable. */
 async function readAll(
   paths: WorkloadCertPaths,
@@ -67,8 +74,11 @@ export async function readWorkloadCert(
   identity: Identity,
   caPem: string,
 ): Promise<{ certPem: string; keyPem: string } | undefined> {
-  const files = await readAll(WorkloadCertWriter.pathsFor(dir, identity));
-  return files?.caPem === caPem ? files : undefined;
+  const paths = WorkloadCertWriter.pathsFor(dir, identity);
+  const files = await readAll(paths);
+  if (files?.caPem !== caPem) return undefined;
+  foundOnDisk.set(paths.certFile, files);
+  return files;
 }
 
 interface Tracked {
@@ -190,7 +200,9 @@ export class WorkloadCertWriter extends EventEmitter<WorkloadCertWriterEvents> {
     // After a restart the files may already hold this certificate (adopted by the manager):
     // rewriting them would only create 3 new files per identity.
     if (tracked.writtenSerial === undefined) {
-      const onDisk = await readAll(paths);
+      const found = foundOnDisk.get(paths.certFile);
+      foundOnDisk.delete(paths.certFile);
+      const onDisk = found ?? (await readAll(paths));
       if (
         onDisk?.certPem === cert.certPem &&
         onDisk.keyPem === cert.keyPem &&
