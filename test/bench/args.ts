@@ -20,6 +20,8 @@ export interface BenchOptions {
   keep: boolean;
   /** Proxies use Delta ADS (DeltaAggregatedResources) instead of SotW. */
   delta?: boolean;
+  /** How long initial convergence and the storm may take before the run goes on without them, in s. */
+  timeoutS: number;
 }
 
 export const BENCH_USAGE = `skein benchmark — a controller and N real mTLS ADS clients on this machine
@@ -40,6 +42,7 @@ Usage: node dist/test/bench/main.js [flags]   (or: make bench BENCH_ARGS="...")
   --skip-tick              skip the idle window around the controller's one-minute resync ticker
   --delta                  proxies speak Delta ADS (DeltaAggregatedResources) instead of SotW
   --keep                   keep the temporary manifests and state directory
+  --timeout-s S            wait at most S s for initial convergence and for the storm (default 120)
   -h, --help
 `;
 
@@ -70,6 +73,7 @@ export function parseBenchArgs(argv: string[]): BenchOptions | 'help' {
       'skip-tick': { type: 'boolean' },
       keep: { type: 'boolean' },
       delta: { type: 'boolean' },
+      'timeout-s': { type: 'string' },
       help: { type: 'boolean', short: 'h' },
     },
   });
@@ -90,6 +94,7 @@ export function parseBenchArgs(argv: string[]): BenchOptions | 'help' {
     skipStorm: v['skip-storm'] ?? false,
     skipTick: v['skip-tick'] ?? false,
     keep: v.keep ?? false,
+    timeoutS: positiveInt('timeout-s', v['timeout-s'], 120),
   };
   if (v.delta) opts.delta = true;
   if (v.json !== undefined) opts.json = v.json;

@@ -14,7 +14,6 @@ import { round } from './stats.js';
 import { writeTopology } from './topology.js';
 
 const MB = 1024 * 1024;
-const CONVERGENCE_TIMEOUT_MS = 120_000;
 
 function progress(text: string): void {
   if (process.env['SKEIN_BENCH_QUIET'] !== '1') process.stderr.write(`[bench] ${text}\n`);
@@ -64,7 +63,7 @@ export async function runBench(o: BenchOptions): Promise<BenchResult> {
     const idleCpuBeforeFleet = controller.cpu() - idleCpu0;
     progress(`${fleet.size} certificates issued in ${Math.round(started2.certMs)} ms; connecting`);
 
-    const initial = await measureInitial(fleet, controller, CONVERGENCE_TIMEOUT_MS);
+    const initial = await measureInitial(fleet, controller, o.timeoutS * 1000);
     if (initial.incomplete > 0) {
       const missing = await fleet.diagnose();
       progress(`${initial.incomplete} proxies incomplete, e.g. ${JSON.stringify(missing.slice(0, 3))}`);
@@ -84,7 +83,7 @@ export async function runBench(o: BenchOptions): Promise<BenchResult> {
     let storm: BenchResult['storm'];
     if (!o.skipStorm) {
       progress('reconnect storm: SIGKILL and restart');
-      const s = await measureStorm(fleet, controller, CONVERGENCE_TIMEOUT_MS);
+      const s = await measureStorm(fleet, controller, o.timeoutS * 1000);
       controller = s.controller;
       storm = s.result;
     }

@@ -22,6 +22,7 @@ export function runSmallBench(extra: Partial<BenchOptions> = {}): Promise<BenchR
     skipStorm: false,
     skipTick: true,
     keep: false,
+    timeoutS: 120,
     ...extra,
   });
 }
