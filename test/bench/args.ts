@@ -1,3 +1,4 @@
+import { availableParallelism } from 'node:os';
 import { parseArgs } from 'node:util';
 
 export interface BenchOptions {
@@ -32,7 +33,7 @@ Usage: node dist/test/bench/main.js [flags]   (or: make bench BENCH_ARGS="...")
   --services S             services, 2+ pods each (default N/2)
   --mode smi|permissive    MeshConfig traffic mode (default smi)
   --changes K              repetitions of each change kind (default 10)
-  --workers W              proxy-fleet processes (default 4)
+  --workers W              proxy-fleet processes (default: one per core)
   --json FILE              also write the results as JSON
   --min-push-interval DUR  passed to the controller (default: its own, 100ms)
   --quiet-ms MS            fleet (and controller CPU) silence that ends a change measurement (default 300)
@@ -88,7 +89,9 @@ export function parseBenchArgs(argv: string[]): BenchOptions | 'help' {
     services,
     mode,
     changes: positiveInt('changes', v.changes, 10),
-    workers: positiveInt('workers', v.workers, 4),
+    // One per core: more processes than cores only duplicate per-process costs (each worker's
+    // decode cache, JIT, GC) on the cores the controller needs.
+    workers: positiveInt('workers', v.workers, availableParallelism()),
     quietMs: positiveInt('quiet-ms', v['quiet-ms'], 300),
     idleMs: positiveInt('idle-ms', v['idle-ms'], 5000),
     skipStorm: v['skip-storm'] ?? false,
