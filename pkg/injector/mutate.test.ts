@@ -3,8 +3,9 @@ import { test } from 'node:test';
 import { parseProxyCommonName } from '../mesh/identity.js';
 import { escapePointerToken, pointer } from './jsonpatch.js';
 import { decide, type MutateOptions, mutate, type NamespaceLike } from './mutate.js';
-import { isJsonObject, type Json, type JsonObject, readPod } from './pod.js';
+import { type Json, type JsonObject, readPod } from './pod.js';
 import { applyPatch } from './testing/apply-patch.js';
+import { get, named } from './testing/json-path.js';
 
 const MESH = { meshName: 'skein', controlPlaneNamespace: 'skein-system' };
 const UUID = '6c1e2b8a-4f0d-4d9e-8a51-0f3b2c7d9e11';
@@ -69,29 +70,6 @@ const options: MutateOptions = {
   proxyUuid: UUID,
   certificate: { certPem: 'CERT', keyPem: 'KEY', caPem: 'CA' },
 };
-
-function get(v: Json | undefined, ...path: (string | number)[]): Json {
-  let cur = v;
-  for (const step of path) {
-    cur =
-      typeof step === 'number'
-        ? Array.isArray(cur)
-          ? cur[step]
-          : undefined
-        : isJsonObject(cur)
-          ? cur[step]
-          : undefined;
-    assert.notEqual(cur, undefined, `missing ${path.join('.')} at ${step}`);
-  }
-  return cur ?? null;
-}
-
-function named(list: Json, name: string): JsonObject {
-  assert.ok(Array.isArray(list));
-  const found = list.find((x) => isJsonObject(x) && x['name'] === name);
-  assert.ok(isJsonObject(found), `no ${name}`);
-  return found;
-}
 
 test('decide: labelled namespace, annotation on namespace or pod (pod wins), system namespaces, hostNetwork', () => {
   const pod = (annotations: Record<string, string> = {}, spec: JsonObject = {}) =>

@@ -8,6 +8,7 @@ import type { JsonPatchOperation } from './jsonpatch.js';
 import type { NamespaceLike, SecretManifest } from './mutate.js';
 import { isJsonObject, type Json, type JsonObject } from './pod.js';
 import { applyPatch } from './testing/apply-patch.js';
+import { get } from './testing/json-path.js';
 import { type AdmissionResult, InjectorWebhook, MUTATE_PATH, type SecretWriter } from './webhook.js';
 
 const UUIDS = [
@@ -184,22 +185,6 @@ function decodePatch(answer: Answer): JsonPatchOperation[] {
     assert.equal(op['op'], 'remove');
     return { op: 'remove', path: op['path'] };
   });
-}
-
-function get(v: Json | undefined, ...path: (string | number)[]): Json {
-  let cur = v;
-  for (const step of path) {
-    cur =
-      typeof step === 'number'
-        ? Array.isArray(cur)
-          ? cur[step]
-          : undefined
-        : isJsonObject(cur)
-          ? cur[step]
-          : undefined;
-    assert.notEqual(cur, undefined, `missing ${path.join('.')} at ${step}`);
-  }
-  return cur ?? null;
 }
 
 test('AdmissionReview in, JSON Patch out: the patched pod has the sidecar; its Secret holds a CA-signed proxy cert', async () => {
