@@ -44,5 +44,11 @@ export const ANNOTATION_OUTBOUND_PORT_EXCLUSIONS = 'skein.dev/outbound-port-excl
 export const ANNOTATION_INBOUND_PORT_EXCLUSIONS = 'skein.dev/inbound-port-exclusion-list';
 export const ANNOTATION_OUTBOUND_IP_RANGE_EXCLUSIONS = 'skein.dev/outbound-ip-range-exclusion-list';
 
+/**
+ * Per-pod Envoy image, overriding the webhook's --envoy-image (Istio's
+ * `sidecar.istio.io/proxyImage`): canary an Envoy upgrade on a few pods.
+ */
+export const ANNOTATION_ENVOY_IMAGE = 'skein.dev/envoy-image';
+
 /** Namespaces never injected, whatever their labels say. */
 export const SYSTEM_NAMESPACES: readonly string[] = ['kube-system', 'kube-public', 'kube-node-lease'];

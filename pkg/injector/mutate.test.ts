@@ -322,6 +322,19 @@ test('mutate: invalid annotations and unresolvable probe ports are InjectionErro
   });
 });
 
+test('mutate: skein.dev/envoy-image picks the pod\'s Envoy image; a malformed one is an InjectionError', () => {
+  const canary = podJson({ annotations: { 'skein.dev/envoy-image': 'envoyproxy/envoy:v1.36.2' } });
+  const patched = applyPatch(canary, mutate(readPod(canary), options).patch);
+  const containers = get(patched, 'spec', 'containers');
+  assert.ok(Array.isArray(containers));
+  assert.equal(named(containers, 'envoy')['image'], 'envoyproxy/envoy:v1.36.2');
+  const bad = podJson({ annotations: { 'skein.dev/envoy-image': 'envoy proxy' } });
+  assert.throws(() => mutate(readPod(bad), options), {
+    name: 'InjectionError',
+    message: /annotation skein.dev\/envoy-image on pod .* is "envoy proxy", not an image reference/,
+  });
+});
+
 test('readPod rejects what is not a pod, clearly', () => {
   assert.throws(() => readPod('nope'), /not a Pod object/);
   assert.throws(() => readPod({ kind: 'Service', metadata: {}, spec: {} }), /is a Service, not a Pod/);

@@ -14,6 +14,7 @@ import {
 import { proxyCommonName } from '../mesh/identity.js';
 import { adsSdsFiles, controllerAddress, envoyBootstrap } from './bootstrap.js';
 import {
+  ANNOTATION_ENVOY_IMAGE,
   BOOTSTRAP_MOUNT_PATH,
   BOOTSTRAP_VOLUME_NAME,
   bootstrapSecretName,
@@ -144,14 +145,29 @@ export function sidecarCommonName(pod: PodInfo, proxyUuid: string, trustDomain: 
 export function checkPod(pod: PodInfo): void {
   parseExclusions(pod.annotations);
   planProbes(pod);
+  envoyImageOf(pod, '');
   if (pod.volumeNames.includes(BOOTSTRAP_VOLUME_NAME))
     throw new InjectionError(`pod already has a volume named ${BOOTSTRAP_VOLUME_NAME}`);
 }
 
-function envoyContainer(o: MutateOptions): JsonObject {
+// An OCI image reference, loosely: what a container runtime would accept, so a typo fails admission.
+const IMAGE_REFERENCE = /^[a-z0-9]([a-z0-9._\/:-]*[a-z0-9])?(@sha256:[a-f0-9]{64})?$/i;
+
+/** The pod's Envoy image: its annotation, else the webhook's default. Throws InjectionError. */
+export function envoyImageOf(pod: PodInfo, fallback: string): string {
+  const image = pod.annotations[ANNOTATION_ENVOY_IMAGE];
+  if (image === undefined) return fallback;
+  if (!IMAGE_REFERENCE.test(image) || image.length > 512)
+    throw new InjectionError(
+      `annotation ${ANNOTATION_ENVOY_IMAGE} on pod ${pod.name} is ${JSON.stringify(image)}, not an image reference`,
+    );
+  return image;
+}
+
+function envoyContainer(pod: PodInfo, o: MutateOptions): JsonObject {
   const c: JsonObject = {
     name: ENVOY_CONTAINER_NAME,
-    image: o.images.envoy,
+    image: envoyImageOf(pod, o.images.envoy),
     imagePullPolicy: 'IfNotPresent',
     command: ['envoy'],
     args: [
@@ -260,7 +276,7 @@ export function mutate(pod: PodInfo, o: MutateOptions): Mutation {
     append(['spec', 'volumes'], pod.hasVolumes, { name: BOOTSTRAP_VOLUME_NAME, secret: { secretName } }),
     // Last, so earlier init containers keep a network without interception (no proxy runs yet).
     append(['spec', 'initContainers'], pod.hasInitContainers, initContainer(o, iptablesRules)),
-    append(['spec', 'containers'], true, envoyContainer(o)),
+    append(['spec', 'containers'], true, envoyContainer(pod, o)),
     ...probes.rewrites.map(
       (r): JsonPatchOperation => ({
         op: 'replace',
