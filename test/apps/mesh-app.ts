@@ -1,0 +1,255 @@
+// A plain (mesh-unaware) application for the sidecar tests: it knows nothing
+// about xDS or certificates and talks plaintext; the pod's Envoy sidecar, with
+// the init container's iptables rules, does everything mesh-related.
+//
+//   mesh-app serve --name bookstore-v1 [--http 8080] [--grpc 9090] [--tcp 7070]
+//   mesh-app client
+//
+// serve: HTTP answers every path with JSON {pod, method, path} (200), `/ready`
+// and `/live` with "ok"; gRPC answers /skein.test.Echo/Who (and any path) with
+// the pod name; TCP answers each line `x` with `<pod>:x`.
+//
+// client: reads one JSON command per stdin line and writes one JSON result per
+// stdout line, so a test drives many calls through one process (and so one
+// pod) without paying a process start per call:
+//   {"id":1,"kind":"http","url":"http://bookstore:8080/books","count":20,"method":"GET","headers":{}}
+//   {"id":2,"kind":"grpc","target":"bookstore:9090","count":5}
+//   {"id":3,"kind":"tcp","host":"bookstore","port":7070,"count":5}
+//   {"id":4,"kind":"load-start","call":{one of the above without id/count},"intervalMs":20}
+//   {"id":5,"kind":"load-report"}   counts since the previous report, per outcome
+//   {"id":6,"kind":"load-stop"}
+// Each call's outcome is a string: `<status> <pod>` for HTTP (`200 bookstore-v1`),
+// `OK <pod>` or the gRPC status name, `ok <pod>` or the socket error for TCP.
+import { createServer as createHttpServer, request } from 'node:http';
+import { connect, createServer as createTcpServer } from 'node:net';
+import { createInterface } from 'node:readline';
+import { parseArgs } from 'node:util';
+import * as grpc from '@grpc/grpc-js';
+
+const WHO_METHOD = '/skein.test.Echo/Who';
+const raw = (b: Buffer) => b;
+const echoService = {
+  Who: {
+    path: WHO_METHOD,
+    requestStream: false,
+    responseStream: false,
+    requestSerialize: raw,
+    requestDeserialize: raw,
+    responseSerialize: raw,
+    responseDeserialize: raw,
+  },
+};
+
+const { values, positionals } = parseArgs({
+  allowPositionals: true,
+  options: {
+    name: { type: 'string', default: 'app' },
+    http: { type: 'string' },
+    grpc: { type: 'string' },
+    tcp: { type: 'string' },
+  },
+});
+
+function emit(line: Record<string, unknown>): void {
+  process.stdout.write(`${JSON.stringify(line)}\n`);
+}
+
+async function serve(): Promise<void> {
+  const name = values.name;
+  const listening: Record<string, number> = {};
+  if (values.http) {
+    const port = Number(values.http);
+    const server = createHttpServer((req, res) => {
+      if (req.url === '/ready' || req.url === '/live') {
+        res.end('ok');
+        return;
+      }
+      res.setHeader('content-type', 'application/json');
+      res.end(JSON.stringify({ pod: name, method: req.method, path: req.url }));
+    });
+    await new Promise<void>((resolve) => server.listen(port, '0.0.0.0', resolve));
+    listening['http'] = port;
+  }
+  if (values.grpc) {
+    const server = new grpc.Server();
+    const answer: grpc.handleUnaryCall<Buffer, Buffer> = (_call, callback) =>
+      callback(null, Buffer.from(name));
+    server.addService(echoService, { Who: answer });
+    const port = await new Promise<number>((resolve, reject) =>
+      server.bindAsync(`0.0.0.0:${values.grpc}`, grpc.ServerCredentials.createInsecure(), (err, p) =>
+        err ? reject(err) : resolve(p),
+      ),
+    );
+    listening['grpc'] = port;
+  }
+  if (values.tcp) {
+    const port = Number(values.tcp);
+    const server = createTcpServer((socket) => {
+      createInterface({ input: socket }).on('line', (line) => socket.write(`${name}:${line}\n`));
+      socket.on('error', () => socket.destroy());
+    });
+    await new Promise<void>((resolve) => server.listen(port, '0.0.0.0', resolve));
+    listening['tcp'] = port;
+  }
+  emit({ type: 'listening', name, ...listening });
+  process.on('SIGTERM', () => process.exit(0));
+}
+
+interface HttpCall {
+  kind: 'http';
+  url: string;
+  method?: string;
+  headers?: Record<string, string>;
+}
+interface GrpcCall {
+  kind: 'grpc';
+  target: string;
+}
+interface TcpCall {
+  kind: 'tcp';
+  host: string;
+  port: number;
+}
+type Call = HttpCall | GrpcCall | TcpCall;
+
+const CALL_TIMEOUT_MS = 5000;
+
+/** The last body seen per outcome, so a test can show (and assert on) what a 403 said. */
+const lastBody = new Map<string, string>();
+
+function httpCall(c: HttpCall): Promise<string> {
+  return new Promise((resolve) => {
+    const req = request(
+      c.url,
+      { method: c.method ?? 'GET', headers: c.headers ?? {}, timeout: CALL_TIMEOUT_MS, agent: false },
+      (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (d: Buffer) => chunks.push(d));
+        res.on('end', () => {
+          const body = Buffer.concat(chunks).toString();
+          let pod = '';
+          try {
+            const parsed: unknown = JSON.parse(body);
+            if (parsed && typeof parsed === 'object' && 'pod' in parsed) pod = String(parsed.pod);
+          } catch {
+            // Not an app answer (a proxy's local reply): keep the body for the test.
+          }
+          const outcome = pod ? `${res.statusCode} ${pod}` : `${res.statusCode}`;
+          lastBody.set(outcome, body.slice(0, 500));
+          resolve(outcome);
+        });
+      },
+    );
+    req.on('timeout', () => req.destroy(new Error('timeout')));
+    req.on('error', (err: NodeJS.ErrnoException) => resolve(err.code ?? err.message));
+    req.end();
+  });
+}
+
+const grpcClients = new Map<string, grpc.Client>();
+const GenericClient = grpc.makeGenericClientConstructor(echoService, 'Echo');
+
+function grpcCall(c: GrpcCall): Promise<string> {
+  let client = grpcClients.get(c.target);
+  if (!client) {
+    client = new GenericClient(`dns:///${c.target}`, grpc.credentials.createInsecure());
+    grpcClients.set(c.target, client);
+  }
+  const ch = client;
+  return new Promise((resolve) => {
+    ch.makeUnaryRequest(
+      WHO_METHOD,
+      raw,
+      raw,
+      Buffer.alloc(0),
+      new grpc.Metadata(),
+      { deadline: Date.now() + CALL_TIMEOUT_MS },
+      (err, res) => {
+        if (err) resolve(grpc.status[err.code] ?? String(err.code));
+        else resolve(`OK ${res?.toString() ?? ''}`);
+      },
+    );
+  });
+}
+
+function tcpCall(c: TcpCall): Promise<string> {
+  return new Promise((resolve) => {
+    const socket = connect({ host: c.host, port: c.port, timeout: CALL_TIMEOUT_MS });
+    let settled = false;
+    const done = (outcome: string) => {
+      if (settled) return;
+      settled = true;
+      socket.destroy();
+      resolve(outcome);
+    };
+    socket.on('connect', () => socket.write('ping\n'));
+    createInterface({ input: socket }).on('line', (line) => {
+      const m = /^(.*):ping$/.exec(line);
+      done(m ? `ok ${m[1]}` : `bad ${line}`);
+    });
+    socket.on('timeout', () => done('timeout'));
+    socket.on('error', (err: NodeJS.ErrnoException) => done(err.code ?? err.message));
+    socket.on('close', () => done('closed'));
+  });
+}
+
+function call(c: Call): Promise<string> {
+  if (c.kind === 'http') return httpCall(c);
+  if (c.kind === 'grpc') return grpcCall(c);
+  return tcpCall(c);
+}
+
+function count(into: Record<string, number>, outcome: string): void {
+  into[outcome] = (into[outcome] ?? 0) + 1;
+}
+
+interface Load {
+  stopped: boolean;
+  counts: Record<string, number>;
+  done: Promise<void>;
+}
+
+type Command =
+  | ({ id: number; count?: number } & Call)
+  | { id: number; kind: 'load-start'; call: Call; intervalMs?: number }
+  | { id: number; kind: 'load-report' | 'load-stop' };
+
+async function client(): Promise<void> {
+  let load: Load | undefined;
+  const bodies = () => Object.fromEntries(lastBody);
+  for await (const line of createInterface({ input: process.stdin })) {
+    const cmd = JSON.parse(line) as Command;
+    if (cmd.kind === 'load-start') {
+      const l: Load = { stopped: false, counts: {}, done: Promise.resolve() };
+      const what = cmd.call;
+      l.done = (async () => {
+        while (!l.stopped) {
+          count(l.counts, await call(what));
+          await new Promise((r) => setTimeout(r, cmd.intervalMs ?? 20));
+        }
+      })();
+      load = l;
+      emit({ id: cmd.id, started: true });
+    } else if (cmd.kind === 'load-report' || cmd.kind === 'load-stop') {
+      if (load && cmd.kind === 'load-stop') {
+        load.stopped = true;
+        await load.done;
+      }
+      emit({ id: cmd.id, counts: load?.counts ?? {}, bodies: bodies() });
+      if (load) load.counts = {};
+      if (cmd.kind === 'load-stop') load = undefined;
+    } else if (cmd.kind === 'http' || cmd.kind === 'grpc' || cmd.kind === 'tcp') {
+      const counts: Record<string, number> = {};
+      for (let i = 0; i < (cmd.count ?? 1); i++) count(counts, await call(cmd));
+      emit({ id: cmd.id, counts, bodies: bodies() });
+    }
+  }
+}
+
+const mode = positionals[0];
+if (mode === 'serve') await serve();
+else if (mode === 'client') await client();
+else {
+  process.stderr.write('usage: mesh-app serve|client [flags]\n');
+  process.exit(2);
+}

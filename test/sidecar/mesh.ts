@@ -1,0 +1,366 @@
+// The mesh the real-Envoy sidecar tests run: the real test API server, the
+// real skein-controller in Kubernetes mode serving ADS and the injection
+// webhook on the test pod network's node address, pods created through the
+// API server (so injected by the real admission chain) and run from what it
+// stored by the test kubelet (test/support/pod-runner.ts), with real Envoy
+// binaries (test/envoybin, `make envoy-bin`) as the sidecar image.
+import { existsSync } from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { CoreV1Api } from '@kubernetes/client-node';
+import { KubeApiError, KubeClient } from '../../pkg/registry/kube/client.js';
+import { acquireCluster } from '../support/cluster.js';
+import { waitFor } from '../support/kube.js';
+import { type KubeController, startKubeController } from '../support/kube-controller.js';
+import { eventually, prepareMeshCluster } from '../support/kube-registry-fixture.js';
+import { PodNetwork, run } from '../support/pod-network.js';
+import { type ImageStore, PodRunner, type RunningPod, until } from '../support/pod-runner.js';
+import { freePorts, type JsonLineProcess } from '../support/processes.js';
+
+const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..', '..');
+const envoyBinDir = path.join(repoRoot, 'test', 'envoybin', 'bin');
+const meshApp = path.join(repoRoot, 'dist', 'test', 'apps', 'mesh-app.js');
+
+/** The Envoy versions the suite runs (test/envoybin/fetch.sh): the oldest supported and the newest. */
+export const ENVOY_OLDEST = '1.36.2';
+export const ENVOY_NEWEST = '1.40.0';
+export const envoyImage = (version: string) => `envoyproxy/envoy:v${version}`;
+export const APP_IMAGE = 'skein-test/mesh-app:dev';
+
+export const SERVICE_CIDR = '10.96.0.0/16';
+
+/** What each image runs here: Envoy images → the fetched binary of that version; the app image → mesh-app. */
+export const testImages: ImageStore = {
+  resolve(image, command) {
+    const envoy = /^envoyproxy\/envoy:v(\d+\.\d+\.\d+)$/.exec(image);
+    const [cmd = '', ...args] = command;
+    if (envoy) {
+      if (cmd !== 'envoy') throw new Error(`${image}: no ${cmd} in the image`);
+      return [path.join(envoyBinDir, `envoy-${envoy[1]}`), ...args];
+    }
+    if (image === APP_IMAGE) {
+      if (cmd !== 'mesh-app') throw new Error(`${image}: no ${cmd} in the image`);
+      return [process.execPath, meshApp, ...args];
+    }
+    // The init image (skein's controller image) runs /bin/sh with iptables: this machine's.
+    return command;
+  },
+};
+
+/** Whether this machine can run the suite, and if not why (a message for `skip`). */
+export async function sidecarSuiteSkipReason(): Promise<string | undefined> {
+  if (process.getuid?.() !== 0) return 'needs root (network namespaces, iptables)';
+  for (const v of [ENVOY_OLDEST, ENVOY_NEWEST])
+    if (!existsSync(path.join(envoyBinDir, `envoy-${v}`))) return `no Envoy ${v}: run make envoy-bin`;
+  for (const tool of ['iptables-restore', 'setpriv', 'ip'])
+    await run('sh', ['-c', `command -v ${tool}`]).catch(() => {
+      throw new Error(`${tool} is missing (make test installs iptables)`);
+    });
+  return undefined;
+}
+
+export interface Service {
+  name: string;
+  selector: Record<string, string>;
+  ports: { name: string; port: number; appProtocol?: string }[];
+}
+
+export interface PodSpec {
+  name: string;
+  serviceAccount: string;
+  labels: Record<string, string>;
+  annotations?: Record<string, string>;
+  /** mesh-app serve flags after --name. */
+  serve: string[];
+}
+
+export const HTTP_PORT = 8080;
+export const GRPC_PORT = 9090;
+export const TCP_PORT = 7070;
+
+export class SidecarMesh {
+  private readonly services = new Map<string, string>();
+  private constructor(
+    readonly api: KubeClient,
+    readonly core: CoreV1Api,
+    readonly network: PodNetwork,
+    readonly runner: PodRunner,
+    readonly controlPlane: string,
+    readonly meshName: string,
+    readonly namespace: string,
+    private controller: KubeController,
+    private readonly controllerArgs: () => Promise<KubeController>,
+    private readonly release: () => Promise<void>,
+  ) {}
+
+  get controllerProcess(): JsonLineProcess {
+    return this.controller.process;
+  }
+
+  /** The controller's Service name as the injected bootstraps address it. */
+  get controllerHost(): string {
+    return `skein-controller.${this.controlPlane}.svc.cluster.local`;
+  }
+
+  static async start(sfx: string): Promise<SidecarMesh> {
+    const cluster = await acquireCluster();
+    const kc = cluster.kubeConfig;
+    const api = new KubeClient({ kubeConfig: kc });
+    const core = kc.makeApiClient(CoreV1Api);
+    const meshName = `sc-${sfx}`;
+    const controlPlane = `skein-system-sc-${sfx}`;
+    const namespace = `shop-${sfx}`;
+    await prepareMeshCluster(kc, core, controlPlane);
+    const network = await PodNetwork.create(SERVICE_CIDR);
+    const gw = network.gatewayIp;
+    const [webhookPort = 0, httpPort = 0] = await freePorts(2);
+    // The node address stands in for the controller's Service IP: ADS on the
+    // port the injected bootstrap names (15128), the webhook for the API server.
+    const startController = () =>
+      startKubeController({
+        kubeconfigPath: cluster.endpoint.kubeconfigPath,
+        meshName,
+        namespace: controlPlane,
+        stateDirPrefix: 'skein-sidecar-',
+        args: [
+          ...['--host', gw, '--ads-port', '15128', '--http-port', String(httpPort)],
+          ...['--webhook-port', String(webhookPort), '--extra-san', gw],
+          ...['--envoy-image', envoyImage(ENVOY_NEWEST), '--min-push-interval', '50ms'],
+        ],
+      });
+    const controller = await startController();
+    let mesh: SidecarMesh | undefined;
+    const hosts = () => mesh?.hostsFile() ?? '';
+    const runner = new PodRunner({ api, core, network, images: testImages, hosts });
+    mesh = new SidecarMesh(
+      api,
+      core,
+      network,
+      runner,
+      controlPlane,
+      meshName,
+      namespace,
+      controller,
+      startController,
+      cluster.release,
+    );
+    await mesh.installWebhook(`https://${gw}:${webhookPort}/mutate-pod-creation`);
+    await api.request('POST', '/api/v1/namespaces', {
+      body: {
+        metadata: {
+          name: namespace,
+          labels: { 'skein.dev/monitored-by': meshName },
+          annotations: { 'skein.dev/sidecar-injection': 'enabled' },
+        },
+      },
+    });
+    await waitFor(`ServiceAccount ${namespace}/default`, () =>
+      api.request('GET', `/api/v1/namespaces/${namespace}/serviceaccounts/default`).then(
+        () => true,
+        () => false,
+      ),
+    );
+    return mesh;
+  }
+
+  private webhookConfigName(): string {
+    return `skein-sidecar-injector-${this.meshName}`;
+  }
+
+  private async installWebhook(url: string): Promise<void> {
+    const path = '/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations';
+    await this.api.request('POST', path, {
+      body: {
+        apiVersion: 'admissionregistration.k8s.io/v1',
+        kind: 'MutatingWebhookConfiguration',
+        metadata: { name: this.webhookConfigName() },
+        webhooks: [
+          {
+            name: 'sidecar-injector.skein.dev',
+            clientConfig: { url },
+            rules: [{ operations: ['CREATE'], apiGroups: [''], apiVersions: ['v1'], resources: ['pods'] }],
+            namespaceSelector: { matchLabels: { 'skein.dev/monitored-by': this.meshName } },
+            sideEffects: 'NoneOnDryRun',
+            admissionReviewVersions: ['v1'],
+            failurePolicy: 'Fail',
+            timeoutSeconds: 10,
+          },
+        ],
+      },
+    });
+    // The controller fills in the caBundle; the API server's webhook cache follows within moments.
+    await eventually(
+      'the API server trusts the webhook',
+      async () => {
+        await this.api.request('POST', `/api/v1/namespaces/${this.controlPlane}/pods`, {
+          body: {
+            metadata: { name: 'probe' },
+            spec: { containers: [{ name: 'c', image: APP_IMAGE }] },
+          },
+          query: { dryRun: 'All' },
+        });
+        const cfg = await this.api.request('GET', `${path}/${this.webhookConfigName()}`);
+        if (!JSON.stringify(cfg).includes('"caBundle"')) throw new Error('no caBundle yet');
+      },
+      30_000,
+    );
+  }
+
+  /** Kube DNS, as /etc/hosts: every Service created here, and the controller at the node address. */
+  hostsFile(): string {
+    const lines = ['127.0.0.1 localhost', `${this.network.gatewayIp} ${this.controllerHost}`];
+    for (const [name, ip] of this.services)
+      lines.push(`${ip} ${name}.${this.namespace}.svc.cluster.local ${name}.${this.namespace}.svc ${name}`);
+    return `${lines.join('\n')}\n`;
+  }
+
+  async createServiceAccount(name: string): Promise<void> {
+    await this.api.request('POST', `/api/v1/namespaces/${this.namespace}/serviceaccounts`, {
+      body: { metadata: { name } },
+    });
+  }
+
+  async createService(s: Service): Promise<string> {
+    const created = await this.api.request('POST', `/api/v1/namespaces/${this.namespace}/services`, {
+      body: {
+        metadata: { name: s.name, labels: { app: s.name } },
+        spec: {
+          selector: s.selector,
+          ports: s.ports.map((p) => ({ ...p, protocol: 'TCP', targetPort: p.port })),
+        },
+      },
+    });
+    const ip = String((created as { spec?: { clusterIP?: string } }).spec?.clusterIP ?? '');
+    this.services.set(s.name, ip);
+    await this.runner.refreshHosts();
+    return ip;
+  }
+
+  /** Creates the Pod through the API server (the webhook injects it), then runs what was stored. */
+  async startPod(p: PodSpec): Promise<RunningPod> {
+    await this.api.request('POST', `/api/v1/namespaces/${this.namespace}/pods`, {
+      body: {
+        metadata: { name: p.name, labels: p.labels, annotations: p.annotations ?? {} },
+        spec: {
+          nodeName: 'test-node',
+          serviceAccountName: p.serviceAccount,
+          // The app as its own, unprivileged user (the sidecar is 1500).
+          securityContext: { runAsUser: 1000, runAsGroup: 1000 },
+          containers: [
+            {
+              name: 'app',
+              image: APP_IMAGE,
+              command: ['mesh-app', 'serve', '--name', p.name, ...p.serve],
+              ports: [{ name: 'http', containerPort: HTTP_PORT }],
+              readinessProbe: { httpGet: { path: '/ready', port: 'http' }, periodSeconds: 1 },
+              livenessProbe: { httpGet: { path: '/live', port: 'http' }, periodSeconds: 2 },
+            },
+          ],
+        },
+      },
+    });
+    return this.runner.run(this.namespace, p.name);
+  }
+
+  async waitReady(pod: RunningPod, ms = 30_000): Promise<void> {
+    await until(
+      `pod ${pod.name} Ready`,
+      async () => {
+        const stored = (await this.api.request('GET', `/api/v1/namespaces/${this.namespace}/pods/${pod.name}`)) as {
+          status?: { conditions?: { type: string; status: string }[] };
+        };
+        return stored.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') === true;
+      },
+      ms,
+    );
+  }
+
+  async deletePod(name: string): Promise<void> {
+    await this.runner.remove(this.namespace, name);
+    await this.api
+      .request('DELETE', `/api/v1/namespaces/${this.namespace}/pods/${name}`, { query: { gracePeriodSeconds: '0' } })
+      .catch((err: unknown) => {
+        if (!(err instanceof KubeApiError && err.status === 404)) throw err;
+      });
+  }
+
+  /** Creates or replaces a namespaced custom object (`apis/<group>/<version>/…/<plural>`). */
+  async apply(group: string, version: string, plural: string, body: Record<string, unknown>, ns = this.namespace) {
+    const name = String((body['metadata'] as { name: string }).name);
+    const base = `/apis/${group}/${version}/namespaces/${ns}/${plural}`;
+    try {
+      const current = (await this.api.request('GET', `${base}/${name}`)) as { metadata: { resourceVersion: string } };
+      const meta = { ...(body['metadata'] as object), resourceVersion: current.metadata.resourceVersion };
+      await this.api.request('PUT', `${base}/${name}`, { body: { ...body, metadata: meta } });
+    } catch (err) {
+      if (!(err instanceof KubeApiError && err.status === 404)) throw err;
+      await this.api.request('POST', base, { body });
+    }
+  }
+
+  async setPermissive(permissive: boolean): Promise<void> {
+    await this.apply(
+      'config.skein.dev',
+      'v1alpha1',
+      'meshconfigs',
+      {
+        apiVersion: 'config.skein.dev/v1alpha1',
+        kind: 'MeshConfig',
+        metadata: { name: 'skein', namespace: this.controlPlane },
+        spec: { traffic: { permissive } },
+      },
+      this.controlPlane,
+    );
+  }
+
+  async stopController(): Promise<void> {
+    await this.controller.stop();
+  }
+
+  async restartController(): Promise<void> {
+    this.controller = await this.controllerArgs();
+  }
+
+  async stop(): Promise<void> {
+    await this.runner.destroy();
+    await this.controller.stop();
+    await this.api
+      .request('DELETE', `/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations/${this.webhookConfigName()}`)
+      .catch(() => undefined);
+    for (const ns of [this.namespace, this.controlPlane])
+      await this.api.request('DELETE', `/api/v1/namespaces/${ns}`).catch(() => undefined);
+    await this.network.destroy();
+    await this.release();
+  }
+}
+
+/** A `mesh-app client` exec'd into a pod's app container: one JSON command in, one result out. */
+export class MeshClient {
+  private nextId = 1;
+  private constructor(private readonly p: JsonLineProcess) {}
+
+  static open(pod: RunningPod): MeshClient {
+    return new MeshClient(pod.exec('app', [process.execPath, meshApp, 'client'], true));
+  }
+
+  async send(cmd: Record<string, unknown>, ms = 60_000): Promise<Outcomes> {
+    const id = this.nextId++;
+    this.p.child.stdin?.write(`${JSON.stringify({ id, ...cmd })}\n`);
+    const line = await this.p.waitFor((l) => l['id'] === id, ms);
+    return { counts: (line['counts'] ?? {}) as Record<string, number>, bodies: (line['bodies'] ?? {}) as Record<string, string> };
+  }
+
+  http(url: string, count = 1, extra: Record<string, unknown> = {}): Promise<Outcomes> {
+    return this.send({ kind: 'http', url, count, ...extra });
+  }
+
+  close(): Promise<void> {
+    this.p.child.stdin?.end();
+    return this.p.stop();
+  }
+}
+
+export interface Outcomes {
+  counts: Record<string, number>;
+  bodies: Record<string, string>;
+}
