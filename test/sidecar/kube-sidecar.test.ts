@@ -11,7 +11,7 @@
 // (1.40.0); bookstore-v2 and bookthief pick the oldest (1.36.2) by annotation,
 // so every scenario crosses both versions.
 import assert from 'node:assert/strict';
-import { randomBytes } from 'node:crypto';
+import { randomBytes, X509Certificate } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
 import type { RunningPod } from '../support/pod-runner.js';
 import {
@@ -37,15 +37,64 @@ const STORE_PORTS = [
   { name: 'tcp-echo', port: TCP_PORT },
 ];
 
-describe('real Envoy sidecars through the real admission chain', { skip, timeout: 240_000 }, () => {
+const SMI_SPECS = ['specs.smi-spec.io', 'v1alpha4'] as const;
+
+/** Outcomes whose key starts with `prefix`, summed. */
+function sum(counts: Record<string, number>, prefix: string): number {
+  return Object.entries(counts).reduce((n, [k, v]) => (k.startsWith(prefix) ? n + v : n), 0);
+}
+
+function total(counts: Record<string, number>): number {
+  return sum(counts, '');
+}
+
+/** Retries `check` (an assertion) every 300 ms until it passes or `ms` ran out. */
+async function eventuallyOk(what: string, check: () => Promise<void>, ms = 30_000): Promise<void> {
+  const deadline = Date.now() + ms;
+  for (;;) {
+    try {
+      await check();
+      return;
+    } catch (err) {
+      if (Date.now() > deadline)
+        throw new Error(`${what}: ${err instanceof Error ? err.message : String(err)}`);
+      await new Promise((r) => setTimeout(r, 300));
+    }
+  }
+}
+
+describe('real Envoy sidecars through the real admission chain', { skip, timeout: 300_000 }, () => {
   let mesh: SidecarMesh;
   const pods = new Map<string, RunningPod>();
   let buyer: MeshClient;
   let thief: MeshClient;
-  const store = () => `http://bookstore.${mesh.namespace}.svc.cluster.local:${HTTP_PORT}`;
+  const host = () => `bookstore.${mesh.namespace}.svc.cluster.local`;
+  const store = () => `http://${host()}:${HTTP_PORT}`;
+  const pod = (n: string): RunningPod => {
+    const p = pods.get(n);
+    assert.ok(p, `pod ${n}`);
+    return p;
+  };
+
+  async function split(v1: number, v2: number): Promise<void> {
+    await mesh.apply('split.smi-spec.io', 'v1alpha4', 'trafficsplits', {
+      apiVersion: 'split.smi-spec.io/v1alpha4',
+      kind: 'TrafficSplit',
+      metadata: { name: 'bookstore-split', namespace: mesh.namespace },
+      spec: {
+        service: 'bookstore',
+        backends: [
+          { service: 'bookstore-v1', weight: v1 },
+          { service: 'bookstore-v2', weight: v2 },
+        ],
+      },
+    });
+  }
 
   before(async () => {
     mesh = await SidecarMesh.start(sfx);
+    // SMI mode, and workload certificates short-lived enough to rotate several times during the run.
+    await mesh.setMeshConfig({ traffic: { permissive: false }, certificate: { validity: '16s' } });
     for (const sa of ['bookstore', 'bookbuyer', 'bookthief']) await mesh.createServiceAccount(sa);
     await mesh.createService({ name: 'bookstore', selector: { app: 'bookstore' }, ports: STORE_PORTS });
     for (const v of ['v1', 'v2'])
@@ -54,9 +103,47 @@ describe('real Envoy sidecars through the real admission chain', { skip, timeout
         selector: { app: 'bookstore', version: v },
         ports: STORE_PORTS,
       });
+    await mesh.apply(...SMI_SPECS, 'httproutegroups', {
+      apiVersion: 'specs.smi-spec.io/v1alpha4',
+      kind: 'HTTPRouteGroup',
+      metadata: { name: 'bookstore-routes', namespace: mesh.namespace },
+      spec: {
+        matches: [
+          { name: 'books', pathRegex: '/books.*', methods: ['GET'] },
+          { name: 'buy', pathRegex: '/buy', methods: ['POST'], headers: { 'x-buyer': 'yes' } },
+          { name: 'who', pathRegex: '/skein\\.test\\.Echo/.*', methods: ['POST'] },
+        ],
+      },
+    });
+    await mesh.apply(...SMI_SPECS, 'tcproutes', {
+      apiVersion: 'specs.smi-spec.io/v1alpha4',
+      kind: 'TCPRoute',
+      metadata: { name: 'echo', namespace: mesh.namespace },
+      spec: { matches: { ports: [TCP_PORT] } },
+    });
+    await mesh.apply('access.smi-spec.io', 'v1alpha3', 'traffictargets', {
+      apiVersion: 'access.smi-spec.io/v1alpha3',
+      kind: 'TrafficTarget',
+      metadata: { name: 'bookbuyer-to-bookstore', namespace: mesh.namespace },
+      spec: {
+        destination: { kind: 'ServiceAccount', name: 'bookstore', namespace: mesh.namespace },
+        sources: [{ kind: 'ServiceAccount', name: 'bookbuyer', namespace: mesh.namespace }],
+        rules: [
+          { kind: 'HTTPRouteGroup', name: 'bookstore-routes', matches: ['books', 'buy', 'who'] },
+          { kind: 'TCPRoute', name: 'echo' },
+        ],
+      },
+    });
+    await split(50, 50);
     const oldest = { 'skein.dev/envoy-image': envoyImage(ENVOY_OLDEST) };
+    const caller = ['--http', String(HTTP_PORT)];
     const specs: PodSpec[] = [
-      { name: 'bookstore-v1', serviceAccount: 'bookstore', labels: { app: 'bookstore', version: 'v1' }, serve: SERVE },
+      {
+        name: 'bookstore-v1',
+        serviceAccount: 'bookstore',
+        labels: { app: 'bookstore', version: 'v1' },
+        serve: SERVE,
+      },
       {
         name: 'bookstore-v2',
         serviceAccount: 'bookstore',
@@ -64,22 +151,17 @@ describe('real Envoy sidecars through the real admission chain', { skip, timeout
         annotations: oldest,
         serve: SERVE,
       },
-      { name: 'bookbuyer', serviceAccount: 'bookbuyer', labels: { app: 'bookbuyer' }, serve: ['--http', String(HTTP_PORT)] },
+      { name: 'bookbuyer', serviceAccount: 'bookbuyer', labels: { app: 'bookbuyer' }, serve: caller },
       {
         name: 'bookthief',
         serviceAccount: 'bookthief',
         labels: { app: 'bookthief' },
         annotations: oldest,
-        serve: ['--http', String(HTTP_PORT)],
+        serve: caller,
       },
     ];
     await Promise.all(specs.map(async (s) => pods.set(s.name, await mesh.startPod(s))));
     await Promise.all([...pods.values()].map((p) => mesh.waitReady(p)));
-    const pod = (n: string) => {
-      const p = pods.get(n);
-      assert.ok(p);
-      return p;
-    };
     buyer = MeshClient.open(pod('bookbuyer'));
     thief = MeshClient.open(pod('bookthief'));
   });
@@ -90,17 +172,197 @@ describe('real Envoy sidecars through the real admission chain', { skip, timeout
     await mesh?.stop();
   });
 
-  test('permissive: HTTP through both sidecars', async () => {
-    await mesh.setPermissive(true);
-    const deadline = Date.now() + 30_000;
-    let last = {};
-    while (Date.now() < deadline) {
-      const r = await buyer.http(`${store()}/books`, 10);
-      last = r;
-      if ((r.counts['200 bookstore-v1'] ?? 0) + (r.counts['200 bookstore-v2'] ?? 0) === 10) break;
-      await new Promise((res) => setTimeout(res, 500));
+  test('the stored pods run the injected sidecar: Envoy versions by image, the app as its own user', async () => {
+    for (const [name, version] of [
+      ['bookstore-v1', ENVOY_NEWEST],
+      ['bookstore-v2', ENVOY_OLDEST],
+    ] as const) {
+      const info = JSON.parse(await pod(name).envoyAdmin('/server_info')) as {
+        version?: string;
+        state?: string;
+      };
+      assert.match(String(info.version), new RegExp(`/${version.replaceAll('.', '\\.')}/`));
+      assert.equal(info.state, 'LIVE');
     }
-    console.log(JSON.stringify(last));
-    console.log(ENVOY_NEWEST);
+    // The proxy as UID 1500 (iptables lets only that UID's traffic out unredirected), the app as 1000.
+    const status = await pod('bookstore-v1').execText('app', ['/bin/sh', '-c', 'id -u']);
+    assert.equal(status.trim(), '1000');
+  });
+
+  test('SMI allow: HTTP, gRPC and TCP through both sidecars; the 50/50 split within ±15 points', async () => {
+    await eventuallyOk('bookbuyer reaches bookstore over HTTP', async () => {
+      const r = await buyer.http(`${store()}/books`, 5);
+      assert.equal(sum(r.counts, '200 '), 5, JSON.stringify(r));
+    });
+    const r = await buyer.http(`${store()}/books/1`, 200);
+    assert.equal(sum(r.counts, '200 '), 200, JSON.stringify(r.counts));
+    // Binomial(200, 0.5): sd ≈ 3.5 points, so ±15 points is over 4 sd.
+    const v1 = (r.counts['200 bookstore-v1'] ?? 0) / 200;
+    assert.ok(v1 >= 0.35 && v1 <= 0.65, `v1 share ${v1} (${JSON.stringify(r.counts)})`);
+    const g = await buyer.send({ kind: 'grpc', target: `${host()}:${GRPC_PORT}`, count: 40 });
+    assert.equal(sum(g.counts, 'OK bookstore-v'), 40, JSON.stringify(g.counts));
+    assert.ok(
+      (g.counts['OK bookstore-v1'] ?? 0) > 0 && (g.counts['OK bookstore-v2'] ?? 0) > 0,
+      JSON.stringify(g.counts),
+    );
+    const t = await buyer.send({ kind: 'tcp', host: host(), port: TCP_PORT, count: 40 });
+    assert.equal(sum(t.counts, 'ok bookstore-v'), 40, JSON.stringify(t.counts));
+    assert.ok(
+      (t.counts['ok bookstore-v1'] ?? 0) > 0 && (t.counts['ok bookstore-v2'] ?? 0) > 0,
+      JSON.stringify(t.counts),
+    );
+  });
+
+  test('SMI deny: an unlisted identity, and routes the HTTPRouteGroup does not match (path, method, header)', async () => {
+    const denied = (r: { counts: Record<string, number> }, n: number) =>
+      assert.equal(r.counts['403'] ?? 0, n, `expected ${n} × 403: ${JSON.stringify(r)}`);
+    const t = await thief.http(`${store()}/books`, 4);
+    denied(t, 4);
+    assert.match(t.bodies['403'] ?? '', /skein/i, 'the 403 says who denied it');
+    denied(await buyer.http(`${store()}/admin`, 2), 2);
+    denied(await buyer.http(`${store()}/books`, 2, { method: 'DELETE' }), 2);
+    denied(await buyer.http(`${store()}/buy`, 2, { method: 'POST' }), 2);
+    const ok = await buyer.http(`${store()}/buy`, 2, { method: 'POST', headers: { 'x-buyer': 'yes' } });
+    assert.equal(sum(ok.counts, '200 '), 2, JSON.stringify(ok));
+    // The denials are counted where they happened: the destination's RBAC filter.
+    const rbac = [
+      ...(await pod('bookstore-v1').envoyStats('rbac')).entries(),
+      ...(await pod('bookstore-v2').envoyStats('rbac')).entries(),
+    ]
+      .filter(([k]) => k.endsWith('rbac.denied'))
+      .reduce((n, [, v]) => n + v, 0);
+    assert.ok(rbac >= 10, `rbac.denied on the bookstores: ${rbac}`);
+    // TCP from an unlisted identity: the connection is closed, no echo.
+    const tt = await thief.send({ kind: 'tcp', host: host(), port: TCP_PORT, count: 3 });
+    assert.equal(sum(tt.counts, 'ok '), 0, JSON.stringify(tt.counts));
+  });
+
+  test('probes reach the app through the ports the webhook rewrote, and report it unready when it stops', async () => {
+    const p = pod('bookbuyer');
+    const app = (
+      p.pod['spec'] as { containers: { name: string; readinessProbe?: unknown; livenessProbe?: unknown }[] }
+    ).containers.find((c) => c.name === 'app');
+    assert.deepEqual((app?.readinessProbe as { httpGet?: unknown })?.httpGet, {
+      path: '/skein-probe/app/readiness',
+      port: 15902,
+      scheme: 'HTTP',
+    });
+    const passed = (kind: string) =>
+      p.probeLog.filter((r) => r.kind === kind && r.ok && /:1590[12]\/skein-probe\/app\//.test(r.target))
+        .length;
+    assert.ok(passed('readiness') > 0 && passed('liveness') > 0, JSON.stringify(p.probeLog.slice(-4)));
+    await p.stopContainer('app');
+    await eventuallyOk('bookbuyer NotReady once its app stopped', async () => {
+      const last = p.probeLog.filter((r) => r.kind === 'readiness').at(-1);
+      assert.equal(last?.ok, false, JSON.stringify(last));
+      assert.equal(last?.detail, 'HTTP 503');
+    });
+    await p.startContainer('app');
+    await mesh.waitReady(p);
+  });
+
+  test('permissive and SMI mode switch at runtime', async () => {
+    await mesh.setPermissive(true);
+    await eventuallyOk('bookthief allowed in permissive mode', async () => {
+      const r = await thief.http(`${store()}/admin`, 4);
+      assert.equal(sum(r.counts, '200 '), 4, JSON.stringify(r));
+    });
+    await mesh.setPermissive(false);
+    await eventuallyOk('bookthief denied again in SMI mode', async () => {
+      const r = await thief.http(`${store()}/books`, 4);
+      assert.equal(r.counts['403'] ?? 0, 4, JSON.stringify(r));
+    });
+  });
+
+  test('workload certificates rotate under load with zero failed requests', async () => {
+    // The service certificate a proxy holds now, as its config dump shows the SDS secret.
+    const serials = async (name: string) => {
+      const dump = JSON.parse(await pod(name).envoyAdmin('/config_dump?resource=dynamic_active_secrets')) as {
+        configs?: {
+          name?: string;
+          secret?: {
+            tls_certificate?: { certificate_chain?: { inline_string?: string; inline_bytes?: string } };
+          };
+        }[];
+      };
+      const own = (dump.configs ?? []).find((c) => c.name?.startsWith('service-cert:'));
+      const chain = own?.secret?.tls_certificate?.certificate_chain;
+      const pem = chain?.inline_string ?? Buffer.from(chain?.inline_bytes ?? '', 'base64').toString();
+      return new X509Certificate(pem).serialNumber;
+    };
+    const serviceCertUpdates = async (name: string) =>
+      [...(await pod(name).envoyStats('sds.service-cert')).entries()]
+        .filter(([k]) => k.endsWith('.update_success'))
+        .reduce((n, [, v]) => n + v, 0);
+    const updates = new Map<string, number>();
+    // bookthief is allowed nowhere and serves nothing: it never asks for its certificate.
+    for (const name of ['bookstore-v1', 'bookstore-v2', 'bookbuyer'])
+      updates.set(name, await serviceCertUpdates(name));
+    const before = { buyer: await serials('bookbuyer'), store: await serials('bookstore-v2') };
+    await buyer.send({ kind: 'load-start', call: { kind: 'http', url: `${store()}/books` }, intervalMs: 10 });
+    await new Promise((r) => setTimeout(r, 20_000));
+    const load = await buyer.send({ kind: 'load-stop' });
+    const afterwards = { buyer: await serials('bookbuyer'), store: await serials('bookstore-v2') };
+    assert.ok(total(load.counts) > 300, JSON.stringify(load.counts));
+    assert.equal(
+      sum(load.counts, '200 '),
+      total(load.counts),
+      `failures under rotation: ${JSON.stringify(load.counts)}`,
+    );
+    // 16 s certificates over 20 s: each proxy holds a new certificate, after at least two
+    // service-certificate updates over SDS.
+    assert.notEqual(afterwards.buyer, before.buyer);
+    assert.notEqual(afterwards.store, before.store);
+    for (const [name, was] of updates) {
+      const now = await serviceCertUpdates(name);
+      assert.ok(now >= was + 2, `${name}: ${was} -> ${now} service-cert SDS updates`);
+    }
+  });
+
+  test('traffic continues while the controller is down; a change made meanwhile applies after it restarts', async () => {
+    await buyer.send({ kind: 'load-start', call: { kind: 'http', url: `${store()}/books` }, intervalMs: 20 });
+    await mesh.stopController();
+    await new Promise((r) => setTimeout(r, 3000));
+    const down = await buyer.send({ kind: 'load-report' });
+    assert.ok(total(down.counts) > 50, JSON.stringify(down.counts));
+    assert.equal(
+      sum(down.counts, '200 '),
+      total(down.counts),
+      `failures with the controller down: ${JSON.stringify(down.counts)}`,
+    );
+    await split(100, 0);
+    await mesh.restartController();
+    await eventuallyOk(
+      'the split change reaches bookbuyer after the restart',
+      async () => {
+        await buyer.send({ kind: 'load-report' });
+        await new Promise((r) => setTimeout(r, 1000));
+        const r = await buyer.send({ kind: 'load-report' });
+        assert.ok(
+          total(r.counts) > 10 && (r.counts['200 bookstore-v1'] ?? 0) === total(r.counts),
+          JSON.stringify(r.counts),
+        );
+      },
+      45_000,
+    );
+    const rest = await buyer.send({ kind: 'load-stop' });
+    assert.equal(sum(rest.counts, '200 '), total(rest.counts), JSON.stringify(rest.counts));
+    await split(50, 50);
+  });
+
+  test('every Envoy: no rejected xDS update of any type, no deprecated feature used, connected', async () => {
+    for (const [name, p] of pods) {
+      const stats = await p.envoyStats();
+      const rejected = [...stats].filter(([k, v]) => k.endsWith('update_rejected') && v !== 0);
+      assert.deepEqual(rejected, [], `${name}: rejected updates`);
+      const types = new Set(
+        [...stats.keys()]
+          .filter((k) => k.endsWith('update_rejected'))
+          .map((k) => k.split('.').slice(0, 2).join('.')),
+      );
+      assert.ok(types.size >= 3, `${name}: update_rejected stats for ${[...types].join(', ')}`);
+      assert.equal(stats.get('runtime.deprecated_feature_use'), 0, `${name}: deprecated features used`);
+      assert.equal(stats.get('control_plane.connected_state'), 1, `${name}: connected to skein`);
+    }
   });
 });

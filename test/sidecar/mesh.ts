@@ -80,6 +80,7 @@ export const TCP_PORT = 7070;
 
 export class SidecarMesh {
   private readonly services = new Map<string, string>();
+  private meshConfig: Record<string, unknown> = {};
   private constructor(
     readonly api: KubeClient,
     readonly core: CoreV1Api,
@@ -266,7 +267,10 @@ export class SidecarMesh {
     await until(
       `pod ${pod.name} Ready`,
       async () => {
-        const stored = (await this.api.request('GET', `/api/v1/namespaces/${this.namespace}/pods/${pod.name}`)) as {
+        const stored = (await this.api.request(
+          'GET',
+          `/api/v1/namespaces/${this.namespace}/pods/${pod.name}`,
+        )) as {
           status?: { conditions?: { type: string; status: string }[] };
         };
         return stored.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') === true;
@@ -278,18 +282,28 @@ export class SidecarMesh {
   async deletePod(name: string): Promise<void> {
     await this.runner.remove(this.namespace, name);
     await this.api
-      .request('DELETE', `/api/v1/namespaces/${this.namespace}/pods/${name}`, { query: { gracePeriodSeconds: '0' } })
+      .request('DELETE', `/api/v1/namespaces/${this.namespace}/pods/${name}`, {
+        query: { gracePeriodSeconds: '0' },
+      })
       .catch((err: unknown) => {
         if (!(err instanceof KubeApiError && err.status === 404)) throw err;
       });
   }
 
   /** Creates or replaces a namespaced custom object (`apis/<group>/<version>/…/<plural>`). */
-  async apply(group: string, version: string, plural: string, body: Record<string, unknown>, ns = this.namespace) {
+  async apply(
+    group: string,
+    version: string,
+    plural: string,
+    body: Record<string, unknown>,
+    ns = this.namespace,
+  ) {
     const name = String((body['metadata'] as { name: string }).name);
     const base = `/apis/${group}/${version}/namespaces/${ns}/${plural}`;
     try {
-      const current = (await this.api.request('GET', `${base}/${name}`)) as { metadata: { resourceVersion: string } };
+      const current = (await this.api.request('GET', `${base}/${name}`)) as {
+        metadata: { resourceVersion: string };
+      };
       const meta = { ...(body['metadata'] as object), resourceVersion: current.metadata.resourceVersion };
       await this.api.request('PUT', `${base}/${name}`, { body: { ...body, metadata: meta } });
     } catch (err) {
@@ -298,7 +312,9 @@ export class SidecarMesh {
     }
   }
 
-  async setPermissive(permissive: boolean): Promise<void> {
+  /** The mesh's MeshConfig spec (replaced whole). */
+  async setMeshConfig(spec: Record<string, unknown>): Promise<void> {
+    this.meshConfig = spec;
     await this.apply(
       'config.skein.dev',
       'v1alpha1',
@@ -307,10 +323,14 @@ export class SidecarMesh {
         apiVersion: 'config.skein.dev/v1alpha1',
         kind: 'MeshConfig',
         metadata: { name: 'skein', namespace: this.controlPlane },
-        spec: { traffic: { permissive } },
+        spec,
       },
       this.controlPlane,
     );
+  }
+
+  async setPermissive(permissive: boolean): Promise<void> {
+    await this.setMeshConfig({ ...this.meshConfig, traffic: { permissive } });
   }
 
   async stopController(): Promise<void> {
@@ -325,7 +345,10 @@ export class SidecarMesh {
     await this.runner.destroy();
     await this.controller.stop();
     await this.api
-      .request('DELETE', `/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations/${this.webhookConfigName()}`)
+      .request(
+        'DELETE',
+        `/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations/${this.webhookConfigName()}`,
+      )
       .catch(() => undefined);
     for (const ns of [this.namespace, this.controlPlane])
       await this.api.request('DELETE', `/api/v1/namespaces/${ns}`).catch(() => undefined);
@@ -347,7 +370,10 @@ export class MeshClient {
     const id = this.nextId++;
     this.p.child.stdin?.write(`${JSON.stringify({ id, ...cmd })}\n`);
     const line = await this.p.waitFor((l) => l['id'] === id, ms);
-    return { counts: (line['counts'] ?? {}) as Record<string, number>, bodies: (line['bodies'] ?? {}) as Record<string, string> };
+    return {
+      counts: (line['counts'] ?? {}) as Record<string, number>,
+      bodies: (line['bodies'] ?? {}) as Record<string, string>,
+    };
   }
 
   http(url: string, count = 1, extra: Record<string, unknown> = {}): Promise<Outcomes> {

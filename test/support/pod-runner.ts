@@ -226,7 +226,8 @@ export class RunningPod {
       await this.mountInitVolumes(c);
       const p = this.spawnIn(label, this.entry(c, this.argv(c)), this.env(c));
       const code = await p.exited;
-      if (code !== 0) throw new Error(`init container ${label} exited ${code}: ${p.stderr.slice(-10).join('\n')}`);
+      if (code !== 0)
+        throw new Error(`init container ${label} exited ${code}: ${p.stderr.slice(-10).join('\n')}`);
     }
   }
 
@@ -342,7 +343,12 @@ export class RunningPod {
       const target = `${this.ip}:${Number(http['port'])}${String(http['path'] ?? '/')}`;
       return new Promise((resolve) => {
         const req = request(
-          { host: this.ip, port: Number(http['port']), path: String(http['path'] ?? '/'), timeout: timeoutMs },
+          {
+            host: this.ip,
+            port: Number(http['port']),
+            path: String(http['path'] ?? '/'),
+            timeout: timeoutMs,
+          },
           (res) => {
             res.resume();
             const code = res.statusCode ?? 0;
@@ -370,7 +376,9 @@ export class RunningPod {
         s.on('error', (err) => resolve(rec(target, false, err.message)));
       });
     }
-    return Promise.resolve(rec('-', false, `probe kind not supported by the test kubelet: ${JSON.stringify(p.spec)}`));
+    return Promise.resolve(
+      rec('-', false, `probe kind not supported by the test kubelet: ${JSON.stringify(p.spec)}`),
+    );
   }
 
   async writeHosts(): Promise<void> {
@@ -407,7 +415,9 @@ export class PodRunner {
       // Containers run as other users and must reach their volumes.
       await chmod(this.root, KUBELET_DIR_MODE);
     }
-    const pod = obj((await this.o.api.request('GET', `/api/v1/namespaces/${namespace}/pods/${name}`)) as Json);
+    const pod = obj(
+      (await this.o.api.request('GET', `/api/v1/namespaces/${namespace}/pods/${name}`)) as Json,
+    );
     const net = await this.o.network.addPod(`${namespace}/${name}`);
     const dir = path.join(this.root, `${namespace}_${name}`);
     await mkdir(dir, { mode: KUBELET_DIR_MODE });
@@ -447,7 +457,11 @@ export class PodRunner {
 }
 
 /** Polls until `pred` holds; throws with `what` after `ms`. */
-export async function until(what: string, pred: () => Promise<boolean> | boolean, ms = 20_000): Promise<void> {
+export async function until(
+  what: string,
+  pred: () => Promise<boolean> | boolean,
+  ms = 20_000,
+): Promise<void> {
   const deadline = Date.now() + ms;
   for (;;) {
     if (await pred()) return;
