@@ -3,7 +3,7 @@ SHELL := /bin/bash
 NODE ?= node
 STATE ?= .state
 
-.PHONY: all deps build cluster-bin envoyvalidate-bin envoy-bin browser helm-bin start demo test test-unit test-e2e lint format bench clean
+.PHONY: all deps build cluster-bin envoyvalidate-bin envoy-bin netns-tools browser helm-bin start demo test test-unit test-e2e lint format bench clean
 
 all: build
 
@@ -44,6 +44,19 @@ $(ENVOY_BINS) &: test/envoybin/fetch.sh
 
 envoy-bin: $(ENVOY_BINS)
 
+# What the test kubelet of the sidecar tests needs (test/support/pod-runner.ts):
+# iptables-restore for the init container's rules, ip for network namespaces,
+# setpriv for container users. From Debian's packages, only when missing.
+netns-tools:
+	@missing=""; \
+	command -v iptables-restore >/dev/null || missing="$$missing iptables"; \
+	command -v ip >/dev/null || missing="$$missing iproute2"; \
+	command -v setpriv >/dev/null || missing="$$missing util-linux"; \
+	if [ -n "$$missing" ]; then \
+	  sudo=$$([ "$$(id -u)" = 0 ] || echo sudo); \
+	  $$sudo apt-get update && $$sudo apt-get install -y $$missing; \
+	fi
+
 # Headless Chromium for the web view's browser tests (test/e2e/ui.test.ts), from
 # Debian's package; playwright-core drives it. Installed only when missing.
 browser:
@@ -68,13 +81,13 @@ demo: build
 	$(NODE) dist/test/demo/main.js
 
 # test/run.ts: `node --test` plus one test cluster shared by every file using acquireCluster().
-test: build cluster-bin envoyvalidate-bin envoy-bin helm-bin browser
+test: build cluster-bin envoyvalidate-bin envoy-bin netns-tools helm-bin browser
 	$(NODE) dist/test/run.js --test-concurrency=2 $$(find dist/pkg dist/cmd -name '*.test.js' | sort) $$(find dist/test -name '*.test.js' | sort)
 
 test-unit: build
 	$(NODE) --test $$(find dist/pkg dist/cmd -name '*.test.js' | sort)
 
-test-e2e: build cluster-bin envoyvalidate-bin envoy-bin helm-bin browser
+test-e2e: build cluster-bin envoyvalidate-bin envoy-bin netns-tools helm-bin browser
 	$(NODE) dist/test/run.js --test-concurrency=1 $$(find dist/test -name '*.test.js' | sort)
 
 lint: deps

@@ -76,6 +76,14 @@ describe('real Envoy sidecars through the real admission chain', { skip, timeout
     return p;
   };
 
+  // Envoy's own counter of the bytes it wrote to the ADS cluster (the controller).
+  const adsTxBytes = async (name: string) =>
+    (await pod(name).envoyStats('cluster.skein-controller.upstream_cx_tx_bytes_total')).get(
+      'cluster.skein-controller.upstream_cx_tx_bytes_total',
+    ) ?? 0;
+  /** Per pod, the bytes its Envoy had sent to skein once every pod was Ready (its initial sync). */
+  const initialTxBytes = new Map<string, number>();
+
   async function split(v1: number, v2: number): Promise<void> {
     await mesh.apply('split.smi-spec.io', 'v1alpha4', 'trafficsplits', {
       apiVersion: 'split.smi-spec.io/v1alpha4',
@@ -164,6 +172,7 @@ describe('real Envoy sidecars through the real admission chain', { skip, timeout
     await Promise.all([...pods.values()].map((p) => mesh.waitReady(p)));
     buyer = MeshClient.open(pod('bookbuyer'));
     thief = MeshClient.open(pod('bookthief'));
+    for (const name of pods.keys()) initialTxBytes.set(name, await adsTxBytes(name));
   });
 
   after(async () => {
@@ -350,6 +359,26 @@ describe('real Envoy sidecars through the real admission chain', { skip, timeout
     await split(50, 50);
   });
 
+  test('ADS requests carry the Node once per stream: bytes from Envoy to skein for an initial sync and for an update', async () => {
+    // Without set_node_on_first_message_only, Envoy 1.40 repeats its ~61 KB Node in every
+    // DiscoveryRequest: ~980 KB for one sidecar's initial sync, ~61 KB per ACK.
+    for (const [name, bytes] of initialTxBytes)
+      assert.ok(bytes > 0 && bytes < 150_000, `${name} sent ${bytes} bytes to skein for its initial sync`);
+    const before = {
+      buyer: await adsTxBytes('bookbuyer'),
+      acks: await pod('bookbuyer').envoyStats('update_success'),
+    };
+    await split(80, 20);
+    await eventuallyOk('bookbuyer ACKed the split change', async () => {
+      const now = await pod('bookbuyer').envoyStats('update_success');
+      assert.ok([...now].some(([k, v]) => k.includes('rds') && v > (before.acks.get(k) ?? 0)));
+    });
+    await new Promise((r) => setTimeout(r, 500));
+    const delta = (await adsTxBytes('bookbuyer')) - before.buyer;
+    assert.ok(delta > 0 && delta < 8_000, `bookbuyer sent ${delta} bytes to ACK one split change`);
+    await split(50, 50);
+  });
+
   test('every Envoy: no rejected xDS update of any type, no deprecated feature used, connected', async () => {
     for (const [name, p] of pods) {
       const stats = await p.envoyStats();
@@ -363,6 +392,15 @@ describe('real Envoy sidecars through the real admission chain', { skip, timeout
       assert.ok(types.size >= 3, `${name}: update_rejected stats for ${[...types].join(', ')}`);
       assert.equal(stats.get('runtime.deprecated_feature_use'), 0, `${name}: deprecated features used`);
       assert.equal(stats.get('control_plane.connected_state'), 1, `${name}: connected to skein`);
+      // A connection limit is configured (overload manager), so Envoy does not warn that there is none.
+      const envoyLog = p.containers.get('envoy')?.stderr ?? [];
+      assert.deepEqual(
+        envoyLog.filter((l) =>
+          /no configured limit to the number of allowed active downstream connections/i.test(l),
+        ),
+        [],
+        `${name}: Envoy warns about unlimited downstream connections`,
+      );
     }
   });
 });

@@ -41,6 +41,13 @@ export async function sweepStaleNetworks(): Promise<void> {
     const pids = await run('ip', ['netns', 'pids', ns]).catch(() => '');
     if (pids.trim() === '') await run('ip', ['netns', 'del', ns]).catch(() => undefined);
   }
+  for (const m of (await run('ip', ['-o', 'link', 'show', 'type', 'veth']).catch(() => '')).matchAll(
+    /^\d+: (sk[0-9a-f]{4}-v\d+)@/gm,
+  )) {
+    const id = m[1]?.slice(0, 6);
+    if (id && !namespaces.some((n) => n.startsWith(id)))
+      await run('ip', ['link', 'del', m[1] ?? '']).catch(() => undefined);
+  }
   const links = await run('ip', ['-o', 'link', 'show', 'type', 'bridge']).catch(() => '');
   for (const m of links.matchAll(/^\d+: (sk[0-9a-f]{4}-br)[:@]/gm)) {
     const id = m[1]?.slice(0, 6);
@@ -54,6 +61,8 @@ export async function sweepStaleNetworks(): Promise<void> {
 export interface PodInterface {
   /** The network namespace's name (`ip netns exec <netns> …`). */
   netns: string;
+  /** The veth end on the bridge. */
+  hostSide: string;
   ip: string;
 }
 
@@ -114,7 +123,7 @@ export class PodNetwork {
     await inNs('addr', 'add', `${ip}/24`, 'dev', 'eth0');
     await inNs('link', 'set', 'eth0', 'up');
     await inNs('route', 'add', this.serviceCidr, 'dev', 'eth0');
-    const pod = { netns, ip };
+    const pod = { netns, hostSide, ip };
     this.pods.set(key, pod);
     return pod;
   }
@@ -123,7 +132,9 @@ export class PodNetwork {
     const pod = this.pods.get(key);
     if (!pod) return;
     this.pods.delete(key);
-    // Deleting the namespace deletes its veth end, and with it the host end.
+    // The pair goes first: a namespace lingers while the kernel still holds
+    // sockets of it (FIN_WAIT, up to a minute), and its veth end with it.
+    await run('ip', ['link', 'del', pod.hostSide]).catch(() => undefined);
     await run('ip', ['netns', 'del', pod.netns]).catch(() => undefined);
   }
 
