@@ -13,6 +13,7 @@
 import assert from 'node:assert/strict';
 import { randomBytes, X509Certificate } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
+import { eventually } from '../support/kube-registry-fixture.js';
 import type { RunningPod } from '../support/pod-runner.js';
 import {
   ENVOY_NEWEST,
@@ -46,21 +47,6 @@ function sum(counts: Record<string, number>, prefix: string): number {
 
 function total(counts: Record<string, number>): number {
   return sum(counts, '');
-}
-
-/** Retries `check` (an assertion) every 300 ms until it passes or `ms` ran out. */
-async function eventuallyOk(what: string, check: () => Promise<void>, ms = 30_000): Promise<void> {
-  const deadline = Date.now() + ms;
-  for (;;) {
-    try {
-      await check();
-      return;
-    } catch (err) {
-      if (Date.now() > deadline)
-        throw new Error(`${what}: ${err instanceof Error ? err.message : String(err)}`);
-      await new Promise((r) => setTimeout(r, 300));
-    }
-  }
 }
 
 describe('real Envoy sidecars through the real admission chain', { skip, timeout: 300_000 }, () => {
@@ -199,7 +185,7 @@ describe('real Envoy sidecars through the real admission chain', { skip, timeout
   });
 
   test('SMI allow: HTTP, gRPC and TCP through both sidecars; the 50/50 split within ±15 points', async () => {
-    await eventuallyOk('bookbuyer reaches bookstore over HTTP', async () => {
+    await eventually('bookbuyer reaches bookstore over HTTP', async () => {
       const r = await buyer.http(`${store()}/books`, 5);
       assert.equal(sum(r.counts, '200 '), 5, JSON.stringify(r));
     });
@@ -261,7 +247,7 @@ describe('real Envoy sidecars through the real admission chain', { skip, timeout
         .length;
     assert.ok(passed('readiness') > 0 && passed('liveness') > 0, JSON.stringify(p.probeLog.slice(-4)));
     await p.stopContainer('app');
-    await eventuallyOk('bookbuyer NotReady once its app stopped', async () => {
+    await eventually('bookbuyer NotReady once its app stopped', async () => {
       const last = p.probeLog.filter((r) => r.kind === 'readiness').at(-1);
       assert.equal(last?.ok, false, JSON.stringify(last));
       assert.equal(last?.detail, 'HTTP 503');
@@ -272,12 +258,12 @@ describe('real Envoy sidecars through the real admission chain', { skip, timeout
 
   test('permissive and SMI mode switch at runtime', async () => {
     await mesh.setPermissive(true);
-    await eventuallyOk('bookthief allowed in permissive mode', async () => {
+    await eventually('bookthief allowed in permissive mode', async () => {
       const r = await thief.http(`${store()}/admin`, 4);
       assert.equal(sum(r.counts, '200 '), 4, JSON.stringify(r));
     });
     await mesh.setPermissive(false);
-    await eventuallyOk('bookthief denied again in SMI mode', async () => {
+    await eventually('bookthief denied again in SMI mode', async () => {
       const r = await thief.http(`${store()}/books`, 4);
       assert.equal(r.counts['403'] ?? 0, 4, JSON.stringify(r));
     });
@@ -341,7 +327,7 @@ describe('real Envoy sidecars through the real admission chain', { skip, timeout
     );
     await split(100, 0);
     await mesh.restartController();
-    await eventuallyOk(
+    await eventually(
       'the split change reaches bookbuyer after the restart',
       async () => {
         await buyer.send({ kind: 'load-report' });
@@ -369,7 +355,7 @@ describe('real Envoy sidecars through the real admission chain', { skip, timeout
       acks: await pod('bookbuyer').envoyStats('update_success'),
     };
     await split(80, 20);
-    await eventuallyOk('bookbuyer ACKed the split change', async () => {
+    await eventually('bookbuyer ACKed the split change', async () => {
       const now = await pod('bookbuyer').envoyStats('update_success');
       assert.ok([...now].some(([k, v]) => k.includes('rds') && v > (before.acks.get(k) ?? 0)));
     });

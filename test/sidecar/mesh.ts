@@ -10,7 +10,7 @@ import { fileURLToPath } from 'node:url';
 import { CoreV1Api } from '@kubernetes/client-node';
 import { KubeApiError, KubeClient } from '../../pkg/registry/kube/client.js';
 import { acquireCluster } from '../support/cluster.js';
-import { waitFor } from '../support/kube.js';
+import { createNamespace } from '../support/kube.js';
 import { type KubeController, startKubeController } from '../support/kube-controller.js';
 import { eventually, prepareMeshCluster } from '../support/kube-registry-fixture.js';
 import { PodNetwork, run } from '../support/pod-network.js';
@@ -146,20 +146,11 @@ export class SidecarMesh {
       cluster.release,
     );
     await mesh.installWebhook(`https://${gw}:${webhookPort}/mutate-pod-creation`);
-    await api.request('POST', '/api/v1/namespaces', {
-      body: {
-        metadata: {
-          name: namespace,
-          labels: { 'skein.dev/monitored-by': meshName },
-          annotations: { 'skein.dev/sidecar-injection': 'enabled' },
-        },
-      },
-    });
-    await waitFor(`ServiceAccount ${namespace}/default`, () =>
-      api.request('GET', `/api/v1/namespaces/${namespace}/serviceaccounts/default`).then(
-        () => true,
-        () => false,
-      ),
+    await createNamespace(
+      core,
+      namespace,
+      { 'skein.dev/monitored-by': meshName },
+      { 'skein.dev/sidecar-injection': 'enabled' },
     );
     return mesh;
   }

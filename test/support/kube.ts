@@ -46,8 +46,9 @@ export async function createNamespace(
   core: CoreV1Api,
   name: string,
   labels: Record<string, string> = {},
+  annotations: Record<string, string> = {},
 ): Promise<V1Namespace> {
-  const ns = await core.createNamespace({ body: { metadata: { name, labels } } });
+  const ns = await core.createNamespace({ body: { metadata: { name, labels, annotations } } });
   await waitFor(`ServiceAccount ${name}/default`, async () => {
     try {
       await core.readNamespacedServiceAccount({ namespace: name, name: 'default' });
