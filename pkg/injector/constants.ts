@@ -44,5 +44,9 @@ export const ANNOTATION_OUTBOUND_PORT_EXCLUSIONS = 'skein.dev/outbound-port-excl
 export const ANNOTATION_INBOUND_PORT_EXCLUSIONS = 'skein.dev/inbound-port-exclusion-list';
 export const ANNOTATION_OUTBOUND_IP_RANGE_EXCLUSIONS = 'skein.dev/outbound-ip-range-exclusion-list';
 
+/** Pod annotations overriding MeshConfig `spec.sidecar` for one pod's bootstrap. */
+export const ANNOTATION_XDS_TRANSPORT = 'skein.dev/xds-transport';
+export const ANNOTATION_MAX_DOWNSTREAM_CONNECTIONS = 'skein.dev/max-downstream-connections';
+
 /** Namespaces never injected, whatever their labels say. */
 export const SYSTEM_NAMESPACES: readonly string[] = ['kube-system', 'kube-public', 'kube-node-lease'];

@@ -357,6 +357,7 @@ describe('charts/skein with helm against the real API server', () => {
       traffic: { permissive: false },
       certificate: { validity: '24h', trustDomain: 'cluster.local' },
       xds: { minPushInterval: '100ms' },
+      sidecar: { xdsTransport: 'sotw', maxDownstreamConnections: 50000 },
       observability: { logLevel: 'info', enableDebugServer: false },
     });
 
