@@ -67,7 +67,7 @@ function podJson(
 const options: MutateOptions = {
   ...MESH,
   trustDomain: 'cluster.local',
-  images: { envoy: 'envoyproxy/envoy:v1.31.0', init: 'skein/init:v0.1.0' },
+  images: { envoy: 'envoyproxy/envoy:v1.40.0', init: 'skein/init:v0.1.0' },
   proxyUuid: UUID,
   certificate: { certPem: 'CERT', keyPem: 'KEY', caPem: 'CA' },
 };
@@ -163,7 +163,7 @@ test('mutate: the patch adds the sidecar, init rules, label, volume, and rewrite
     ['app', 'side', 'envoy'],
   );
   const envoy = named(containers, 'envoy');
-  assert.equal(envoy['image'], 'envoyproxy/envoy:v1.31.0');
+  assert.equal(envoy['image'], 'envoyproxy/envoy:v1.40.0');
   assert.equal(get(envoy, 'securityContext', 'runAsUser'), 1500);
   assert.deepEqual(get(envoy, 'args'), ['--config-path', '/etc/skein/bootstrap.json', '--log-level', 'warn']);
   const ports = get(envoy, 'ports');

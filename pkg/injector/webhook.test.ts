@@ -59,7 +59,7 @@ before(async () => {
     meshName: 'skein',
     trustDomain: 'cluster.local',
     controlPlaneNamespace: 'skein-system',
-    images: { envoy: 'envoyproxy/envoy:v1.31.0', init: 'skein/init:v0.1.0' },
+    images: { envoy: 'envoyproxy/envoy:v1.40.0', init: 'skein/init:v0.1.0' },
     ca: {
       issue: (req: CertificateRequest): Promise<IssuedCertificate> => {
         issued++;
