@@ -12,23 +12,20 @@ import {
 import { encodeMessage } from '../../pkg/xds/proto/codec.js';
 import { type EncodedResource, validateWithEnvoy } from '../support/envoy-validate.js';
 
+const probes = {
+  http: [
+    { listenerPort: 15901, path: '/skein-probe/app/liveness', targetPort: 8080, targetPath: '/healthz' },
+  ],
+  tcp: [{ listenerPort: 15904, targetPort: 8443 }],
+};
+
 test("the injector's sidecar bootstrap and SDS files pass Envoy's validation rules", async () => {
   const bootstraps: EncodedResource[] = (['sotw', 'delta'] as const).map((xdsTransport) => {
     const bootstrap = envoyBootstrap({
       nodeId: '6d1f3c58-0b0e-4c8a-9a43-3f6f0c2b9a11.sidecar.bookbuyer.bookbuyer.cluster.local',
       nodeCluster: 'bookbuyer.bookbuyer',
       controller: controllerAddress('skein-system'),
-      probes: {
-        http: [
-          {
-            listenerPort: 15901,
-            path: '/skein-probe/app/liveness',
-            targetPort: 8080,
-            targetPath: '/healthz',
-          },
-        ],
-        tcp: [{ listenerPort: 15904, targetPort: 8443 }],
-      },
+      probes,
       xdsTransport,
       maxDownstreamConnections: 1000,
     });
