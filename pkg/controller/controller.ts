@@ -14,6 +14,7 @@ import { HealthServer } from '../health/server.js';
 import type { Logger } from '../logger/logger.js';
 import type { Identity } from '../mesh/identity.js';
 import { MeshMetrics } from '../metrics/metrics.js';
+import type { MeshConfig } from '../model/objects.js';
 import type { KubeClient } from '../registry/kube/client.js';
 import { LocalRegistry } from '../registry/local/registry.js';
 import { LoggingProblemReporter } from '../registry/problems.js';
@@ -68,6 +69,8 @@ export class Controller {
   private workloads: LocalWorkloads | undefined;
   private writer: WorkloadCertWriter | undefined;
   private view: MeshView | undefined;
+  /** The settings of the MeshConfig object they came from (undefined: none), so problems are logged once per change. */
+  private settings: { from: MeshConfig | undefined; value: MeshSettings } | undefined;
   private problems: ProblemLog;
   private adsServing = false;
   private uiFeed: GraphFeed | undefined;
@@ -148,7 +151,7 @@ export class Controller {
     this.stopFns.push(publishStoreChanges(this.store, this.bus));
 
     const view = this.currentView();
-    const settings = this.settingsOf(view);
+    const settings = this.currentSettings();
     await mkdir(o.stateDir, { recursive: true });
     this.ca = await loadControllerCA({
       stateDir: o.stateDir,
@@ -247,6 +250,8 @@ export class Controller {
         store: this.store,
         ...(this.kube ? { kube: this.kube } : {}),
         observer: this.metrics.webhookObserver,
+        // Read at each admission: a MeshConfig change applies to pods created afterwards.
+        sidecarSettings: () => this.currentSettings().sidecar,
         logger: log,
       });
       result.webhook = this.injection.port;
@@ -434,14 +439,23 @@ export class Controller {
     };
   }
 
-  private settingsOf(view: MeshView): MeshSettings {
-    return meshSettings(view, (field, err) => this.log.warn({ field, err }, 'MeshConfig value ignored'));
+  /** The current MeshConfig's settings; recomputed only when the MeshConfig object changed. */
+  private currentSettings(): MeshSettings {
+    const view = this.currentView();
+    const from = meshConfigOf(view);
+    if (this.settings === undefined || this.settings.from !== from) {
+      const value = meshSettings(view, (field, err) =>
+        this.log.warn({ field, err }, 'MeshConfig value ignored'),
+      );
+      this.settings = { from, value };
+    }
+    return this.settings.value;
   }
 
   /** MeshConfig changed: apply what can change at runtime. Permissive mode is read by the view itself. */
   private applySettings(): void {
     const view = this.currentView();
-    const s = this.settingsOf(view);
+    const s = this.currentSettings();
     this.certs?.setValidity(s.validityMs);
     if (this.opts.minPushIntervalMs === undefined) this.planner?.setMinInterval(s.minPushIntervalMs);
     if (this.certs && view.trustDomain !== this.certs.trustDomain) {

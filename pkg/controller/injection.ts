@@ -11,6 +11,7 @@ import { CaBundleSync, type KubeWatchClient } from '../injector/ca-bundle.js';
 import { FileSecretWriter } from '../injector/file-secrets.js';
 import { KubeSecretWriter, StoreOrApiNamespaceReader } from '../injector/kube.js';
 import { BootstrapSecretGc, KubeBootstrapSecretApi } from '../injector/secret-gc.js';
+import type { SidecarSettings } from '../injector/sidecar-settings.js';
 import {
   InjectorWebhook,
   type NamespaceReader,
@@ -62,6 +63,8 @@ export interface InjectionOptions {
   /** Kubernetes mode: the API client; undefined in local mode. */
   kube?: KubeWatchClient;
   observer?: WebhookObserver;
+  /** The mesh's sidecar settings now (MeshConfig `spec.sidecar`), read at each admission. */
+  sidecarSettings?: () => SidecarSettings;
   logger: Logger;
   /** Serving certificate lifetime (default 1 year; renewed at 2/3 of it). */
   servingValidityMs?: number;
@@ -133,6 +136,7 @@ export class Injection {
       namespaces,
       logger: log,
       ...(i.observer ? { observer: i.observer } : {}),
+      ...(i.sidecarSettings ? { sidecarSettings: i.sidecarSettings } : {}),
     });
     let port: number;
     try {

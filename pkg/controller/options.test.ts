@@ -74,7 +74,7 @@ test('webhook flags: on at 9090 in Kubernetes mode, off in local mode unless giv
   assert.equal(k.webhookConfigName, 'skein-sidecar-injector-blue');
   assert.equal(k.serviceName, 'skein-controller');
   assert.equal(k.caSecret, 'skein-ca');
-  assert.equal(k.envoyImage, 'envoyproxy/envoy:v1.31.0');
+  assert.equal(k.envoyImage, 'envoyproxy/envoy:v1.40.0');
   assert.match(k.initImage, /^skein\/init:/);
   assert.deepEqual(k.extraSans, []);
 

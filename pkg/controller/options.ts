@@ -55,7 +55,8 @@ export interface ControllerOptions {
   extraSans: string[];
 }
 
-export const DEFAULT_ENVOY_IMAGE = 'envoyproxy/envoy:v1.31.0';
+/** The newest Envoy the test suite runs (test/envoybin/fetch.sh; the oldest supported is 1.36.2). */
+export const DEFAULT_ENVOY_IMAGE = 'envoyproxy/envoy:v1.40.0';
 export const DEFAULT_INIT_IMAGE = `skein/init:${VERSION}`;
 export const DEFAULT_SERVICE_NAME = 'skein-controller';
 export const DEFAULT_CA_SECRET = 'skein-ca';

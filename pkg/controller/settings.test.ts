@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { meshConfig } from '../catalog/fixtures.js';
 import { buildMeshView } from '../catalog/view.js';
+import { DEFAULT_SIDECAR_SETTINGS } from '../injector/sidecar-settings.js';
 import { DEFAULT_CERT_VALIDITY_MS, DEFAULT_MIN_PUSH_INTERVAL_MS } from '../mesh/constants.js';
 import { MeshStore } from '../registry/store.js';
 import { meshSettings } from './settings.js';
@@ -17,7 +18,11 @@ describe('meshSettings', () => {
     const ignored: string[] = [];
     assert.deepEqual(
       meshSettings(viewWith(undefined), (f) => ignored.push(f)),
-      { validityMs: DEFAULT_CERT_VALIDITY_MS, minPushIntervalMs: DEFAULT_MIN_PUSH_INTERVAL_MS },
+      {
+        validityMs: DEFAULT_CERT_VALIDITY_MS,
+        minPushIntervalMs: DEFAULT_MIN_PUSH_INTERVAL_MS,
+        sidecar: { xdsTransport: 'sotw', maxDownstreamConnections: 50_000 },
+      },
     );
     assert.deepEqual(ignored, []);
   });
@@ -27,7 +32,11 @@ describe('meshSettings', () => {
       viewWith({ certificate: { validity: '90m' }, xds: { minPushInterval: '250ms' } }),
       () => assert.fail('nothing should be ignored'),
     );
-    assert.deepEqual(s, { validityMs: 90 * 60_000, minPushIntervalMs: 250 });
+    assert.deepEqual(s, {
+      validityMs: 90 * 60_000,
+      minPushIntervalMs: 250,
+      sidecar: DEFAULT_SIDECAR_SETTINGS,
+    });
   });
 
   it('reports an unparsable value by field and falls back to its default', () => {
@@ -41,5 +50,31 @@ describe('meshSettings', () => {
     assert.equal(ignored.length, 1);
     assert.equal(ignored[0]?.[0], 'certificate.validity');
     assert.match(ignored[0]?.[1] ?? '', /a day/);
+  });
+
+  it('reads the sidecar defaults for the injector', () => {
+    const s = meshSettings(
+      viewWith({ sidecar: { xdsTransport: 'delta', maxDownstreamConnections: 1500 } }),
+      () => assert.fail('nothing should be ignored'),
+    );
+    assert.deepEqual(s.sidecar, { xdsTransport: 'delta', maxDownstreamConnections: 1500 });
+    assert.deepEqual(
+      meshSettings(viewWith({ sidecar: { maxDownstreamConnections: 3 } }), () => assert.fail('ignored'))
+        .sidecar,
+      { xdsTransport: 'sotw', maxDownstreamConnections: 3 },
+    );
+  });
+
+  it('falls back to the sidecar defaults for values Envoy would not take, naming the field', () => {
+    const ignored: [string, string][] = [];
+    const s = meshSettings(
+      viewWith({ sidecar: { xdsTransport: 'incremental', maxDownstreamConnections: 0 } }),
+      (f, r) => ignored.push([f, r]),
+    );
+    assert.deepEqual(s.sidecar, DEFAULT_SIDECAR_SETTINGS);
+    assert.deepEqual(ignored, [
+      ['sidecar.xdsTransport', '"incremental": use "sotw" or "delta"'],
+      ['sidecar.maxDownstreamConnections', '0: use a whole number from 1 to 2147483647'],
+    ]);
   });
 });

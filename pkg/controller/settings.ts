@@ -3,12 +3,21 @@
 // a typo in MeshConfig must not stop the mesh.
 import type { MeshView } from '../catalog/types.js';
 import { meshConfigOf } from '../catalog/view.js';
+import {
+  CONNECTION_LIMIT_RULE,
+  DEFAULT_SIDECAR_SETTINGS,
+  isConnectionLimit,
+  isXdsTransport,
+  type SidecarSettings,
+} from '../injector/sidecar-settings.js';
 import { DEFAULT_CERT_VALIDITY_MS, DEFAULT_MIN_PUSH_INTERVAL_MS } from '../mesh/constants.js';
 import { parseDuration } from '../mesh/duration.js';
 
 export interface MeshSettings {
   validityMs: number;
   minPushIntervalMs: number;
+  /** What the injector writes into the bootstrap of pods admitted from now on. */
+  sidecar: SidecarSettings;
 }
 
 /** Told about each MeshConfig field that was ignored, and why. */
@@ -29,7 +38,41 @@ export function meshSettings(view: MeshView, ignored: IgnoredSetting): MeshSetti
       'xds.minPushInterval',
       ignored,
     ),
+    sidecar: {
+      // The registries' schema check (the CRD) already refuses bad values; checked again
+      // because a default is better than a bootstrap Envoy would reject.
+      xdsTransport: checked(
+        spec?.sidecar?.xdsTransport,
+        isXdsTransport,
+        DEFAULT_SIDECAR_SETTINGS.xdsTransport,
+        'sidecar.xdsTransport',
+        'use "sotw" or "delta"',
+        ignored,
+      ),
+      maxDownstreamConnections: checked(
+        spec?.sidecar?.maxDownstreamConnections,
+        isConnectionLimit,
+        DEFAULT_SIDECAR_SETTINGS.maxDownstreamConnections,
+        'sidecar.maxDownstreamConnections',
+        CONNECTION_LIMIT_RULE,
+        ignored,
+      ),
+    },
   };
+}
+
+function checked<T>(
+  value: unknown,
+  valid: (v: unknown) => v is T,
+  fallback: T,
+  field: string,
+  rule: string,
+  ignored: IgnoredSetting,
+): T {
+  if (value === undefined) return fallback;
+  if (valid(value)) return value;
+  ignored(field, `${JSON.stringify(value)}: ${rule}`);
+  return fallback;
 }
 
 function duration(

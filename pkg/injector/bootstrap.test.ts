@@ -9,15 +9,18 @@ import {
   ADS_CERT_SECRET,
   adsSdsFiles,
   BOOTSTRAP_TYPE_URL,
+  type BootstrapOptions,
   controllerAddress,
+  DEFAULT_MAX_DOWNSTREAM_CONNECTIONS,
   DISCOVERY_RESPONSE_TYPE_URL,
   envoyBootstrap,
 } from './bootstrap.js';
 
 const CN = '0b8a4c3e-8d1f-4c3a-9a53-2f2d7a1f6e10.sidecar.bookbuyer.bookstore.cluster.local';
 
-function bootstrap(withProbes = true): ProtoObject {
+function bootstrap(withProbes = true, extra: Partial<BootstrapOptions> = {}): ProtoObject {
   return envoyBootstrap({
+    ...extra,
     nodeId: CN,
     nodeCluster: 'bookbuyer.bookstore',
     controller: controllerAddress('skein-system'),
@@ -105,7 +108,12 @@ function jsonProblems(type: protobuf.Type, value: ProtoValue, path: string, out:
 }
 
 test('the bootstrap and its SDS files survive the Envoy protos and are valid proto3 JSON', () => {
-  for (const b of [bootstrap(), bootstrap(false)]) {
+  const variants = [
+    bootstrap(),
+    bootstrap(false),
+    bootstrap(false, { xdsTransport: 'delta', maxDownstreamConnections: 7 }),
+  ];
+  for (const b of variants) {
     assert.deepEqual(roundTripProblems(BOOTSTRAP_TYPE_URL, b), []);
     const problems: string[] = [];
     jsonProblems(messageType(BOOTSTRAP_TYPE_URL), b, 'Bootstrap', problems);
@@ -138,8 +146,9 @@ test('node id is the proxy CN; ADS goes over mTLS to the controller Service; adm
   const dyn = at(b, 'dynamic_resources');
   assert.deepEqual(at(dyn, 'lds_config'), { ads: {}, resource_api_version: 'V3' });
   assert.deepEqual(at(dyn, 'cds_config'), { ads: {}, resource_api_version: 'V3' });
-  assert.equal(at(dyn, 'ads_config', 'api_type'), 'GRPC');
+  assert.equal(at(dyn, 'ads_config', 'api_type'), 'GRPC', 'state of the world by default');
   assert.equal(at(dyn, 'ads_config', 'transport_api_version'), 'V3');
+  assert.equal(at(dyn, 'ads_config', 'set_node_on_first_message_only'), true);
   assert.equal(at(dyn, 'ads_config', 'grpc_services', 0, 'envoy_grpc', 'cluster_name'), 'skein-controller');
 
   const host = 'skein-controller.skein-system.svc.cluster.local';
@@ -239,4 +248,35 @@ test('probe forwards become listeners on the probe ports that rewrite to the app
   const names = new Set(clusters.map((c) => at(c, 'name')));
   for (const ref of JSON.stringify(listeners).matchAll(/"cluster":"([^"]+)"/g))
     assert.ok(names.has(ref[1] ?? ''), ref[1]);
+});
+
+test('delta transport: DELTA_GRPC, still with the node on the first message only', () => {
+  const ads = at(bootstrap(false, { xdsTransport: 'delta' }), 'dynamic_resources', 'ads_config');
+  assert.equal(at(ads, 'api_type'), 'DELTA_GRPC');
+  assert.equal(at(ads, 'set_node_on_first_message_only'), true);
+  assert.equal(
+    at(bootstrap(false, { xdsTransport: 'sotw' }), 'dynamic_resources', 'ads_config', 'api_type'),
+    'GRPC',
+  );
+});
+
+test('the overload manager limits downstream connections: 50,000 unless told otherwise', () => {
+  const monitors = (b: ProtoObject): ProtoValue => at(b, 'overload_manager', 'resource_monitors');
+  const expected = (limit: number): ProtoValue => [
+    {
+      name: 'envoy.resource_monitors.global_downstream_max_connections',
+      typed_config: {
+        '@type':
+          'type.googleapis.com/envoy.extensions.resource_monitors.downstream_connections.v3.DownstreamConnectionsConfig',
+        max_active_downstream_connections: limit,
+      },
+    },
+  ];
+  assert.equal(DEFAULT_MAX_DOWNSTREAM_CONNECTIONS, 50_000);
+  assert.deepEqual(monitors(bootstrap()), expected(50_000));
+  assert.deepEqual(monitors(bootstrap(false, { maxDownstreamConnections: 1200 })), expected(1200));
+  // Only the monitor: no actions, so nothing but the connection limit changes Envoy's behaviour.
+  const overload = at(bootstrap(), 'overload_manager');
+  assert.ok(isObj(overload));
+  assert.deepEqual(Object.keys(overload), ['resource_monitors']);
 });

@@ -44,6 +44,23 @@ export function controllerAddress(
   return { host: `${serviceName}.${controlPlaneNamespace}.svc.${clusterDomain}`, port: PORT_ADS };
 }
 
+/** Which ADS protocol the sidecar speaks: state of the world or incremental (Delta). */
+export type XdsTransport = 'sotw' | 'delta';
+export const XDS_TRANSPORTS: readonly XdsTransport[] = ['sotw', 'delta'];
+export const DEFAULT_XDS_TRANSPORT: XdsTransport = 'sotw';
+
+/**
+ * The sidecar's default ceiling on open downstream connections (inbound from
+ * mesh peers plus the app's own outbound connections, which iptables hands to
+ * the outbound listener). 50,000 is the global limit of Envoy's edge-proxy
+ * best-practice example: far above what one pod's traffic needs, yet it makes
+ * Envoy refuse connections at accept once reached, instead of running out of
+ * file descriptors or memory (each connection holds buffers) under a flood.
+ */
+export const DEFAULT_MAX_DOWNSTREAM_CONNECTIONS = 50_000;
+/** int32: exact in JSON and JavaScript, and far beyond any process's file descriptors. */
+export const MAX_DOWNSTREAM_CONNECTIONS_LIMIT = 2_147_483_647;
+
 export interface BootstrapOptions {
   /** The proxy certificate CN `<uuid>.sidecar.<sa>.<ns>.<trust-domain>`; the controller trusts the CN, not this. */
   nodeId: string;
@@ -53,6 +70,10 @@ export interface BootstrapOptions {
   probes?: ProbeForwards;
   /** Where the bootstrap Secret is mounted. */
   mountPath?: string;
+  /** Default DEFAULT_XDS_TRANSPORT. */
+  xdsTransport?: XdsTransport;
+  /** Default DEFAULT_MAX_DOWNSTREAM_CONNECTIONS. */
+  maxDownstreamConnections?: number;
 }
 
 function file(mountPath: string, key: string): string {
@@ -183,6 +204,21 @@ function probeListeners(http: readonly HttpProbeForward[], tcp: readonly TcpProb
   return listeners;
 }
 
+/** The overload manager with only the global downstream connection limit (no other monitor or action). */
+function overloadManager(maxConnections: number): ProtoObject {
+  return {
+    resource_monitors: [
+      {
+        name: ExtName.GlobalDownstreamMaxConnections,
+        typed_config: typed(AnyType.DownstreamConnections, {
+          // PGV: int64 gt 0 (downstream_connections.proto).
+          max_active_downstream_connections: maxConnections,
+        }),
+      },
+    ],
+  };
+}
+
 /** The Bootstrap message (envoy.config.bootstrap.v3.Bootstrap). */
 export function envoyBootstrap(o: BootstrapOptions): ProtoObject {
   const mountPath = o.mountPath ?? BOOTSTRAP_MOUNT_PATH;
@@ -197,13 +233,17 @@ export function envoyBootstrap(o: BootstrapOptions): ProtoObject {
     admin: { address: socketAddress('127.0.0.1', PORT_ENVOY_ADMIN) },
     dynamic_resources: {
       ads_config: {
-        api_type: 'GRPC',
+        api_type: (o.xdsTransport ?? DEFAULT_XDS_TRANSPORT) === 'delta' ? 'DELTA_GRPC' : 'GRPC',
         transport_api_version: 'V3',
         grpc_services: [{ envoy_grpc: { cluster_name: ADS_CLUSTER } }],
+        // xDS: only a stream's first request must carry the node. Without this Envoy
+        // resends its whole Node (~61 KB with 1.40's extension list) in every ACK.
+        set_node_on_first_message_only: true,
       },
       lds_config: ads,
       cds_config: ads,
     },
+    overload_manager: overloadManager(o.maxDownstreamConnections ?? DEFAULT_MAX_DOWNSTREAM_CONNECTIONS),
     static_resources: {
       listeners: [
         // Only the Prometheus endpoint of the admin interface is exposed to scrapers.

@@ -50,5 +50,9 @@ export const ANNOTATION_OUTBOUND_IP_RANGE_EXCLUSIONS = 'skein.dev/outbound-ip-ra
  */
 export const ANNOTATION_ENVOY_IMAGE = 'skein.dev/envoy-image';
 
+/** Pod annotations overriding MeshConfig `spec.sidecar` for one pod's bootstrap. */
+export const ANNOTATION_XDS_TRANSPORT = 'skein.dev/xds-transport';
+export const ANNOTATION_MAX_DOWNSTREAM_CONNECTIONS = 'skein.dev/max-downstream-connections';
+
 /** Namespaces never injected, whatever their labels say. */
 export const SYSTEM_NAMESPACES: readonly string[] = ['kube-system', 'kube-public', 'kube-node-lease'];

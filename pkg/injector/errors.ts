@@ -8,3 +8,13 @@ export class InjectionError extends Error {
     this.name = 'InjectionError';
   }
 }
+
+/** A malformed annotation: names it, where it is, the value, and what to write instead. */
+export function badAnnotation(
+  annotation: string,
+  where: string,
+  value: string,
+  expected: string,
+): InjectionError {
+  return new InjectionError(`annotation ${annotation} on ${where} is ${JSON.stringify(value)}; ${expected}`);
+}

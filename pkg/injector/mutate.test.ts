@@ -1,8 +1,9 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { parseProxyCommonName } from '../mesh/identity.js';
+import { InjectionError } from './errors.js';
 import { escapePointerToken, pointer } from './jsonpatch.js';
-import { decide, type MutateOptions, mutate, type NamespaceLike } from './mutate.js';
+import { checkPod, decide, type MutateOptions, mutate, type NamespaceLike } from './mutate.js';
 import { type Json, type JsonObject, readPod } from './pod.js';
 import { applyPatch } from './testing/apply-patch.js';
 import { get, named } from './testing/json-path.js';
@@ -66,7 +67,7 @@ function podJson(
 const options: MutateOptions = {
   ...MESH,
   trustDomain: 'cluster.local',
-  images: { envoy: 'envoyproxy/envoy:v1.31.0', init: 'skein/init:v0.1.0' },
+  images: { envoy: 'envoyproxy/envoy:v1.40.0', init: 'skein/init:v0.1.0' },
   proxyUuid: UUID,
   certificate: { certPem: 'CERT', keyPem: 'KEY', caPem: 'CA' },
 };
@@ -162,7 +163,7 @@ test('mutate: the patch adds the sidecar, init rules, label, volume, and rewrite
     ['app', 'side', 'envoy'],
   );
   const envoy = named(containers, 'envoy');
-  assert.equal(envoy['image'], 'envoyproxy/envoy:v1.31.0');
+  assert.equal(envoy['image'], 'envoyproxy/envoy:v1.40.0');
   assert.equal(get(envoy, 'securityContext', 'runAsUser'), 1500);
   assert.deepEqual(get(envoy, 'args'), ['--config-path', '/etc/skein/bootstrap.json', '--log-level', 'warn']);
   const ports = get(envoy, 'ports');
@@ -333,6 +334,67 @@ test('mutate: skein.dev/envoy-image picks the pod\'s Envoy image; a malformed on
     name: 'InjectionError',
     message: /annotation skein.dev\/envoy-image on pod .* is "envoy proxy", not an image reference/,
   });
+});
+
+test('mutate: the xDS transport and connection limit come from the mesh, and a pod annotation wins', () => {
+  const bootstrapOf = (annotations: Record<string, string>, sidecar?: MutateOptions['sidecar']): Json => {
+    const m = mutate(readPod(podJson({ annotations })), { ...options, ...(sidecar ? { sidecar } : {}) });
+    // What Envoy reads is the Secret's copy.
+    assert.deepEqual(JSON.parse(m.secret.stringData['bootstrap.json'] ?? ''), m.bootstrap);
+    return m.bootstrap;
+  };
+  const settingsOf = (b: Json): [Json, Json] => [
+    get(b, 'dynamic_resources', 'ads_config', 'api_type'),
+    get(b, 'overload_manager', 'resource_monitors', 0, 'typed_config', 'max_active_downstream_connections'),
+  ];
+  assert.deepEqual(settingsOf(bootstrapOf({})), ['GRPC', 50_000], 'defaults without MeshConfig settings');
+  const mesh = { xdsTransport: 'delta', maxDownstreamConnections: 8000 } as const;
+  assert.deepEqual(settingsOf(bootstrapOf({}, mesh)), ['DELTA_GRPC', 8000], 'the mesh-wide settings');
+  assert.deepEqual(
+    settingsOf(
+      bootstrapOf({ 'skein.dev/xds-transport': 'sotw', 'skein.dev/max-downstream-connections': '250' }, mesh),
+    ),
+    ['GRPC', 250],
+    'both annotations override the mesh',
+  );
+  assert.deepEqual(
+    settingsOf(bootstrapOf({ 'skein.dev/max-downstream-connections': '2147483647' }, mesh)),
+    ['DELTA_GRPC', 2147483647],
+    'one annotation overrides only its setting',
+  );
+  assert.deepEqual(
+    mutate(readPod(podJson({ annotations: { 'skein.dev/xds-transport': 'delta' } })), options).sidecar,
+    { xdsTransport: 'delta', maxDownstreamConnections: 50_000 },
+  );
+});
+
+test('mutate: a malformed transport or connection-limit annotation refuses the pod, saying what to write', () => {
+  /** The InjectionError message for these annotations, the same from checkPod and mutate. */
+  const refusal = (annotations: Record<string, string>): string => {
+    const pod = readPod(podJson({ annotations }));
+    const messages: string[] = [];
+    // checkPod is what the webhook calls before issuing a certificate.
+    for (const run of [() => checkPod(pod), () => mutate(pod, options)]) {
+      try {
+        run();
+        assert.fail(`accepted ${JSON.stringify(annotations)}`);
+      } catch (err) {
+        assert.ok(err instanceof InjectionError, String(err));
+        messages.push(err.message);
+      }
+    }
+    assert.equal(messages[0], messages[1]);
+    return messages[0] ?? '';
+  };
+  assert.equal(
+    refusal({ 'skein.dev/xds-transport': 'DELTA' }),
+    'annotation skein.dev/xds-transport on pod bookstore-<generated> is "DELTA"; use "sotw" or "delta"',
+  );
+  for (const bad of ['0', '-5', '1e3', '0x10', ' 5', '12.5', '', '2147483648', '99999999999'])
+    assert.equal(
+      refusal({ 'skein.dev/max-downstream-connections': bad }),
+      `annotation skein.dev/max-downstream-connections on pod bookstore-<generated> is ${JSON.stringify(bad)}; use a whole number from 1 to 2147483647`,
+    );
 });
 
 test('readPod rejects what is not a pod, clearly', () => {

@@ -24,12 +24,13 @@ import {
   SecretKey,
   SYSTEM_NAMESPACES,
 } from './constants.js';
-import { InjectionError } from './errors.js';
+import { badAnnotation, InjectionError } from './errors.js';
 import { parseExclusions } from './exclusions.js';
 import { defaultProxyServedPorts, renderIptablesRules } from './iptables.js';
 import { type JsonPatchOperation, pointer } from './jsonpatch.js';
 import type { Json, JsonObject, PodInfo } from './pod.js';
 import { planProbes } from './probes.js';
+import { podSidecarSettings, type SidecarSettings } from './sidecar-settings.js';
 
 /** The namespace fields injection depends on (a model Namespace fits). */
 export interface NamespaceLike {
@@ -48,9 +49,7 @@ function injectionSetting(value: string | undefined, where: string): boolean | u
   if (value === undefined) return undefined;
   if (value === 'enabled') return true;
   if (value === 'disabled') return false;
-  throw new InjectionError(
-    `annotation ${ANNOTATION_SIDECAR_INJECTION} on ${where} is ${JSON.stringify(value)}; use "enabled" or "disabled"`,
-  );
+  throw badAnnotation(ANNOTATION_SIDECAR_INJECTION, where, value, 'use "enabled" or "disabled"');
 }
 
 /** Whether a pod gets a sidecar. Throws InjectionError when an injection annotation is malformed. */
@@ -106,6 +105,8 @@ export interface MutateOptions {
   envoyLogLevel?: string;
   /** core/v1 ResourceRequirements of the Envoy container. */
   envoyResources?: JsonObject;
+  /** The mesh's sidecar settings (MeshConfig `spec.sidecar`); the pod's annotations override them. */
+  sidecar?: SidecarSettings;
 }
 
 /** A core/v1 Secret to create (stringData: the API server encodes it). */
@@ -124,6 +125,8 @@ export interface Mutation {
   commonName: string;
   iptablesRules: string;
   bootstrap: JsonObject;
+  /** What the bootstrap was built with, after the pod's annotations. */
+  sidecar: SidecarSettings;
 }
 
 /** The proxy certificate CN for a pod: `<uuid>.sidecar.<sa>.<ns>.<trust-domain>`. */
@@ -146,6 +149,7 @@ export function checkPod(pod: PodInfo): void {
   parseExclusions(pod.annotations);
   planProbes(pod);
   envoyImageOf(pod, '');
+  podSidecarSettings(pod);
   if (pod.volumeNames.includes(BOOTSTRAP_VOLUME_NAME))
     throw new InjectionError(`pod already has a volume named ${BOOTSTRAP_VOLUME_NAME}`);
 }
@@ -234,6 +238,7 @@ export function mutate(pod: PodInfo, o: MutateOptions): Mutation {
   const exclusions = parseExclusions(pod.annotations);
   const probes = planProbes(pod);
   const commonName = sidecarCommonName(pod, o.proxyUuid, o.trustDomain);
+  const sidecar = podSidecarSettings(pod, o.sidecar);
   const iptablesRules = renderIptablesRules({
     exclusions,
     proxyServedPorts: defaultProxyServedPorts(probes.ports),
@@ -243,6 +248,8 @@ export function mutate(pod: PodInfo, o: MutateOptions): Mutation {
     nodeCluster: `${pod.serviceAccountName}.${pod.namespace}`,
     controller: controllerAddress(o.controlPlaneNamespace, o.clusterDomain, o.controllerServiceName),
     probes: probes.forwards,
+    xdsTransport: sidecar.xdsTransport,
+    maxDownstreamConnections: sidecar.maxDownstreamConnections,
   });
   const sds = adsSdsFiles();
   const secretName = bootstrapSecretName(o.proxyUuid);
@@ -285,5 +292,5 @@ export function mutate(pod: PodInfo, o: MutateOptions): Mutation {
       }),
     ),
   ];
-  return { patch, secret, proxyUuid: o.proxyUuid, commonName, iptablesRules, bootstrap };
+  return { patch, secret, proxyUuid: o.proxyUuid, commonName, iptablesRules, bootstrap, sidecar };
 }

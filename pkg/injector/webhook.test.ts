@@ -7,6 +7,7 @@ import type { CertificateRequest, IssuedCertificate } from '../certificate/types
 import type { JsonPatchOperation } from './jsonpatch.js';
 import type { NamespaceLike, SecretManifest } from './mutate.js';
 import { isJsonObject, type Json, type JsonObject } from './pod.js';
+import { DEFAULT_SIDECAR_SETTINGS, type SidecarSettings } from './sidecar-settings.js';
 import { applyPatch } from './testing/apply-patch.js';
 import { get } from './testing/json-path.js';
 import { type AdmissionResult, InjectorWebhook, MUTATE_PATH, type SecretWriter } from './webhook.js';
@@ -44,6 +45,8 @@ const secrets = new FakeSecrets();
 let issued = 0;
 /** What the observer hook reported, in order. */
 const results: AdmissionResult[] = [];
+/** The mesh's sidecar settings as the controller would hand them over; tests change them. */
+let meshSidecar: SidecarSettings = { ...DEFAULT_SIDECAR_SETTINGS };
 
 before(async () => {
   ca = await BuiltinCA.create();
@@ -56,7 +59,7 @@ before(async () => {
     meshName: 'skein',
     trustDomain: 'cluster.local',
     controlPlaneNamespace: 'skein-system',
-    images: { envoy: 'envoyproxy/envoy:v1.31.0', init: 'skein/init:v0.1.0' },
+    images: { envoy: 'envoyproxy/envoy:v1.40.0', init: 'skein/init:v0.1.0' },
     ca: {
       issue: (req: CertificateRequest): Promise<IssuedCertificate> => {
         issued++;
@@ -67,6 +70,7 @@ before(async () => {
     namespaces: { get: async (name) => namespaces[name] },
     newUuid: () => uuids.shift() ?? 'ffffffff-ffff-4fff-8fff-ffffffffffff',
     observer: { onAdmission: (r) => results.push(r) },
+    sidecarSettings: () => meshSidecar,
   });
   port = await webhook.start();
 });
@@ -323,4 +327,46 @@ test('malformed requests get 4xx and the server keeps serving', async () => {
   assert.equal((await post('', '/healthz', 'GET')).status, 200);
   // Still answers a real review afterwards.
   assert.equal((await admit(podJson('plain'))).allowed, true);
+});
+
+test('sidecar settings are read at each admission: a MeshConfig change applies to the next pod, an annotation wins', async () => {
+  const bootstrapSettings = async (annotations: Record<string, string> = {}): Promise<[Json, Json]> => {
+    const answer = await admit(podJson('bookstore', { annotations }));
+    assert.equal(answer.allowed, true, answer.status?.message);
+    const bootstrap: Json = JSON.parse(secrets.created.at(-1)?.stringData['bootstrap.json'] ?? '');
+    return [
+      get(bootstrap, 'dynamic_resources', 'ads_config', 'api_type'),
+      get(
+        bootstrap,
+        'overload_manager',
+        'resource_monitors',
+        0,
+        'typed_config',
+        'max_active_downstream_connections',
+      ),
+    ];
+  };
+  try {
+    assert.deepEqual(await bootstrapSettings(), ['GRPC', 50_000]);
+    meshSidecar = { xdsTransport: 'delta', maxDownstreamConnections: 9000 };
+    assert.deepEqual(await bootstrapSettings(), ['DELTA_GRPC', 9000]);
+    assert.deepEqual(
+      await bootstrapSettings({
+        'skein.dev/xds-transport': 'sotw',
+        'skein.dev/max-downstream-connections': '64',
+      }),
+      ['GRPC', 64],
+    );
+    const before = issued;
+    const refused = await admit(podJson('bookstore', { annotations: { 'skein.dev/xds-transport': 'grpc' } }));
+    assert.equal(refused.allowed, false);
+    assert.equal(refused.status?.code, 400);
+    assert.equal(
+      refused.status?.message,
+      'skein sidecar injection: annotation skein.dev/xds-transport on pod bookbuyer-1 is "grpc"; use "sotw" or "delta"',
+    );
+    assert.equal(issued, before, 'no certificate for a refused pod');
+  } finally {
+    meshSidecar = { ...DEFAULT_SIDECAR_SETTINGS };
+  }
 });

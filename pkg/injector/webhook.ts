@@ -22,6 +22,7 @@ import {
   sidecarCommonName,
 } from './mutate.js';
 import { isJsonObject, type Json, type JsonObject, readPod } from './pod.js';
+import type { SidecarSettings } from './sidecar-settings.js';
 
 export const MUTATE_PATH = '/mutate-pod-creation';
 /** The API server caps objects at 3 MiB; an AdmissionReview carries one (two on UPDATE) plus envelope. */
@@ -64,6 +65,12 @@ export interface WebhookOptions {
   images: SidecarImages;
   envoyLogLevel?: string;
   envoyResources?: JsonObject;
+  /**
+   * The mesh's current sidecar settings (MeshConfig `spec.sidecar`), asked at
+   * every admission so a MeshConfig change applies to the next pod created.
+   * Defaults when absent.
+   */
+  sidecarSettings?: () => SidecarSettings;
   ca: Pick<CertificateAuthority, 'issue'>;
   proxyCertValidityMs?: number;
   secrets: SecretWriter;
@@ -257,12 +264,16 @@ export class InjectorWebhook {
         ...(o.controllerServiceName !== undefined ? { controllerServiceName: o.controllerServiceName } : {}),
         ...(o.envoyLogLevel !== undefined ? { envoyLogLevel: o.envoyLogLevel } : {}),
         ...(o.envoyResources !== undefined ? { envoyResources: o.envoyResources } : {}),
+        ...(o.sidecarSettings ? { sidecar: o.sidecarSettings() } : {}),
         proxyUuid,
         certificate: { certPem: cert.certPem, keyPem: cert.keyPem, caPem: cert.caPem },
       });
       // A dry run must have no side effects (the webhook is registered with sideEffects: NoneOnDryRun).
       if (!request.dryRun) await this.#o.secrets.create(m.secret);
-      log.info({ proxyUuid, secret: m.secret.metadata.name, dryRun: request.dryRun }, 'injecting sidecar');
+      log.info(
+        { proxyUuid, secret: m.secret.metadata.name, dryRun: request.dryRun, ...m.sidecar },
+        'injecting sidecar',
+      );
       const answer = review({
         uid,
         allowed: true,

@@ -150,6 +150,12 @@ export interface MeshConfigSpec {
     /** Minimum interval between pushes to one proxy, a Go-style duration. */
     minPushInterval?: string;
   };
+  sidecar?: {
+    /** `sotw` (default) or `delta`: the ADS protocol injected sidecars speak. */
+    xdsTransport?: string;
+    /** Open downstream connections one sidecar accepts (Envoy's overload manager). */
+    maxDownstreamConnections?: number;
+  };
   observability?: {
     logLevel?: string;
     enableDebugServer?: boolean;

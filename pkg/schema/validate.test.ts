@@ -143,7 +143,7 @@ describe('validateObject: SMI kinds', () => {
     assert.equal(reasonOf(ts('v1alpha2', withMatches)), 'spec.matches: unknown field');
   });
 
-  it('validates TCPRoute ports and MeshConfig durations', () => {
+  it('validates TCPRoute ports, MeshConfig durations and sidecar settings', () => {
     const tcp = {
       apiVersion: 'specs.smi-spec.io/v1alpha4',
       kind: 'TCPRoute',
@@ -164,8 +164,25 @@ describe('validateObject: SMI kinds', () => {
           certificate: { validity: '1h30m', trustDomain: 'cluster.local' },
           xds: { minPushInterval: '0' },
           observability: { logLevel: 'debug', enableDebugServer: true },
+          sidecar: { xdsTransport: 'delta', maxDownstreamConnections: 50000 },
         }),
       ).ok,
+    );
+    assert.equal(
+      reasonOf(mc({ sidecar: { xdsTransport: 'grpc' } })),
+      'spec.sidecar.xdsTransport: must be one of "sotw", "delta"',
+    );
+    assert.equal(
+      reasonOf(mc({ sidecar: { maxDownstreamConnections: 0 } })),
+      'spec.sidecar.maxDownstreamConnections: must be >= 1',
+    );
+    assert.equal(
+      reasonOf(mc({ sidecar: { maxDownstreamConnections: 2147483648 } })),
+      'spec.sidecar.maxDownstreamConnections: must be <= 2147483647',
+    );
+    assert.equal(
+      reasonOf(mc({ sidecar: { maxDownstreamConnections: 1.5 } })),
+      'spec.sidecar.maxDownstreamConnections: must be integer',
     );
     assert.match(
       reasonOf(mc({ certificate: { validity: '24 hours' } })),

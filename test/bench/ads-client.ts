@@ -8,6 +8,9 @@ import type { DiscoveryRequest } from '../../pkg/xds/server/types.js';
 import { CODE_OF, type FleetClientOptions, FleetStreamClient, REQUEST_ORDER } from './fleet-client.js';
 import { decodeEnvelope } from './xds-decode.js';
 
+/** DiscoveryRequest.node (discovery.proto). */
+const SOTW_NODE_FIELD = 2;
+
 interface TypeState {
   version: string;
   nonce: string;
@@ -27,7 +30,7 @@ function sameList(a: readonly string[], b: readonly string[]): boolean {
 
 export class FleetClient extends FleetStreamClient<DiscoveryRequest, TypeState> {
   constructor(opts: FleetClientOptions) {
-    super(opts, ADS_SOTW_PATH, encodeDiscoveryRequest, () => ({
+    super(opts, ADS_SOTW_PATH, encodeDiscoveryRequest, SOTW_NODE_FIELD, () => ({
       version: '',
       nonce: '',
       names: [],
@@ -62,8 +65,7 @@ export class FleetClient extends FleetStreamClient<DiscoveryRequest, TypeState> 
       responseNonce: st.nonce,
     };
     // xDS: only the first request of a stream must carry the node.
-    if (withNode) req.node = { id: this.opts.spec.cn, cluster: 'bench' };
-    this.write(req);
+    this.write(req, withNode);
   }
 
   protected onResponse(bytes: Buffer): void {

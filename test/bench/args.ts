@@ -21,6 +21,8 @@ export interface BenchOptions {
   keep: boolean;
   /** Proxies use Delta ADS (DeltaAggregatedResources) instead of SotW. */
   delta?: boolean;
+  /** Proxies send node id and cluster only, not a real Envoy's Node (for comparison with older runs). */
+  minimalNode?: boolean;
   /** How long initial convergence and the storm may take before the run goes on without them, in s. */
   timeoutS: number;
 }
@@ -42,6 +44,8 @@ Usage: node dist/test/bench/main.js [flags]   (or: make bench BENCH_ARGS="...")
   --skip-storm             skip the kill/restart phase (a SIGKILLed controller writes no profile)
   --skip-tick              skip the idle window around the controller's one-minute resync ticker
   --delta                  proxies speak Delta ADS (DeltaAggregatedResources) instead of SotW
+  --minimal-node           the first request of a stream carries node id and cluster only, instead
+                           of Envoy 1.40's whole Node (~61 KB, test/bench/fixtures) as by default
   --keep                   keep the temporary manifests and state directory
   --timeout-s S            wait at most S s for initial convergence and for the storm (default 120)
   -h, --help
@@ -74,6 +78,7 @@ export function parseBenchArgs(argv: string[]): BenchOptions | 'help' {
       'skip-tick': { type: 'boolean' },
       keep: { type: 'boolean' },
       delta: { type: 'boolean' },
+      'minimal-node': { type: 'boolean' },
       'timeout-s': { type: 'string' },
       help: { type: 'boolean', short: 'h' },
     },
@@ -100,6 +105,7 @@ export function parseBenchArgs(argv: string[]): BenchOptions | 'help' {
     timeoutS: positiveInt('timeout-s', v['timeout-s'], 120),
   };
   if (v.delta) opts.delta = true;
+  if (v['minimal-node']) opts.minimalNode = true;
   if (v.json !== undefined) opts.json = v.json;
   if (v['min-push-interval'] !== undefined) opts.minPushInterval = v['min-push-interval'];
   if (v['cpu-prof'] !== undefined) opts.cpuProfDir = v['cpu-prof'];

@@ -23,11 +23,14 @@ interface TypeState {
   answered: boolean;
 }
 
+/** DeltaDiscoveryRequest.node (discovery.proto). */
+const DELTA_NODE_FIELD = 1;
+
 const isWildcard = (typeUrl: string): boolean => typeUrl === TypeUrl.Cluster || typeUrl === TypeUrl.Listener;
 
 export class DeltaFleetClient extends FleetStreamClient<DeltaDiscoveryRequest, TypeState> {
   constructor(opts: FleetClientOptions) {
-    super(opts, ADS_DELTA_PATH, encodeDeltaDiscoveryRequest, () => ({
+    super(opts, ADS_DELTA_PATH, encodeDeltaDiscoveryRequest, DELTA_NODE_FIELD, () => ({
       held: new Map(),
       subscribed: new Set(),
       answered: false,
@@ -42,24 +45,29 @@ export class DeltaFleetClient extends FleetStreamClient<DeltaDiscoveryRequest, T
       if (!isWildcard(typeUrl) && st.subscribed.size === 0) continue;
       // A wildcard re-subscribes with an empty list; what it holds goes in
       // initial_resource_versions (never as names).
-      this.send({
-        typeUrl,
-        resourceNamesSubscribe: isWildcard(typeUrl) ? [] : [...st.subscribed],
-        initialResourceVersions: new Map([...st.held].map(([n, h]) => [n, h.version])),
-        ...(first ? { node: { id: this.opts.spec.cn, cluster: 'bench' } } : {}),
-      });
+      this.send(
+        {
+          typeUrl,
+          resourceNamesSubscribe: isWildcard(typeUrl) ? [] : [...st.subscribed],
+          initialResourceVersions: new Map([...st.held].map(([n, h]) => [n, h.version])),
+        },
+        first,
+      );
       first = false;
     }
   }
 
-  private send(req: Partial<DeltaDiscoveryRequest> & { typeUrl: string }): void {
-    this.write({
-      resourceNamesSubscribe: [],
-      resourceNamesUnsubscribe: [],
-      initialResourceVersions: new Map(),
-      responseNonce: '',
-      ...req,
-    });
+  private send(req: Partial<DeltaDiscoveryRequest> & { typeUrl: string }, withNode = false): void {
+    this.write(
+      {
+        resourceNamesSubscribe: [],
+        resourceNamesUnsubscribe: [],
+        initialResourceVersions: new Map(),
+        responseNonce: '',
+        ...req,
+      },
+      withNode,
+    );
   }
 
   protected onResponse(bytes: Buffer): void {

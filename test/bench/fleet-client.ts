@@ -3,6 +3,8 @@
 // ACK reporting. The subclasses keep only their protocol's requests and state.
 import * as grpc from '@grpc/grpc-js';
 import { TypeUrl } from '../../pkg/envoy/types.js';
+import { parseProxyCommonName } from '../../pkg/mesh/identity.js';
+import { nodeField } from './envoy-node.js';
 import type { AckEvent, FleetProxySpec, StreamEndEvent, TypeCode } from './protocol.js';
 import { nowMs } from './protocol.js';
 import type { FactsCache } from './xds-decode.js';
@@ -33,6 +35,11 @@ export interface FleetClientOptions {
   onStreamEnd(ev: StreamEndEvent): void;
   /** The current EDS marker, if any. */
   marker(): Buffer | undefined;
+  /**
+   * The part of a real Envoy's Node all proxies share (envoy-node.ts
+   * sharedNodeBytes); empty for a node of id and cluster only.
+   */
+  sharedNode: Uint8Array;
 }
 
 /**
@@ -62,7 +69,7 @@ export function fleetChannel(opts: FleetClientOptions): grpc.Client {
 export abstract class FleetStreamClient<Req, S> {
   protected readonly types = new Map<string, S>();
   private readonly client: grpc.Client;
-  private call: grpc.ClientDuplexStream<Req, Buffer> | undefined;
+  private call: grpc.ClientDuplexStream<Buffer, Buffer> | undefined;
   /** The current stream's number (1 = first stream). */
   protected epoch = 0;
   private stopped = false;
@@ -74,6 +81,8 @@ export abstract class FleetStreamClient<Req, S> {
     protected readonly opts: FleetClientOptions,
     private readonly methodPath: string,
     private readonly encode: (req: Req) => Uint8Array,
+    /** The request's `node` field: 2 in DiscoveryRequest, 1 in DeltaDiscoveryRequest. */
+    private readonly nodeFieldNumber: number,
     newState: () => S,
   ) {
     this.client = fleetChannel(opts);
@@ -108,8 +117,18 @@ export abstract class FleetStreamClient<Req, S> {
   /** In sync on this stream: everything subscribed has arrived. */
   protected abstract complete(): boolean;
 
-  protected write(req: Req): void {
-    this.call?.write(req);
+  /** Writes a request; `withNode` for a stream's first (xDS: only that one needs the node). */
+  protected write(req: Req, withNode = false): void {
+    const bytes = Buffer.from(this.encode(req));
+    if (!withNode) {
+      this.call?.write(bytes);
+      return;
+    }
+    // Like the injector's bootstrap: node id = the proxy CN, cluster = <sa>.<ns>.
+    const cn = this.opts.spec.cn;
+    const { serviceAccount, namespace } = parseProxyCommonName(cn);
+    const node = nodeField(this.nodeFieldNumber, this.opts.sharedNode, cn, `${serviceAccount}.${namespace}`);
+    this.call?.write(Buffer.concat([bytes, node]));
   }
 
   /** Reports the ACK just written for a response of `bytes`. */
@@ -138,7 +157,8 @@ export abstract class FleetStreamClient<Req, S> {
     // while the controller restarted).
     const call = this.client.makeBidiStreamRequest(
       this.methodPath,
-      (req: Req) => Buffer.from(this.encode(req)),
+      // Requests arrive encoded (write): the node is appended as bytes, not re-encoded.
+      (bytes: Buffer) => bytes,
       (bytes: Buffer) => bytes,
       new grpc.Metadata({ waitForReady: true }),
     );

@@ -24,6 +24,8 @@ export interface FleetOptions {
   flushMs?: number;
   /** Proxies speak Delta ADS instead of SotW. */
   delta?: boolean;
+  /** Node id and cluster only instead of a real Envoy's Node (envoy-node.ts). */
+  minimalNode?: boolean;
   /** Run each worker under `node --cpu-prof`, profiles here (written when the fleet stops). */
   cpuProfDir?: string;
 }
@@ -103,6 +105,7 @@ export class Fleet {
         proxies: slice,
         flushMs: fleet.flushMs,
         delta: opts.delta ?? false,
+        minimalNode: opts.minimalNode ?? false,
       });
     }
     const certMs = await Promise.all(ready);

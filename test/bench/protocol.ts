@@ -16,6 +16,8 @@ export type ParentMessage =
       flushMs: number;
       /** Delta ADS (DeltaAggregatedResources) instead of SotW. */
       delta: boolean;
+      /** The first request of a stream carries only node id and cluster, not Envoy's whole Node. */
+      minimalNode: boolean;
     }
   | { type: 'connect' }
   /** From now on, report whether each EDS response carries this pod IP. */

@@ -1,6 +1,7 @@
 // The benchmark's results: one JSON document, and a table for humans.
 import { cpus, totalmem } from 'node:os';
 import type { BenchOptions } from './args.js';
+import { NODE_FIXTURE_VERSION } from './envoy-node.js';
 import type {
   ChangeKindResult,
   ChangeSample,
@@ -86,7 +87,7 @@ export function formatReport(r: BenchResult): string {
   const lines: string[] = [];
   lines.push(
     `skein benchmark: ${t.proxies} proxies, ${t.services} services (+${t.backendServices} split backends) in ${t.namespaces} namespaces, ` +
-      `mode ${o.mode}, ${o.delta ? 'Delta' : 'SotW'} ADS, ${o.workers} fleet workers, ${o.changes} changes per kind`,
+      `mode ${o.mode}, ${o.delta ? 'Delta' : 'SotW'} ADS, ${o.minimalNode ? 'two-field' : `Envoy ${NODE_FIXTURE_VERSION}`} node, ${o.workers} fleet workers, ${o.changes} changes per kind`,
   );
   lines.push(
     `machine: ${r.machine.nproc} cores (${r.machine.cpuModel}), ${r.machine.memTotalMB} MB, node ${r.machine.node}`,

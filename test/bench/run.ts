@@ -57,6 +57,7 @@ export async function runBench(o: BenchOptions): Promise<BenchResult> {
       address: `127.0.0.1:${adsPort}`,
       caDir: path.join(stateDir, 'ca'),
       delta: o.delta ?? false,
+      minimalNode: o.minimalNode ?? false,
       ...(o.cpuProfDir ? { cpuProfDir: path.resolve(o.cpuProfDir) } : {}),
     });
     fleet = started2.fleet;

@@ -5,6 +5,7 @@ import * as grpc from '@grpc/grpc-js';
 import { BuiltinCA } from '../../pkg/certificate/builtin.js';
 import { FleetClient } from './ads-client.js';
 import { DeltaFleetClient } from './delta-client.js';
+import { readNodeFixture, sharedNodeBytes } from './envoy-node.js';
 import type { FleetClientOptions } from './fleet-client.js';
 import {
   type AckEvent,
@@ -44,6 +45,8 @@ async function init(msg: Extract<ParentMessage, { type: 'init' }>): Promise<void
   const started = performance.now();
   const ca = await BuiltinCA.loadOrCreate(msg.caDir);
   const rootPem = Buffer.from(ca.trustBundlePem);
+  // Encoded once per worker; every proxy prefixes its own id and cluster.
+  const sharedNode = msg.minimalNode ? new Uint8Array() : sharedNodeBytes(readNodeFixture());
   for (const spec of msg.proxies) {
     const cert = await ca.issue({
       commonName: spec.cn,
@@ -64,6 +67,7 @@ async function init(msg: Extract<ParentMessage, { type: 'init' }>): Promise<void
       onAck: (ev) => acks.push(ev),
       onStreamEnd: (ev) => ends.push(ev),
       marker: () => marker,
+      sharedNode,
     };
     clients.push(msg.delta ? new DeltaFleetClient(options) : new FleetClient(options));
   }

@@ -10,23 +10,34 @@ import {
   envoyBootstrap,
 } from '../../pkg/injector/bootstrap.js';
 import { encodeMessage } from '../../pkg/xds/proto/codec.js';
-import { validateWithEnvoy } from '../support/envoy-validate.js';
+import { type EncodedResource, validateWithEnvoy } from '../support/envoy-validate.js';
+
+const probes = {
+  http: [
+    { listenerPort: 15901, path: '/skein-probe/app/liveness', targetPort: 8080, targetPath: '/healthz' },
+  ],
+  tcp: [{ listenerPort: 15904, targetPort: 8443 }],
+};
 
 test("the injector's sidecar bootstrap and SDS files pass Envoy's validation rules", async () => {
-  const bootstrap = envoyBootstrap({
-    nodeId: '6d1f3c58-0b0e-4c8a-9a43-3f6f0c2b9a11.sidecar.bookbuyer.bookbuyer.cluster.local',
-    nodeCluster: 'bookbuyer.bookbuyer',
-    controller: controllerAddress('skein-system'),
-    probes: {
-      http: [
-        { listenerPort: 15901, path: '/skein-probe/app/liveness', targetPort: 8080, targetPath: '/healthz' },
-      ],
-      tcp: [{ listenerPort: 15904, targetPort: 8443 }],
-    },
+  const bootstraps: EncodedResource[] = (['sotw', 'delta'] as const).map((xdsTransport) => {
+    const bootstrap = envoyBootstrap({
+      nodeId: '6d1f3c58-0b0e-4c8a-9a43-3f6f0c2b9a11.sidecar.bookbuyer.bookbuyer.cluster.local',
+      nodeCluster: 'bookbuyer.bookbuyer',
+      controller: controllerAddress('skein-system'),
+      probes,
+      xdsTransport,
+      maxDownstreamConnections: 1000,
+    });
+    return {
+      typeUrl: BOOTSTRAP_TYPE_URL,
+      bytes: encodeMessage(BOOTSTRAP_TYPE_URL, bootstrap),
+      label: `bootstrap ${xdsTransport}`,
+    };
   });
   const sds = adsSdsFiles();
   const violations = await validateWithEnvoy([
-    { typeUrl: BOOTSTRAP_TYPE_URL, bytes: encodeMessage(BOOTSTRAP_TYPE_URL, bootstrap), label: 'bootstrap' },
+    ...bootstraps,
     {
       typeUrl: DISCOVERY_RESPONSE_TYPE_URL,
       bytes: encodeMessage(DISCOVERY_RESPONSE_TYPE_URL, sds.cert),

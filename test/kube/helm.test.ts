@@ -323,7 +323,7 @@ describe('charts/skein with helm against the real API server', () => {
       `--webhook-config-name=skein-sidecar-injector-${meshName}`,
       '--service-name=skein-controller',
       '--ca-secret=skein-ca',
-      '--envoy-image=envoyproxy/envoy:v1.31.0',
+      '--envoy-image=envoyproxy/envoy:v1.40.0',
       '--init-image=skein/controller:0.1.0',
     ])
       assert.ok(args.includes(a), `args include ${a}: ${JSON.stringify(args)}`);
@@ -357,6 +357,7 @@ describe('charts/skein with helm against the real API server', () => {
       traffic: { permissive: false },
       certificate: { validity: '24h', trustDomain: 'cluster.local' },
       xds: { minPushInterval: '100ms' },
+      sidecar: { xdsTransport: 'sotw', maxDownstreamConnections: 50000 },
       observability: { logLevel: 'info', enableDebugServer: false },
     });
 

@@ -17,6 +17,7 @@ export const AnyType = {
   UpstreamTlsContext: `${T}envoy.extensions.transport_sockets.tls.v3.UpstreamTlsContext`,
   DownstreamTlsContext: `${T}envoy.extensions.transport_sockets.tls.v3.DownstreamTlsContext`,
   HttpProtocolOptions: `${T}envoy.extensions.upstreams.http.v3.HttpProtocolOptions`,
+  DownstreamConnections: `${T}envoy.extensions.resource_monitors.downstream_connections.v3.DownstreamConnectionsConfig`,
 } as const;
 
 /** Extension (filter / transport socket) names Envoy knows them by. */
@@ -31,6 +32,8 @@ export const ExtName = {
   Tls: 'envoy.transport_sockets.tls',
   /** Key of `typed_extension_protocol_options` for HttpProtocolOptions. */
   HttpProtocolOptions: 'envoy.extensions.upstreams.http.v3.HttpProtocolOptions',
+  /** The overload manager's connection-limit monitor: Envoy looks for exactly this name (server.cc). */
+  GlobalDownstreamMaxConnections: 'envoy.resource_monitors.global_downstream_max_connections',
 } as const;
 
 /** An Any in fromObject form. */
