@@ -130,12 +130,15 @@ describe('real Envoy sidecars through the real admission chain', { skip, timeout
     });
     await split(50, 50);
     const oldest = { 'skein.dev/envoy-image': envoyImage(ENVOY_OLDEST) };
+    // Delta xDS on one pod of each version; the others state of the world.
+    const delta = { 'skein.dev/xds-transport': 'delta' };
     const caller = ['--http', String(HTTP_PORT)];
     const specs: PodSpec[] = [
       {
         name: 'bookstore-v1',
         serviceAccount: 'bookstore',
         labels: { app: 'bookstore', version: 'v1' },
+        annotations: delta,
         serve: SERVE,
       },
       {
@@ -150,7 +153,7 @@ describe('real Envoy sidecars through the real admission chain', { skip, timeout
         name: 'bookthief',
         serviceAccount: 'bookthief',
         labels: { app: 'bookthief' },
-        annotations: oldest,
+        annotations: { ...oldest, ...delta },
         serve: caller,
       },
     ];
@@ -365,9 +368,23 @@ describe('real Envoy sidecars through the real admission chain', { skip, timeout
     await split(50, 50);
   });
 
+  test('the pods annotated for Delta xDS hold Delta streams, the others state-of-the-world ones', async () => {
+    const streams = await mesh.debugProxies();
+    const protocolOf = (name: string) =>
+      streams.filter((s) => s.pod?.name === name).map((s) => s.protocol ?? 'sotw');
+    assert.deepEqual(protocolOf('bookstore-v1'), ['delta']);
+    assert.deepEqual(protocolOf('bookthief'), ['delta']);
+    assert.deepEqual(protocolOf('bookstore-v2'), ['sotw']);
+    assert.deepEqual(protocolOf('bookbuyer'), ['sotw']);
+  });
+
   test('every Envoy: no rejected xDS update of any type, no deprecated feature used, connected', async () => {
     for (const [name, p] of pods) {
       const stats = await p.envoyStats();
+      console.log(
+        name,
+        JSON.stringify([...stats].filter(([k]) => /AggregatedResources|control_plane/.test(k))),
+      );
       const rejected = [...stats].filter(([k, v]) => k.endsWith('update_rejected') && v !== 0);
       assert.deepEqual(rejected, [], `${name}: rejected updates`);
       const types = new Set(

@@ -126,7 +126,7 @@ export class SidecarMesh {
         args: [
           ...['--host', gw, '--ads-port', '15128', '--http-port', String(httpPort)],
           ...['--webhook-port', String(webhookPort), '--extra-san', gw],
-          ...['--envoy-image', envoyImage(ENVOY_NEWEST), '--min-push-interval', '50ms'],
+          ...['--envoy-image', envoyImage(ENVOY_NEWEST), '--min-push-interval', '50ms', '--debug'],
         ],
       });
     const controller = await startController();
@@ -322,6 +322,13 @@ export class SidecarMesh {
 
   async setPermissive(permissive: boolean): Promise<void> {
     await this.setMeshConfig({ ...this.meshConfig, traffic: { permissive } });
+  }
+
+  /** The controller's `/debug/proxies`: per stream, its pod and ADS protocol (`delta`, or absent for SotW). */
+  async debugProxies(): Promise<{ pod?: { name: string }; protocol?: string }[]> {
+    const port = Number(this.controller.ready['http']);
+    const res = await fetch(`http://${this.network.gatewayIp}:${port}/debug/proxies`);
+    return (await res.json()) as { pod?: { name: string }; protocol?: string }[];
   }
 
   async stopController(): Promise<void> {
