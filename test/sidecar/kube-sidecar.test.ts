@@ -351,8 +351,12 @@ describe('real Envoy sidecars through the real admission chain', { skip, timeout
   test('ADS requests carry the Node once per stream: bytes from Envoy to skein for an initial sync and for an update', async () => {
     // Without set_node_on_first_message_only, Envoy 1.40 repeats its ~61 KB Node in every
     // DiscoveryRequest: ~980 KB for one sidecar's initial sync, ~61 KB per ACK.
-    for (const [name, bytes] of initialTxBytes)
-      assert.ok(bytes > 0 && bytes < 150_000, `${name} sent ${bytes} bytes to skein for its initial sync`);
+    // Envoy before 1.38 ignores the flag on Delta streams (envoyproxy/envoy#14976, fixed by
+    // #42650): bookthief (1.36, Delta) still sends its ~50 KB Node with every request.
+    for (const [name, bytes] of initialTxBytes) {
+      const bound = name === 'bookthief' ? 400_000 : 150_000;
+      assert.ok(bytes > 0 && bytes < bound, `${name} sent ${bytes} bytes to skein for its initial sync`);
+    }
     const before = {
       buyer: await adsTxBytes('bookbuyer'),
       acks: await pod('bookbuyer').envoyStats('update_success'),
