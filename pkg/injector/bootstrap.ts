@@ -238,6 +238,7 @@ export function envoyBootstrap(o: BootstrapOptions): ProtoObject {
         grpc_services: [{ envoy_grpc: { cluster_name: ADS_CLUSTER } }],
         // xDS: only a stream's first request must carry the node. Without this Envoy
         // resends its whole Node (~61 KB with 1.40's extension list) in every ACK.
+        // Envoy's Delta client honours it from 1.38 on (envoyproxy/envoy#42650).
         set_node_on_first_message_only: true,
       },
       lds_config: ads,

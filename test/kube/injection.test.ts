@@ -268,6 +268,102 @@ describe('sidecar injection through the real admission chain', { timeout: 120_00
     assert.equal(await metric('denied'), denied + 1);
   });
 
+  test('MeshConfig spec.sidecar reaches pods admitted after it changes; a pod annotation wins', async () => {
+    const meshConfigPath = `/apis/config.skein.dev/v1alpha1/namespaces/${CP}/meshconfigs`;
+    /** api_type and connection limit of a new pod's bootstrap, and the pod's name. */
+    let n = 0;
+    async function admitted(annotations: Record<string, string> = {}): Promise<[unknown, unknown, string]> {
+      const name = `sidecar-${++n}`;
+      const stored = await createPod(MESHED, pod(name, annotations));
+      const uuid = String(at(stored, 'metadata', 'labels', 'skein.dev/proxy-uuid'));
+      const secret = await api.request('GET', `/api/v1/namespaces/${MESHED}/secrets/skein-bootstrap-${uuid}`);
+      const bootstrap: unknown = JSON.parse(
+        Buffer.from(String(at(secret, 'data', 'bootstrap.json')), 'base64').toString(),
+      );
+      return [
+        at(bootstrap, 'dynamic_resources', 'ads_config', 'api_type'),
+        at(
+          bootstrap,
+          'overload_manager',
+          'resource_monitors',
+          0,
+          'typed_config',
+          'max_active_downstream_connections',
+        ),
+        uuid,
+      ];
+    }
+    const [apiType, limit] = await admitted();
+    assert.deepEqual([apiType, limit], ['GRPC', 50000], 'defaults without a MeshConfig');
+
+    // The CRD's schema refuses what Envoy could not use, in the API server itself.
+    await assert.rejects(
+      api.request('POST', meshConfigPath, {
+        body: {
+          apiVersion: 'config.skein.dev/v1alpha1',
+          kind: 'MeshConfig',
+          metadata: { name: MESH },
+          spec: { sidecar: { xdsTransport: 'grpc', maxDownstreamConnections: 0 } },
+        },
+      }),
+      (err) => {
+        assert.ok(err instanceof KubeApiError);
+        assert.equal(err.status, 422);
+        assert.match(err.message, /spec.sidecar.xdsTransport: Unsupported value: "grpc"/);
+        assert.match(err.message, /spec.sidecar.maxDownstreamConnections: Invalid value: 0/);
+        return true;
+      },
+    );
+    await api.request('POST', meshConfigPath, {
+      body: {
+        apiVersion: 'config.skein.dev/v1alpha1',
+        kind: 'MeshConfig',
+        metadata: { name: MESH },
+        spec: { sidecar: { xdsTransport: 'delta', maxDownstreamConnections: 4096 } },
+      },
+    });
+    let first = '';
+    await eventually('the webhook uses the MeshConfig', async () => {
+      const [t, l, uuid] = await admitted();
+      assert.deepEqual([t, l], ['DELTA_GRPC', 4096]);
+      first = uuid;
+    });
+    const [podType, podLimit] = await admitted({ 'skein.dev/xds-transport': 'sotw' });
+    assert.deepEqual(
+      [podType, podLimit],
+      ['GRPC', 4096],
+      'the annotation wins; the other setting is the mesh’s',
+    );
+
+    await api.request('PATCH', `${meshConfigPath}/${MESH}`, {
+      body: { spec: { sidecar: { xdsTransport: null, maxDownstreamConnections: 100 } } },
+      contentType: 'application/merge-patch+json',
+    });
+    await eventually('the change applies to the next pod', async () => {
+      const [t, l] = await admitted();
+      assert.deepEqual([t, l], ['GRPC', 100]);
+    });
+    // A pod admitted before keeps the bootstrap it got.
+    const kept = await api.request('GET', `/api/v1/namespaces/${MESHED}/secrets/skein-bootstrap-${first}`);
+    assert.match(
+      Buffer.from(String(at(kept, 'data', 'bootstrap.json')), 'base64').toString(),
+      /"DELTA_GRPC"/,
+    );
+
+    await assert.rejects(
+      createPod(MESHED, pod('bad-limit', { 'skein.dev/max-downstream-connections': '10k' })),
+      (err) => {
+        assert.ok(err instanceof KubeApiError);
+        assert.equal(err.status, 400);
+        assert.match(
+          err.message,
+          /annotation skein.dev\/max-downstream-connections on pod bad-limit is "10k"; use a whole number from 1 to 2147483647/,
+        );
+        return true;
+      },
+    );
+  });
+
   /** Names of the bootstrap Secrets in the meshed namespace (the test's kubeconfig may list Secrets). */
   async function bootstrapSecrets(): Promise<string[]> {
     const list = await api.request('GET', `/api/v1/namespaces/${MESHED}/secrets`, {
