@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import type { MeshView } from '../../catalog/types.js';
+import { decodeMessage, encodeMessage } from '../../xds/proto/codec.js';
 import {
   bookstoreMesh,
   FAKE_TRUST_BUNDLE,
@@ -9,7 +10,8 @@ import {
   type PodName,
   proxyFor,
 } from '../testing/mesh.js';
-import { named } from '../testing/pick.js';
+import { at, list, named } from '../testing/pick.js';
+import { TypeUrl } from '../types.js';
 import { sdsGenerator } from './sds.js';
 
 function sds(
@@ -68,7 +70,9 @@ test('inbound validation: only the allowed sources in SMI mode, just the CA in p
     name,
     validation_context: {
       trusted_ca: { inline_string: FAKE_TRUST_BUNDLE },
-      match_subject_alt_names: [{ exact: 'spiffe://cluster.local/ns/bookbuyer/sa/bookbuyer' }],
+      match_typed_subject_alt_names: [
+        { san_type: 3, matcher: { exact: 'spiffe://cluster.local/ns/bookbuyer/sa/bookbuyer' } }, // 3: URI
+      ],
     },
   });
   assert.deepEqual(named(sds(bookstoreMesh({ permissive: true }), 'bookstore-v1-1', [name]), name), {
@@ -85,13 +89,35 @@ test("outbound validation: the service's identities, only for services the proxy
     name: v2,
     validation_context: {
       trusted_ca: { inline_string: FAKE_TRUST_BUNDLE },
-      match_subject_alt_names: [{ exact: 'spiffe://cluster.local/ns/bookstore/sa/bookstore-v2' }],
+      match_typed_subject_alt_names: [
+        { san_type: 3, matcher: { exact: 'spiffe://cluster.local/ns/bookstore/sa/bookstore-v2' } },
+      ],
     },
   });
   assert.deepEqual(sds(bookstoreMesh(), 'bookthief-1', [v2]), []);
   assert.equal(sds(bookstoreMesh({ permissive: true }), 'bookthief-1', [v2]).length, 1);
   // Unknown names are ignored.
   assert.deepEqual(sds(bookstoreMesh(), 'bookbuyer-1', ['nope', 'root-cert-for-mtls-outbound:x/y']), []);
+});
+
+test('the typed SAN matchers survive encoding (protobufjs drops fields the loaded protos lack)', () => {
+  const mesh = bookstoreMesh();
+  for (const [pod, name] of [
+    ['bookbuyer-1', 'root-cert-for-mtls-outbound:bookstore/bookstore-v1'],
+    ['bookstore-v1-1', 'root-cert-for-mtls-inbound:bookstore/bookstore-v1'],
+  ] as const) {
+    const message = named(sds(mesh, pod, [name]), name);
+    const decoded = decodeMessage(TypeUrl.Secret, encodeMessage(TypeUrl.Secret, message));
+    const sent = list(message, 'validation_context', 'match_typed_subject_alt_names');
+    const back = list(decoded, 'validation_context', 'match_typed_subject_alt_names');
+    assert.ok(sent.length > 0, name);
+    assert.deepEqual(
+      back,
+      sent.map((m) => ({ san_type: 'URI', matcher: at(m, 'matcher') ?? null })),
+      name,
+    );
+    assert.equal(at(decoded, 'validation_context', 'match_subject_alt_names'), undefined, name);
+  }
 });
 
 test('without a request, serves everything the proxy references', () => {

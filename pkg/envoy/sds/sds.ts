@@ -3,6 +3,7 @@
 // identity's key: names for other identities are never answered.
 import type { ProxyContext } from '../../catalog/types.js';
 import { identityKey, spiffeId } from '../../mesh/identity.js';
+import { SanType } from '../common/enums.js';
 import { inboundPorts, inboundRulesOf } from '../common/inbound.js';
 import { IdentityMemo, NONE } from '../common/memo.js';
 import { byName, outboundPlan } from '../common/outbound.js';
@@ -25,7 +26,15 @@ function validationContext(
   sans: readonly string[] | undefined,
 ): ProtoObject {
   const ctx: ProtoObject = { trusted_ca: { inline_string: trustBundle } };
-  if (sans) ctx['match_subject_alt_names'] = sans.map((exact) => ({ exact }));
+  // The typed form, URI SANs (skein's workload certificates name their
+  // identity in a URI SAN only, spiffeId): Envoy counts match_subject_alt_names
+  // as a deprecated feature (runtime.deprecated_feature_use).
+  if (sans) {
+    ctx['match_typed_subject_alt_names'] = sans.map((exact) => ({
+      san_type: SanType.URI,
+      matcher: { exact },
+    }));
+  }
   return { name, validation_context: ctx };
 }
 
