@@ -17,6 +17,8 @@ export const TrafficDirection = { INBOUND: 1, OUTBOUND: 2 } as const;
 export const RbacAction = { ALLOW: 0, DENY: 1 } as const;
 /** envoy.extensions.transport_sockets.tls.v3.SubjectAltNameMatcher.SanType */
 export const SanType = { URI: 3 } as const;
+/** envoy.config.accesslog.v3.ComparisonFilter.Op */
+export const ComparisonOp = { EQ: 0 } as const;
 
 /** Proto enum full name → the values above, for the test. */
 export const ENUMS_BY_PROTO_NAME: Readonly<Record<string, Readonly<Record<string, number>>>> = {
@@ -27,4 +29,5 @@ export const ENUMS_BY_PROTO_NAME: Readonly<Record<string, Readonly<Record<string
   'envoy.config.core.v3.TrafficDirection': TrafficDirection,
   'envoy.config.rbac.v3.RBAC.Action': RbacAction,
   'envoy.extensions.transport_sockets.tls.v3.SubjectAltNameMatcher.SanType': SanType,
+  'envoy.config.accesslog.v3.ComparisonFilter.Op': ComparisonOp,
 };
