@@ -5,6 +5,10 @@ import type { MeshService, MeshServicePort } from '../catalog/types.js';
 export const OUTBOUND_LISTENER = 'outbound-listener';
 export const INBOUND_LISTENER = 'inbound-listener';
 export const PASSTHROUGH_CLUSTER = 'passthrough-outbound';
+/** SMI mode: a STATIC cluster without endpoints, where denied outbound TCP goes (and is closed). */
+export const BLACKHOLE_CLUSTER = 'blackhole';
+/** Stat prefix and chain name of the outbound denials (SMI mode). */
+export const OUTBOUND_DENIED = 'outbound_denied';
 
 export function outboundFilterChainName(svc: MeshService, port: MeshServicePort): string {
   return `outbound_${svc.key}_${port.port}_${port.protocol}`;
@@ -31,6 +35,11 @@ export function serviceCertSecretName(identityKey: string): string {
 }
 export function inboundRootSecretName(identityKey: string): string {
   return `root-cert-for-mtls-inbound:${identityKey}`;
+}
+export const INBOUND_TCP_ROOT_PREFIX = 'root-cert-for-mtls-inbound-tcp:';
+/** The pinned validation context of one inbound TCP chain (lds/sidecar.ts, sds/sds.ts). */
+export function inboundTcpRootSecretName(serviceKey: string, targetPort: number): string {
+  return `${INBOUND_TCP_ROOT_PREFIX}${serviceKey}|${targetPort}`;
 }
 export function outboundRootSecretName(serviceKey: string): string {
   return `root-cert-for-mtls-outbound:${serviceKey}`;

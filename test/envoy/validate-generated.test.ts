@@ -1,24 +1,17 @@
 // Everything the generators produce for the shared bookstore test mesh — every
 // pod, as an Envoy sidecar and as a proxyless gRPC workload (whose resources
-// are Envoy types too), in SMI, permissive and SMI-with-TCP-split mode — passes
-// Envoy's own validation rules (go-control-plane's ValidateAll, nested Anys included).
+// are Envoy types too), in every mode of bookstoreVariants (SMI, permissive,
+// TCP split, two outbound TCP ports) — passes Envoy's own validation rules
+// (go-control-plane's ValidateAll, nested Anys included).
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import type { MeshView, ProxyContext } from '../../pkg/catalog/types.js';
+import type { ProxyContext } from '../../pkg/catalog/types.js';
 import { meshGenerators } from '../../pkg/envoy/generators.js';
 import { referencesOf } from '../../pkg/envoy/testing/crossref.js';
 import { fetchSidecarConfig } from '../../pkg/envoy/testing/fetch.js';
-import { bookstoreMesh, generationContext, POD_NAMES, proxyFor } from '../../pkg/envoy/testing/mesh.js';
+import { bookstoreVariants, generationContext, POD_NAMES, proxyFor } from '../../pkg/envoy/testing/mesh.js';
 import { type GenerationContext, type Resource, TypeUrl } from '../../pkg/envoy/types.js';
 import { type EncodedResource, encodeResources, validateWithEnvoy } from '../support/envoy-validate.js';
-
-function meshes(): [string, MeshView][] {
-  return [
-    ['smi', bookstoreMesh()],
-    ['permissive', bookstoreMesh({ permissive: true })],
-    ['smi+tcp split', bookstoreMesh({ tcpSplitPort: { port: 9000, targetPort: 9001 } })],
-  ];
-}
 
 /** A proxyless client's view: every listener and cluster, then the routes and endpoints they name. */
 function proxylessConfig(proxy: ProxyContext, ctx: GenerationContext): Resource[] {
@@ -35,7 +28,7 @@ function proxylessConfig(proxy: ProxyContext, ctx: GenerationContext): Resource[
 test("every generated resource of every pod passes Envoy's validation rules", async () => {
   const encoded: EncodedResource[] = [];
   const counts = { sidecar: 0, grpc: 0 };
-  for (const [mode, mesh] of meshes()) {
+  for (const [mode, mesh] of bookstoreVariants()) {
     const ctx = generationContext(mesh);
     for (const pod of POD_NAMES) {
       const s = fetchSidecarConfig(proxyFor(mesh, pod), ctx);

@@ -13,7 +13,7 @@ test('bookbuyer: backend clusters of the split (even bookstore-v2), no apex clus
   const clusters = cds(bookstoreMesh(), 'bookbuyer-1');
   assert.deepEqual(
     clusters.map((r) => r.name),
-    ['bookstore/bookstore-v1|14001', 'bookstore/bookstore-v2|14001'],
+    ['blackhole', 'bookstore/bookstore-v1|14001', 'bookstore/bookstore-v2|14001'],
   );
   assert.deepEqual(named(clusters, 'bookstore/bookstore-v2|14001'), {
     name: 'bookstore/bookstore-v2|14001',
@@ -44,6 +44,7 @@ test('local clusters for every served port, HTTP/2 upstream only for gRPC ports'
   assert.deepEqual(
     clusters.map((r) => r.name),
     [
+      'blackhole',
       'bookwarehouse/bookwarehouse|13306|local',
       'bookwarehouse/bookwarehouse|14001|local',
       'bookwarehouse/mysql|3306',
@@ -76,10 +77,18 @@ test('local clusters for every served port, HTTP/2 upstream only for gRPC ports'
   assert.ok(at(upstream, 'typed_extension_protocol_options'));
 });
 
-test('bookthief: nothing in SMI mode; permissive mode adds every service and the passthrough cluster', () => {
-  assert.deepEqual(cds(bookstoreMesh(), 'bookthief-1'), []);
+test('bookthief: only the blackhole in SMI mode; permissive mode adds every service and the passthrough cluster', () => {
+  // Where its outbound listener sends denied TCP (lds/sidecar.ts): no endpoints, so closed at once.
+  assert.deepEqual(cds(bookstoreMesh(), 'bookthief-1'), [
+    {
+      name: 'blackhole',
+      typeUrl: 'type.googleapis.com/envoy.config.cluster.v3.Cluster',
+      message: { name: 'blackhole', type: 0, connect_timeout: { seconds: 1 } }, // STATIC
+    },
+  ]);
   const clusters = cds(bookstoreMesh({ permissive: true }), 'bookthief-1');
   const names = clusters.map((r) => r.name);
+  assert.ok(!names.includes('blackhole'), 'permissive mode lets unmatched traffic out instead');
   assert.ok(names.includes('bookstore/bookstore-v1|14001'));
   assert.ok(!names.includes('bookstore/bookstore|14001'), 'split apex has no cluster of its own');
   assert.deepEqual(named(clusters, 'passthrough-outbound'), {

@@ -1,6 +1,7 @@
 // CDS for Envoy sidecars: mTLS EDS clusters for every service port the proxy
 // may call (split backends included), STATIC local clusters for the ports its
-// pod serves, and the ORIGINAL_DST passthrough cluster in permissive mode.
+// pod serves, and the ORIGINAL_DST passthrough cluster in permissive mode or
+// the endpoint-less blackhole cluster in SMI mode (lds/sidecar.ts).
 import type { MeshServicePort } from '../../catalog/types.js';
 import { type Identity, identityKey } from '../../mesh/identity.js';
 import { DiscoveryType, LbPolicy } from '../common/enums.js';
@@ -9,7 +10,7 @@ import { IdentityMemo } from '../common/memo.js';
 import { byName, outboundPlan, type UpstreamCluster } from '../common/outbound.js';
 import { upstreamTlsSocket } from '../common/tls.js';
 import { adsConfigSource, durationSeconds, http2ProtocolOptions, socketAddress } from '../common/xds.js';
-import { PASSTHROUGH_CLUSTER } from '../names.js';
+import { BLACKHOLE_CLUSTER, PASSTHROUGH_CLUSTER } from '../names.js';
 import { type ProtoObject, type Resource, type ResourceGenerator, TypeUrl } from '../types.js';
 
 // OSM's value: fail fast so Envoy retries another endpoint.
@@ -60,6 +61,7 @@ export function localCluster(name: string, port: MeshServicePort): ProtoObject {
 const upstreamClusters = new IdentityMemo<ProtoObject>();
 const localClusters = new IdentityMemo<ProtoObject>();
 let passthrough: ProtoObject | undefined;
+let blackhole: ProtoObject | undefined;
 
 export function passthroughCluster(): ProtoObject {
   return {
@@ -67,6 +69,18 @@ export function passthroughCluster(): ProtoObject {
     type: DiscoveryType.ORIGINAL_DST,
     // ORIGINAL_DST clusters must let the cluster pick the host.
     lb_policy: LbPolicy.CLUSTER_PROVIDED,
+    connect_timeout: durationSeconds(CONNECT_TIMEOUT_S),
+  };
+}
+
+/**
+ * Where the SMI outbound listener sends TCP it denies: with no endpoint,
+ * tcp_proxy closes the connection at once (cluster.blackhole.upstream_cx_none_healthy).
+ */
+export function blackholeCluster(): ProtoObject {
+  return {
+    name: BLACKHOLE_CLUSTER,
+    type: DiscoveryType.STATIC,
     connect_timeout: durationSeconds(CONNECT_TIMEOUT_S),
   };
 }
@@ -97,6 +111,9 @@ export const sidecarCdsGenerator: ResourceGenerator = {
     if (ctx.mesh.permissive) {
       passthrough ??= passthroughCluster();
       add(passthrough, PASSTHROUGH_CLUSTER);
+    } else {
+      blackhole ??= blackholeCluster();
+      add(blackhole, BLACKHOLE_CLUSTER);
     }
     return byName(out);
   },

@@ -15,6 +15,10 @@ export const HealthStatus = { HEALTHY: 1 } as const;
 export const TrafficDirection = { INBOUND: 1, OUTBOUND: 2 } as const;
 /** envoy.config.rbac.v3.RBAC.Action */
 export const RbacAction = { ALLOW: 0, DENY: 1 } as const;
+/** envoy.extensions.transport_sockets.tls.v3.SubjectAltNameMatcher.SanType */
+export const SanType = { URI: 3 } as const;
+/** envoy.config.accesslog.v3.ComparisonFilter.Op */
+export const ComparisonOp = { EQ: 0 } as const;
 
 /** Proto enum full name → the values above, for the test. */
 export const ENUMS_BY_PROTO_NAME: Readonly<Record<string, Readonly<Record<string, number>>>> = {
@@ -24,4 +28,6 @@ export const ENUMS_BY_PROTO_NAME: Readonly<Record<string, Readonly<Record<string
   'envoy.config.core.v3.HealthStatus': HealthStatus,
   'envoy.config.core.v3.TrafficDirection': TrafficDirection,
   'envoy.config.rbac.v3.RBAC.Action': RbacAction,
+  'envoy.extensions.transport_sockets.tls.v3.SubjectAltNameMatcher.SanType': SanType,
+  'envoy.config.accesslog.v3.ComparisonFilter.Op': ComparisonOp,
 };

@@ -2,7 +2,7 @@
 // (secret names in names.ts).
 import type { MeshService } from '../../catalog/types.js';
 import { type Identity, identityKey } from '../../mesh/identity.js';
-import { inboundRootSecretName, outboundRootSecretName, serviceCertSecretName } from '../names.js';
+import { outboundRootSecretName, serviceCertSecretName } from '../names.js';
 import type { ProtoObject } from '../types.js';
 import { AnyType, adsConfigSource, ExtName, typed } from './xds.js';
 
@@ -25,15 +25,15 @@ export function upstreamTlsSocket(own: Identity, service: MeshService): ProtoObj
   };
 }
 
-/** Server side: mTLS with a client certificate required. */
-export function downstreamTlsSocket(own: Identity): ProtoObject {
+/** Server side: mTLS with a client certificate required, checked against the named validation context. */
+export function downstreamTlsSocket(own: Identity, validationSecret: string): ProtoObject {
   const key = identityKey(own);
   return {
     name: ExtName.Tls,
     typed_config: typed(AnyType.DownstreamTlsContext, {
       common_tls_context: {
         tls_certificate_sds_secret_configs: [sdsSecret(serviceCertSecretName(key))],
-        validation_context_sds_secret_config: sdsSecret(inboundRootSecretName(key)),
+        validation_context_sds_secret_config: sdsSecret(validationSecret),
       },
       require_client_certificate: { value: true },
     }),

@@ -14,6 +14,7 @@ export const AnyType = {
   Router: `${T}envoy.extensions.filters.http.router.v3.Router`,
   OriginalDst: `${T}envoy.extensions.filters.listener.original_dst.v3.OriginalDst`,
   TlsInspector: `${T}envoy.extensions.filters.listener.tls_inspector.v3.TlsInspector`,
+  HttpInspector: `${T}envoy.extensions.filters.listener.http_inspector.v3.HttpInspector`,
   UpstreamTlsContext: `${T}envoy.extensions.transport_sockets.tls.v3.UpstreamTlsContext`,
   DownstreamTlsContext: `${T}envoy.extensions.transport_sockets.tls.v3.DownstreamTlsContext`,
   HttpProtocolOptions: `${T}envoy.extensions.upstreams.http.v3.HttpProtocolOptions`,
@@ -29,6 +30,7 @@ export const ExtName = {
   Router: 'envoy.filters.http.router',
   OriginalDst: 'envoy.filters.listener.original_dst',
   TlsInspector: 'envoy.filters.listener.tls_inspector',
+  HttpInspector: 'envoy.filters.listener.http_inspector',
   Tls: 'envoy.transport_sockets.tls',
   /** Key of `typed_extension_protocol_options` for HttpProtocolOptions. */
   HttpProtocolOptions: 'envoy.extensions.upstreams.http.v3.HttpProtocolOptions',

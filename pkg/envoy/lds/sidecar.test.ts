@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import type { MeshView } from '../../catalog/types.js';
 import {
+  alsoCalling,
   bookstoreMesh,
   bookstoreObjects,
   fakeSecrets,
@@ -32,11 +33,15 @@ function httpRbac(chain: ReturnType<typeof byNameIn>) {
   return at(byNameIn(list(hcm, 'http_filters'), 'envoy.filters.http.rbac'), 'typed_config', 'rules');
 }
 
+const HTTP_PROTOCOLS = ['http/1.0', 'http/1.1', 'h2c'];
+
 test('bookbuyer: one outbound chain per allowed service port, matched on clusterIP and port', () => {
   const out = chains(bookstoreMesh(), 'bookbuyer-1', 'outbound-listener');
   assert.deepEqual(names(out), [
     'outbound_bookstore/bookstore_14001_http',
     'outbound_bookstore/bookstore-v1_14001_http',
+    'outbound_denied_http_14001',
+    'outbound_denied_http',
   ]);
   const apex = byNameIn(out, 'outbound_bookstore/bookstore_14001_http');
   assert.deepEqual(at(apex, 'filter_chain_match'), {
@@ -47,24 +52,123 @@ test('bookbuyer: one outbound chain per allowed service port, matched on cluster
   assert.equal(at(hcm, 'rds', 'route_config_name'), 'rds-outbound.14001');
   assert.deepEqual(names(list(hcm, 'http_filters')), ['envoy.filters.http.router']);
   const listener = named(lds(bookstoreMesh(), 'bookbuyer-1'), 'outbound-listener');
-  assert.deepEqual(names(list(listener, 'listener_filters')), ['envoy.filters.listener.original_dst']);
   assert.equal(at(listener, 'address', 'socket_address', 'port_value'), 15001);
-  // SMI mode: no passthrough, and bookbuyer serves no service so no inbound listener.
-  assert.equal(at(listener, 'default_filter_chain'), undefined);
+  // bookbuyer serves no service: no inbound listener.
   assert.deepEqual(
     lds(bookstoreMesh(), 'bookbuyer-1').map((r) => r.name),
     ['outbound-listener'],
   );
 });
 
-test('bookthief gets no outbound config in SMI mode; permissive mode opens everything', () => {
-  assert.deepEqual(lds(bookstoreMesh(), 'bookthief-1'), []);
-  const permissive = bookstoreMesh({ permissive: true });
-  const listener = named(lds(permissive, 'bookthief-1'), 'outbound-listener');
-  assert.ok(names(list(listener, 'filter_chains')).includes('outbound_bookstore/bookstore_14001_http'));
+test('SMI mode: what matches no chain is denied at the caller, HTTP with a 403 that says why', () => {
+  const listener = named(lds(bookstoreMesh(), 'bookbuyer-1'), 'outbound-listener');
+  assert.deepEqual(names(list(listener, 'listener_filters')), [
+    'envoy.filters.listener.original_dst',
+    'envoy.filters.listener.http_inspector',
+  ]);
+  // bookbuyer calls HTTP only: the inspector runs on every port.
+  assert.equal(at(listener, 'listener_filters', 1, 'filter_disabled'), undefined);
+  assert.deepEqual(at(listener, 'listener_filters_timeout'), { seconds: 1 });
+  assert.equal(at(listener, 'continue_on_listener_filters_timeout'), true);
+  const out = list(listener, 'filter_chains');
+  // Envoy never falls back from a matched port to port-less chains: the mesh
+  // port has its own HTTP denial, every other port the port-less one.
+  assert.deepEqual(at(byNameIn(out, 'outbound_denied_http_14001'), 'filter_chain_match'), {
+    application_protocols: HTTP_PROTOCOLS,
+    destination_port: { value: 14001 },
+  });
+  const denied = byNameIn(out, 'outbound_denied_http');
+  assert.deepEqual(at(denied, 'filter_chain_match'), { application_protocols: HTTP_PROTOCOLS });
+  const hcm = filterConfig(denied, 'envoy.filters.network.http_connection_manager');
+  assert.equal(at(hcm, 'stat_prefix'), 'outbound_denied');
+  assert.deepEqual(at(hcm, 'route_config', 'virtual_hosts', 0, 'routes'), [
+    { match: { prefix: '/' }, direct_response: { status: 403 } },
+  ]);
+  const mapper = at(hcm, 'local_reply_config', 'mappers', 0);
+  assert.deepEqual(at(mapper, 'filter', 'status_code_filter', 'comparison', 'value', 'default_value'), 403);
+  assert.equal(
+    at(mapper, 'body_format_override', 'text_format_source', 'inline_string'),
+    'skein: %REQ(:authority)% is not allowed by the mesh policy for this proxy' +
+      ' (SMI mode: no TrafficTarget allows its identity to call this destination)\n',
+  );
+  // Anything else: tcp_proxy to the endpoint-less blackhole cluster, which closes it.
+  assert.deepEqual(at(listener, 'default_filter_chain'), {
+    name: 'outbound_denied',
+    filters: [
+      {
+        name: 'envoy.filters.network.tcp_proxy',
+        typed_config: {
+          '@type': 'type.googleapis.com/envoy.extensions.filters.network.tcp_proxy.v3.TcpProxy',
+          stat_prefix: 'outbound_denied',
+          cluster: 'blackhole',
+        },
+      },
+    ],
+  });
+});
+
+test('bookthief (allowed nothing) still gets an outbound listener in SMI mode; permissive mode opens everything', () => {
+  const smi = lds(bookstoreMesh(), 'bookthief-1');
   assert.deepEqual(
-    at(listener, 'default_filter_chain', 'filters', 0, 'typed_config', 'cluster'),
+    smi.map((r) => r.name),
+    ['outbound-listener'],
+  );
+  const listener = named(smi, 'outbound-listener');
+  assert.deepEqual(names(list(listener, 'filter_chains')), ['outbound_denied_http']);
+  assert.equal(at(listener, 'default_filter_chain', 'filters', 0, 'typed_config', 'cluster'), 'blackhole');
+
+  const permissive = named(lds(bookstoreMesh({ permissive: true }), 'bookthief-1'), 'outbound-listener');
+  const all = names(list(permissive, 'filter_chains'));
+  assert.ok(all.includes('outbound_bookstore/bookstore_14001_http'));
+  assert.ok(!all.some((n) => n.startsWith('outbound_denied')), all.join());
+  assert.deepEqual(names(list(permissive, 'listener_filters')), ['envoy.filters.listener.original_dst']);
+  assert.equal(at(permissive, 'listener_filters_timeout'), undefined);
+  assert.deepEqual(
+    at(permissive, 'default_filter_chain', 'filters', 0, 'typed_config', 'cluster'),
     'passthrough-outbound',
+  );
+});
+
+test('proxies with the same outbound plan share one outbound listener message', () => {
+  const mesh = bookstoreMesh();
+  // Neither bookthief nor mysql may call anything.
+  assert.equal(
+    named(lds(mesh, 'bookthief-1'), 'outbound-listener'),
+    named(lds(mesh, 'mysql-1'), 'outbound-listener'),
+  );
+  assert.notEqual(
+    named(lds(mesh, 'bookthief-1'), 'outbound-listener'),
+    named(lds(mesh, 'bookbuyer-1'), 'outbound-listener'),
+  );
+});
+
+test('ports with a TCP chain keep the HTTP inspector off (server-first protocols start at once) and get no HTTP denial', () => {
+  const listener = named(lds(bookstoreMesh(), 'bookwarehouse-1'), 'outbound-listener');
+  // bookwarehouse calls mysql (TCP 3306, headless) only.
+  assert.deepEqual(at(listener, 'listener_filters', 1, 'filter_disabled'), {
+    destination_port_range: { start: 3306, end: 3307 },
+  });
+  assert.deepEqual(names(list(listener, 'filter_chains')), [
+    'outbound_bookwarehouse/mysql_3306_tcp',
+    'outbound_denied_http',
+  ]);
+  // Several TCP ports: an or_match (a MatchSet needs two rules or more).
+  const mesh = alsoCalling(
+    bookstoreMesh({ tcpSplitPort: { port: 9000, targetPort: 9001 } }),
+    'bookwarehouse/mysql',
+  );
+  const buyer = named(lds(mesh, 'bookbuyer-1'), 'outbound-listener');
+  assert.deepEqual(at(buyer, 'listener_filters', 1, 'filter_disabled'), {
+    or_match: {
+      rules: [
+        { destination_port_range: { start: 3306, end: 3307 } },
+        { destination_port_range: { start: 9000, end: 9001 } },
+      ],
+    },
+  });
+  assert.deepEqual(
+    names(list(buyer, 'filter_chains')).filter((n) => n.startsWith('outbound_denied')),
+    ['outbound_denied_http_14001', 'outbound_denied_http'],
   );
 });
 
@@ -147,6 +251,19 @@ test('bookstore inbound: mTLS chains per served service, RBAC allows bookbuyer o
     'envoy.filters.http.rbac',
     'envoy.filters.http.router',
   ]);
+  // The RBAC filter's stats live under the HCM's prefix: http.<chain>.rbac.{allowed,denied}.
+  assert.equal(at(hcm, 'stat_prefix'), 'inbound_bookstore/bookstore-v1_14001_http');
+  // Its 403 says why, naming the caller's SPIFFE id and the matched policy (none).
+  const mapper = at(hcm, 'local_reply_config', 'mappers', 0);
+  assert.deepEqual(at(mapper, 'filter', 'status_code_filter', 'comparison'), {
+    op: 0, // EQ
+    value: { default_value: 403, runtime_key: 'skein.local_reply.status_403' },
+  });
+  assert.equal(
+    at(mapper, 'body_format_override', 'text_format_source', 'inline_string'),
+    'skein: RBAC denied: no TrafficTarget allows %DOWNSTREAM_PEER_URI_SAN% to call this route' +
+      ' (%RESPONSE_CODE_DETAILS%)\n',
+  );
 });
 
 test('permissive mode: inbound RBAC allows any authenticated peer', () => {
@@ -182,6 +299,21 @@ test('TCP inbound: network RBAC then tcp_proxy to the local cluster on the targe
     'envoy.filters.network.rbac',
     'envoy.filters.network.tcp_proxy',
   ]);
+  // TCP callers stay pinned in the handshake (sds/sds.ts); HTTP chains take any mesh identity.
+  const validation = (chain: ReturnType<typeof byNameIn>) =>
+    at(
+      chain,
+      'transport_socket',
+      'typed_config',
+      'common_tls_context',
+      'validation_context_sds_secret_config',
+      'name',
+    );
+  assert.equal(validation(tcp), 'root-cert-for-mtls-inbound-tcp:bookwarehouse/bookwarehouse|13306');
+  assert.equal(
+    validation(byNameIn(all, 'inbound_bookwarehouse/bookwarehouse_14001_grpc')),
+    'root-cert-for-mtls-inbound:bookwarehouse/bookwarehouse',
+  );
   assert.equal(
     at(filterConfig(tcp, 'envoy.filters.network.tcp_proxy'), 'cluster'),
     'bookwarehouse/bookwarehouse|13306|local',

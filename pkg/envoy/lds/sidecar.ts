@@ -5,16 +5,20 @@
 import type { MeshService, MeshView, ProxyContext } from '../../catalog/types.js';
 import { PORT_INBOUND_LISTENER, PORT_OUTBOUND_LISTENER } from '../../mesh/constants.js';
 import { type Identity, identityKey } from '../../mesh/identity.js';
-import { TrafficDirection } from '../common/enums.js';
+import { ComparisonOp, TrafficDirection } from '../common/enums.js';
 import { type InboundPort, inboundPorts, inboundRulesOf, isHttpLike } from '../common/inbound.js';
 import { IdentityMemo } from '../common/memo.js';
 import { byName, type OutboundPlan, type OutboundPort, outboundPlan } from '../common/outbound.js';
 import { downstreamTlsSocket } from '../common/tls.js';
-import { AnyType, adsConfigSource, ExtName, socketAddress, typed } from '../common/xds.js';
+import { AnyType, adsConfigSource, durationSeconds, ExtName, socketAddress, typed } from '../common/xds.js';
 import {
+  BLACKHOLE_CLUSTER,
   INBOUND_LISTENER,
   inboundFilterChainName,
+  inboundRootSecretName,
   inboundRouteConfigName,
+  inboundTcpRootSecretName,
+  OUTBOUND_DENIED,
   OUTBOUND_LISTENER,
   outboundFilterChainName,
   outboundRouteConfigName,
@@ -23,25 +27,74 @@ import {
 import { httpRbacFilter, networkRbacFilter } from '../rbac/rbac.js';
 import { type ProtoObject, type Resource, type ResourceGenerator, TypeUrl } from '../types.js';
 
+// How long the outbound listener's http_inspector may wait for a client's first bytes.
+const LISTENER_FILTERS_TIMEOUT_S = 1;
+
 function listenerFilter(name: string, typeUrl: string): ProtoObject {
   return { name, typed_config: typed(typeUrl) };
 }
 
+function rds(routeConfig: string): ProtoObject {
+  return { rds: { route_config_name: routeConfig, config_source: adsConfigSource() } };
+}
+
 function httpConnectionManager(
   statPrefix: string,
-  routeConfig: string,
+  routes: ProtoObject,
   httpFilters: ProtoObject[],
+  extra: ProtoObject = {},
 ): ProtoObject {
   return {
     name: ExtName.HttpConnectionManager,
     typed_config: typed(AnyType.HttpConnectionManager, {
       stat_prefix: statPrefix,
-      rds: { route_config_name: routeConfig, config_source: adsConfigSource() },
+      ...routes,
       // The router must be the last HTTP filter.
       http_filters: [...httpFilters, { name: ExtName.Router, typed_config: typed(AnyType.Router) }],
+      ...extra,
     }),
   };
 }
+
+/**
+ * An HCM `local_reply_config` giving Envoy's own replies of one status this
+ * body (substitution format). Only local replies are rewritten, never the
+ * app's responses.
+ */
+function localReplyBody(status: number, body: string): ProtoObject {
+  return {
+    mappers: [
+      {
+        filter: {
+          status_code_filter: {
+            comparison: {
+              op: ComparisonOp.EQ,
+              // RuntimeUInt32 requires a runtime key (PGV min_len 1); nothing sets it.
+              value: { default_value: status, runtime_key: `skein.local_reply.status_${status}` },
+            },
+          },
+        },
+        body_format_override: { text_format_source: { inline_string: body } },
+      },
+    ],
+  };
+}
+
+// On the inbound HCMs only the RBAC filter replies 403 itself; it names the
+// matched policy in the response code details (none: nothing allowed it).
+const INBOUND_DENIED_REPLY = localReplyBody(
+  403,
+  'skein: RBAC denied: no TrafficTarget allows %DOWNSTREAM_PEER_URI_SAN% to call this route' +
+    ' (%RESPONSE_CODE_DETAILS%)\n',
+);
+
+// The outbound listener is shared by every proxy with the same plan, so the
+// reply cannot name the caller's identity: "this proxy".
+const OUTBOUND_DENIED_REPLY = localReplyBody(
+  403,
+  'skein: %REQ(:authority)% is not allowed by the mesh policy for this proxy' +
+    ' (SMI mode: no TrafficTarget allows its identity to call this destination)\n',
+);
 
 function tcpProxy(statPrefix: string, target: ProtoObject): ProtoObject {
   return {
@@ -62,49 +115,129 @@ function hasClusterIP(svc: MeshService): svc is MeshService & { clusterIP: strin
   return svc.clusterIP !== undefined && svc.clusterIP !== '' && svc.clusterIP !== 'None';
 }
 
+// http_inspector's results (application_protocols on the socket).
+const HTTP_PROTOCOLS = ['http/1.0', 'http/1.1', 'h2c'];
+
+/**
+ * SMI mode: an HTTP connection to a destination no chain matches (on `port`,
+ * or on any port without chains when undefined) gets a 403 that says why.
+ */
+function deniedHttpChain(port: number | undefined): ProtoObject {
+  const match: ProtoObject = { application_protocols: HTTP_PROTOCOLS };
+  if (port !== undefined) match['destination_port'] = { value: port };
+  const routeConfig = {
+    name: OUTBOUND_DENIED,
+    virtual_hosts: [
+      {
+        name: OUTBOUND_DENIED,
+        domains: ['*'],
+        routes: [{ match: { prefix: '/' }, direct_response: { status: 403 } }],
+      },
+    ],
+  };
+  return {
+    name: port === undefined ? `${OUTBOUND_DENIED}_http` : `${OUTBOUND_DENIED}_http_${port}`,
+    filter_chain_match: match,
+    filters: [
+      httpConnectionManager(OUTBOUND_DENIED, { route_config: routeConfig }, [], {
+        local_reply_config: OUTBOUND_DENIED_REPLY,
+      }),
+    ],
+  };
+}
+
+/**
+ * http_inspector, switched off on the given ports (Envoy runs listener filters
+ * before choosing a chain, and the inspector waits for the client's first
+ * bytes: a server-first TCP protocol would stall until the timeout).
+ */
+function httpInspector(offPorts: readonly number[]): ProtoObject {
+  const filter = listenerFilter(ExtName.HttpInspector, AnyType.HttpInspector);
+  // Int32Range: [start, end).
+  const ranges = offPorts.map((p) => ({ destination_port_range: { start: p, end: p + 1 } }));
+  const [only] = ranges;
+  // MatchSet needs at least two rules (PGV min_items 2).
+  if (ranges.length === 1 && only) filter['filter_disabled'] = only;
+  else if (ranges.length > 1) filter['filter_disabled'] = { or_match: { rules: ranges } };
+  return filter;
+}
+
 /**
  * One filter chain per outbound service port, matched on the service's
  * clusterIP and port. A service without a clusterIP (headless) is matched on
  * the port alone, so it catches every otherwise unmatched destination on that
  * port; when several headless services share a port only the first (by key)
  * gets a chain, because Envoy rejects a listener with two identical matches.
+ *
+ * What matches no chain: permissive mode lets it out unchanged (passthrough);
+ * SMI mode denies it visibly — HTTP gets a 403 with a reason, anything else
+ * a closed connection (tcp_proxy to the endpoint-less blackhole cluster).
+ * Envoy prunes chains criterion by criterion, destination port first, keeping
+ * only the most specific matches (FilterChainMatch, listener_components.proto):
+ * once a port matches, port-less chains are out, so each port with IP-matched
+ * chains gets its own HTTP denial chain besides the port-less one.
  */
-function outboundListener(plan: OutboundPlan, permissive: boolean): ProtoObject | undefined {
+function outboundListener(plan: OutboundPlan, permissive: boolean): ProtoObject {
   const chains: ProtoObject[] = [];
+  const ports = new Set<number>();
   const portOnly = new Set<number>();
+  const tcpPorts = new Set<number>();
   for (const p of plan.ports) {
     const name = outboundFilterChainName(p.service, p.port);
-    const match: ProtoObject = { destination_port: { value: p.port.port } };
+    const port = p.port.port;
+    const match: ProtoObject = { destination_port: { value: port } };
     if (hasClusterIP(p.service)) {
       const ip = p.service.clusterIP;
       match['prefix_ranges'] = [{ address_prefix: ip, prefix_len: { value: ip.includes(':') ? 128 : 32 } }];
     } else {
-      if (portOnly.has(p.port.port)) continue;
-      portOnly.add(p.port.port);
+      if (portOnly.has(port)) continue;
+      portOnly.add(port);
     }
-    const filter = isHttpLike(p.port)
-      ? httpConnectionManager(name, outboundRouteConfigName(p.port.port), [])
+    ports.add(port);
+    const http = isHttpLike(p.port);
+    if (!http) tcpPorts.add(port);
+    const filter = http
+      ? httpConnectionManager(name, rds(outboundRouteConfigName(port)), [])
       : tcpProxy(name, tcpTarget(p));
     chains.push({ name, filter_chain_match: match, filters: [filter] });
   }
+  const listenerFilters = [listenerFilter(ExtName.OriginalDst, AnyType.OriginalDst)];
   const listener: ProtoObject = {
     name: OUTBOUND_LISTENER,
     address: socketAddress('0.0.0.0', PORT_OUTBOUND_LISTENER),
     traffic_direction: TrafficDirection.OUTBOUND,
-    listener_filters: [listenerFilter(ExtName.OriginalDst, AnyType.OriginalDst)],
+    listener_filters: listenerFilters,
     filter_chains: chains,
   };
-  // Permissive mode lets traffic to non-mesh destinations out unchanged; in
-  // SMI mode an unmatched connection has no chain and Envoy closes it.
   if (permissive) {
     listener['default_filter_chain'] = {
       name: PASSTHROUGH_CLUSTER,
       filters: [tcpProxy(PASSTHROUGH_CLUSTER, { cluster: PASSTHROUGH_CLUSTER })],
     };
+    return listener;
   }
-  // Envoy rejects a listener without any filter chain: leave it out, so the
-  // redirected connections are refused (nothing to call is allowed anyway).
-  return chains.length > 0 || permissive ? listener : undefined;
+  const byNumber = (a: number, b: number) => a - b;
+  // No HTTP denial where a headless chain takes the port, or where the
+  // inspector is off (it could never match there).
+  for (const port of [...ports].sort(byNumber)) {
+    if (!portOnly.has(port) && !tcpPorts.has(port)) chains.push(deniedHttpChain(port));
+  }
+  chains.push(deniedHttpChain(undefined));
+  // Ports with a TCP chain keep the inspector off, so server-first protocols
+  // to their mesh destinations start at once (as OSM does for tcp-server-first
+  // egress ports); an HTTP client of an unknown destination on such a port
+  // gets a closed connection instead of a 403.
+  listenerFilters.push(httpInspector([...tcpPorts].sort(byNumber)));
+  // Elsewhere a client that sends nothing (server-first, to a destination
+  // that is denied anyway) is held this long, then gets its chain without the
+  // inspector's answer instead of being closed by Envoy (default 15 s).
+  listener['listener_filters_timeout'] = durationSeconds(LISTENER_FILTERS_TIMEOUT_S);
+  listener['continue_on_listener_filters_timeout'] = true;
+  listener['default_filter_chain'] = {
+    name: OUTBOUND_DENIED,
+    filters: [tcpProxy(OUTBOUND_DENIED, { cluster: BLACKHOLE_CLUSTER })],
+  };
+  return listener;
 }
 
 function inboundChain(mesh: MeshView, own: Identity, p: InboundPort): ProtoObject {
@@ -115,14 +248,29 @@ function inboundChain(mesh: MeshView, own: Identity, p: InboundPort): ProtoObjec
   // their clients send (cds/sidecar.ts sets sni = service FQDN); otherwise
   // any SNI is accepted, which also admits clients that send none.
   if (p.sharedTargetPort) match['server_names'] = [p.service.fqdn];
-  const filters = isHttpLike(p.port)
-    ? [
-        httpConnectionManager(name, inboundRouteConfigName(p.port.targetPort), [
-          httpRbacFilter(rules, mesh.trustDomain),
-        ]),
-      ]
-    : [networkRbacFilter(rules, mesh.trustDomain, name), tcpProxy(name, { cluster: p.localCluster })];
-  return { name, filter_chain_match: match, transport_socket: downstreamTlsSocket(own), filters };
+  if (isHttpLike(p.port)) {
+    // Any mesh identity completes the handshake (sds/sds.ts); the RBAC filter
+    // decides per request, before the router, so a denied request never
+    // reaches the app and gets a 403 saying why.
+    const hcm = httpConnectionManager(
+      name,
+      rds(inboundRouteConfigName(p.port.targetPort)),
+      [httpRbacFilter(rules, mesh.trustDomain)],
+      { local_reply_config: INBOUND_DENIED_REPLY },
+    );
+    const tls = downstreamTlsSocket(own, inboundRootSecretName(identityKey(own)));
+    return { name, filter_chain_match: match, transport_socket: tls, filters: [hcm] };
+  }
+  // TCP keeps the allowed callers pinned in the handshake: the network RBAC
+  // filter only decides on the first byte from the client, while tcp_proxy
+  // connects to the app at once, so a server-first app (MySQL, SMTP) would
+  // greet a denied caller before RBAC closes the connection.
+  const tls = downstreamTlsSocket(own, inboundTcpRootSecretName(p.service.key, p.port.targetPort));
+  const filters = [
+    networkRbacFilter(rules, mesh.trustDomain, name),
+    tcpProxy(name, { cluster: p.localCluster }),
+  ];
+  return { name, filter_chain_match: match, transport_socket: tls, filters };
 }
 
 /** Inbound mTLS listener; undefined when the pod serves no service port. */
@@ -142,7 +290,7 @@ function inboundListener(mesh: MeshView, proxy: ProxyContext, ports: readonly In
 // Listeners memoised on the view answers they are built from (the same
 // objects while unchanged, MeshView contract). The outbound listener depends
 // on the outbound plan alone, so proxies sharing a plan share the message.
-const outboundListeners = new IdentityMemo<ProtoObject | undefined>();
+const outboundListeners = new IdentityMemo<ProtoObject>();
 const inboundListeners = new IdentityMemo<ProtoObject>();
 
 /**
@@ -173,7 +321,7 @@ export const sidecarLdsGenerator: ResourceGenerator = {
     const outbound = outboundListeners.get([plan], String(ctx.mesh.permissive), () =>
       outboundListener(plan, ctx.mesh.permissive),
     );
-    if (outbound) out.push({ name: OUTBOUND_LISTENER, typeUrl: TypeUrl.Listener, message: outbound });
+    out.push({ name: OUTBOUND_LISTENER, typeUrl: TypeUrl.Listener, message: outbound });
     const inbound = inboundListenerOf(ctx.mesh, proxy);
     if (inbound) out.push({ name: INBOUND_LISTENER, typeUrl: TypeUrl.Listener, message: inbound });
     return byName(out);

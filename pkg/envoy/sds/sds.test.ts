@@ -1,16 +1,22 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import type { MeshView } from '../../catalog/types.js';
+import { spiffeId } from '../../mesh/identity.js';
+import { decodeMessage, encodeMessage } from '../../xds/proto/codec.js';
 import {
   bookstoreMesh,
+  bookstoreObjects,
   FAKE_TRUST_BUNDLE,
   fakeSecrets,
   POD_NAMES,
   type PodName,
   proxyFor,
+  storeOf,
+  viewOf,
 } from '../testing/mesh.js';
-import { named } from '../testing/pick.js';
-import { sdsGenerator } from './sds.js';
+import { at, list, named } from '../testing/pick.js';
+import { TypeUrl } from '../types.js';
+import { inboundSanMatchers, sdsGenerator } from './sds.js';
 
 function sds(
   mesh: MeshView,
@@ -62,21 +68,62 @@ test('a certificate not issued yet is omitted', () => {
   assert.deepEqual(sds(bookstoreMesh(), 'bookbuyer-1', ['service-cert:bookbuyer/bookbuyer'], []), []);
 });
 
-test('inbound validation: only the allowed sources in SMI mode, just the CA in permissive mode', () => {
+const TD_PREFIX = [{ san_type: 3, matcher: { prefix: 'spiffe://cluster.local/' } }]; // 3: URI
+
+test('inbound validation (HTTP ports): any identity of the trust domain, in both modes, whatever the policy', () => {
   const name = 'root-cert-for-mtls-inbound:bookstore/bookstore-v1';
-  assert.deepEqual(named(sds(bookstoreMesh(), 'bookstore-v1-1', [name]), name), {
+  const expected = {
     name,
     validation_context: {
       trusted_ca: { inline_string: FAKE_TRUST_BUNDLE },
-      match_subject_alt_names: [{ exact: 'spiffe://cluster.local/ns/bookbuyer/sa/bookbuyer' }],
+      match_typed_subject_alt_names: TD_PREFIX,
     },
-  });
-  assert.deepEqual(named(sds(bookstoreMesh({ permissive: true }), 'bookstore-v1-1', [name]), name), {
-    name,
-    validation_context: { trusted_ca: { inline_string: FAKE_TRUST_BUNDLE } },
-  });
+  };
+  const noPolicy = viewOf(storeOf(bookstoreObjects().filter((o) => o.kind !== 'TrafficTarget')));
+  for (const mesh of [bookstoreMesh(), bookstoreMesh({ permissive: true }), noPolicy]) {
+    assert.deepEqual(named(sds(mesh, 'bookstore-v1-1', [name]), name), expected);
+  }
+  // Not rebuilt per view or policy: one message per identity and trust bundle.
+  assert.equal(
+    named(sds(noPolicy, 'bookstore-v1-1', [name]), name),
+    named(sds(bookstoreMesh(), 'bookstore-v1-2', [name]), name),
+  );
   // Another identity's inbound root is not served.
   assert.deepEqual(sds(bookstoreMesh(), 'bookbuyer-1', [name]), []);
+});
+
+test("the trust-domain prefix admits every identity of the mesh and no other trust domain's", () => {
+  const [matcher] = inboundSanMatchers('cluster.local');
+  const prefix = at(matcher, 'matcher', 'prefix');
+  assert.equal(typeof prefix, 'string');
+  const id = { namespace: 'bookbuyer', serviceAccount: 'bookbuyer' };
+  assert.ok(spiffeId(id, 'cluster.local').startsWith(String(prefix)));
+  assert.ok(!spiffeId(id, 'cluster.local.evil').startsWith(String(prefix)));
+  assert.ok(!spiffeId(id, 'cluster.localhost').startsWith(String(prefix)));
+});
+
+test('inbound validation (TCP ports): only the callers the port allows, pinned in the handshake', () => {
+  const name = 'root-cert-for-mtls-inbound-tcp:bookwarehouse/bookwarehouse|13306';
+  const sans = (mesh: MeshView) =>
+    at(
+      named(sds(mesh, 'bookwarehouse-1', [name]), name),
+      'validation_context',
+      'match_typed_subject_alt_names',
+    );
+  assert.deepEqual(sans(bookstoreMesh()), [
+    { san_type: 3, matcher: { exact: 'spiffe://cluster.local/ns/bookstore/sa/bookstore-v1' } },
+    { san_type: 3, matcher: { exact: 'spiffe://cluster.local/ns/bookstore/sa/bookstore-v2' } },
+  ]);
+  assert.deepEqual(sans(bookstoreMesh({ permissive: true })), TD_PREFIX);
+  // Nobody allowed: a SAN no certificate has (an empty list would admit the whole CA).
+  const noPolicy = viewOf(storeOf(bookstoreObjects().filter((o) => o.kind !== 'TrafficTarget')));
+  assert.deepEqual(sans(noPolicy), [
+    { san_type: 3, matcher: { exact: 'spiffe://cluster.local/skein/no-allowed-caller' } },
+  ]);
+  // Only the pod serving that TCP port gets it; an HTTP port has no such secret.
+  assert.deepEqual(sds(bookstoreMesh(), 'mysql-1', [name]), []);
+  const grpcPort = 'root-cert-for-mtls-inbound-tcp:bookwarehouse/bookwarehouse|14001';
+  assert.deepEqual(sds(bookstoreMesh(), 'bookwarehouse-1', [grpcPort]), []);
 });
 
 test("outbound validation: the service's identities, only for services the proxy may call", () => {
@@ -85,7 +132,9 @@ test("outbound validation: the service's identities, only for services the proxy
     name: v2,
     validation_context: {
       trusted_ca: { inline_string: FAKE_TRUST_BUNDLE },
-      match_subject_alt_names: [{ exact: 'spiffe://cluster.local/ns/bookstore/sa/bookstore-v2' }],
+      match_typed_subject_alt_names: [
+        { san_type: 3, matcher: { exact: 'spiffe://cluster.local/ns/bookstore/sa/bookstore-v2' } },
+      ],
     },
   });
   assert.deepEqual(sds(bookstoreMesh(), 'bookthief-1', [v2]), []);
@@ -94,14 +143,52 @@ test("outbound validation: the service's identities, only for services the proxy
   assert.deepEqual(sds(bookstoreMesh(), 'bookbuyer-1', ['nope', 'root-cert-for-mtls-outbound:x/y']), []);
 });
 
-test('without a request, serves everything the proxy references', () => {
-  assert.deepEqual(
-    sds(bookstoreMesh(), 'bookbuyer-1', undefined).map((r) => r.name),
+test('the typed SAN matchers survive encoding (protobufjs drops fields the loaded protos lack)', () => {
+  const mesh = bookstoreMesh();
+  for (const [pod, name] of [
+    ['bookbuyer-1', 'root-cert-for-mtls-outbound:bookstore/bookstore-v1'],
+    ['bookstore-v1-1', 'root-cert-for-mtls-inbound:bookstore/bookstore-v1'],
+    ['bookwarehouse-1', 'root-cert-for-mtls-inbound-tcp:bookwarehouse/bookwarehouse|13306'],
+  ] as const) {
+    const message = named(sds(mesh, pod, [name]), name);
+    const decoded = decodeMessage(TypeUrl.Secret, encodeMessage(TypeUrl.Secret, message));
+    const sent = list(message, 'validation_context', 'match_typed_subject_alt_names');
+    const back = list(decoded, 'validation_context', 'match_typed_subject_alt_names');
+    assert.ok(sent.length > 0, name);
+    assert.deepEqual(
+      back,
+      sent.map((m) => ({ san_type: 'URI', matcher: at(m, 'matcher') ?? null })),
+      name,
+    );
+    assert.equal(at(decoded, 'validation_context', 'match_subject_alt_names'), undefined, name);
+  }
+});
+
+test('without a request, serves everything the proxy references, pinned TCP contexts included', () => {
+  const expected: [PodName, string[]][] = [
     [
-      'root-cert-for-mtls-inbound:bookbuyer/bookbuyer',
-      'root-cert-for-mtls-outbound:bookstore/bookstore-v1',
-      'root-cert-for-mtls-outbound:bookstore/bookstore-v2',
-      'service-cert:bookbuyer/bookbuyer',
+      'bookbuyer-1',
+      [
+        'root-cert-for-mtls-inbound:bookbuyer/bookbuyer',
+        'root-cert-for-mtls-outbound:bookstore/bookstore-v1',
+        'root-cert-for-mtls-outbound:bookstore/bookstore-v2',
+        'service-cert:bookbuyer/bookbuyer',
+      ],
     ],
-  );
+    [
+      'bookwarehouse-1',
+      [
+        'root-cert-for-mtls-inbound-tcp:bookwarehouse/bookwarehouse|13306',
+        'root-cert-for-mtls-inbound:bookwarehouse/bookwarehouse',
+        'root-cert-for-mtls-outbound:bookwarehouse/mysql',
+        'service-cert:bookwarehouse/bookwarehouse',
+      ],
+    ],
+  ];
+  for (const [pod, names] of expected) {
+    assert.deepEqual(
+      sds(bookstoreMesh(), pod, undefined).map((r) => r.name),
+      names,
+    );
+  }
 });

@@ -1,12 +1,19 @@
 // SDS: the proxy's own service certificate and the validation contexts its
 // inbound and outbound mTLS use (names.ts). A proxy only ever gets its own
 // identity's key: names for other identities are never answered.
-import type { ProxyContext } from '../../catalog/types.js';
+import type { InboundRule, ProxyContext } from '../../catalog/types.js';
 import { identityKey, spiffeId } from '../../mesh/identity.js';
-import { inboundPorts, inboundRulesOf } from '../common/inbound.js';
-import { IdentityMemo, NONE } from '../common/memo.js';
+import { SanType } from '../common/enums.js';
+import { type InboundPort, inboundPorts, isHttpLike } from '../common/inbound.js';
+import { IdentityMemo } from '../common/memo.js';
 import { byName, outboundPlan } from '../common/outbound.js';
-import { inboundRootSecretName, outboundRootSecretName, serviceCertSecretName } from '../names.js';
+import {
+  INBOUND_TCP_ROOT_PREFIX,
+  inboundRootSecretName,
+  inboundTcpRootSecretName,
+  outboundRootSecretName,
+  serviceCertSecretName,
+} from '../names.js';
 import {
   type GenerationContext,
   type ProtoObject,
@@ -19,62 +26,86 @@ const SERVICE_CERT = serviceCertSecretName('');
 const INBOUND_ROOT = inboundRootSecretName('');
 const OUTBOUND_ROOT = outboundRootSecretName('');
 
-function validationContext(
-  name: string,
-  trustBundle: string,
-  sans: readonly string[] | undefined,
-): ProtoObject {
-  const ctx: ProtoObject = { trusted_ca: { inline_string: trustBundle } };
-  if (sans) ctx['match_subject_alt_names'] = sans.map((exact) => ({ exact }));
-  return { name, validation_context: ctx };
+/** A URI SAN matcher: skein's workload certificates name their identity in a URI SAN only (spiffeId). */
+function uriSan(matcher: ProtoObject): ProtoObject {
+  return { san_type: SanType.URI, matcher };
+}
+
+function validationContext(name: string, trustBundle: string, sans: ProtoObject[]): ProtoObject {
+  return {
+    name,
+    validation_context: {
+      trusted_ca: { inline_string: trustBundle },
+      // The typed form: Envoy counts match_subject_alt_names as a deprecated
+      // feature (runtime.deprecated_feature_use) and ignores it next to this one.
+      match_typed_subject_alt_names: sans,
+    },
+  };
 }
 
 /**
- * SPIFFE ids allowed to call this pod, or undefined for "any mesh identity"
- * (permissive mode, or a rule with sources 'any'). With no allowed source at
- * all the CA alone is checked and the RBAC filters deny every request: an
- * absent secret would instead stall the whole inbound listener while warming.
+ * Inbound: any identity of the mesh's trust domain, in both modes. Who may
+ * call which route is the RBAC filters' decision (lds/sidecar.ts), so a
+ * denied caller gets a 403 or a closed connection, with a stat, instead of a
+ * failed handshake; mTLS from the mesh CA is still required. The trailing
+ * slash keeps `spiffe://<td>.evil/...` out.
  */
-function inboundSans(proxy: ProxyContext, ctx: GenerationContext): string[] | undefined {
-  if (ctx.mesh.permissive) return undefined;
-  const sans = new Set<string>();
-  for (const p of inboundPorts(proxy)) {
-    for (const rule of inboundRulesOf(ctx.mesh, p)) {
-      if (rule.sources === 'any') return undefined;
-      for (const id of rule.sources) sans.add(spiffeId(id, ctx.mesh.trustDomain));
-    }
+export function inboundSanMatchers(trustDomain: string): ProtoObject[] {
+  return [uriSan({ prefix: `spiffe://${trustDomain}/` })];
+}
+
+/**
+ * Inbound TCP: only the callers the port's rules allow (lds/sidecar.ts says
+ * why TCP cannot leave it to RBAC). No allowed caller gets a SAN no
+ * certificate carries (spiffeId always has /ns/<ns>/sa/<sa>): an empty list
+ * would accept any certificate of the CA, an absent secret would stall the
+ * whole inbound listener while warming.
+ */
+function inboundTcpSanMatchers(rules: readonly InboundRule[], trustDomain: string): ProtoObject[] {
+  const ids = new Set<string>();
+  for (const rule of rules) {
+    if (rule.sources === 'any') return inboundSanMatchers(trustDomain);
+    for (const id of rule.sources) ids.add(spiffeId(id, trustDomain));
   }
-  return sans.size > 0 ? [...sans].sort() : undefined;
+  if (ids.size === 0) return [uriSan({ exact: `spiffe://${trustDomain}/skein/no-allowed-caller` })];
+  return [...ids].sort().map((exact) => uriSan({ exact }));
+}
+
+/** The pod's TCP inbound port a pinned secret name stands for, if it serves one. */
+function inboundTcpPort(proxy: ProxyContext, name: string): InboundPort | undefined {
+  return inboundPorts(proxy).find(
+    (p) => !isHttpLike(p.port) && inboundTcpRootSecretName(p.service.key, p.port.targetPort) === name,
+  );
 }
 
 // Secrets memoised on what they are built from, so an unchanged secret is the
 // same message (and encoding) across views: the issued certificate object,
-// the service identities (the same array while unchanged, MeshView contract),
-// the inbound rule lists. Validation contexts embed the trust domain and the
-// trust bundle: they live in a scope that a change of either replaces.
+// the service identities and inbound rule lists (the same arrays while
+// unchanged, MeshView contract). Validation contexts embed the trust domain
+// and the trust bundle: they live in a scope that a change of either
+// replaces. The inbound one of HTTP ports depends on nothing else (one per
+// identity name, never on policy).
 const certSecrets = new IdentityMemo<ProtoObject>();
 interface Scope {
   readonly trustDomain: string;
   readonly bundle: string;
-  readonly inbound: IdentityMemo<ProtoObject>;
+  readonly inbound: Map<string, ProtoObject>;
+  readonly inboundTcp: IdentityMemo<ProtoObject>;
   readonly outbound: IdentityMemo<ProtoObject>;
 }
 let scope: Scope | undefined;
 
 function scopeOf(trustDomain: string, bundle: string): Scope {
   if (scope?.trustDomain !== trustDomain || scope.bundle !== bundle) {
-    scope = { trustDomain, bundle, inbound: new IdentityMemo(), outbound: new IdentityMemo() };
+    scope = {
+      trustDomain,
+      bundle,
+      inbound: new Map(),
+      inboundTcp: new IdentityMemo(),
+      outbound: new IdentityMemo(),
+    };
   }
   return scope;
-}
-
-/** The inbound rule lists inboundSans reads, in a fixed order; the only view input besides scalars. */
-function inboundRuleLists(proxy: ProxyContext, ctx: GenerationContext): object[] {
-  const parts: object[] = [NONE];
-  for (const p of inboundPorts(proxy)) {
-    for (const port of p.servicePorts) parts.push(ctx.mesh.inboundRules(p.service.key, port));
-  }
-  return parts;
 }
 
 /** Builds the secrets of one proxy; what every name needs is looked up once. */
@@ -119,14 +150,31 @@ class SecretBuilder {
       const trustDomain = ctx.mesh.trustDomain;
       return scopeOf(trustDomain, bundle).outbound.get([ids], name, () => {
         const sans = [...new Set(ids.map((id) => spiffeId(id, trustDomain)))].sort();
-        return validationContext(name, bundle, sans);
+        return validationContext(
+          name,
+          bundle,
+          sans.map((exact) => uriSan({ exact })),
+        );
       });
     }
     if (name.startsWith(INBOUND_ROOT)) {
       if (name.slice(INBOUND_ROOT.length) !== own) return undefined;
-      const memo = scopeOf(ctx.mesh.trustDomain, bundle).inbound;
-      return memo.get(inboundRuleLists(this.proxy, ctx), `${name}|${ctx.mesh.permissive}`, () =>
-        validationContext(name, bundle, inboundSans(this.proxy, ctx)),
+      const { inbound, trustDomain } = scopeOf(ctx.mesh.trustDomain, bundle);
+      let message = inbound.get(name);
+      if (!message) {
+        message = validationContext(name, bundle, inboundSanMatchers(trustDomain));
+        inbound.set(name, message);
+      }
+      return message;
+    }
+    if (name.startsWith(INBOUND_TCP_ROOT_PREFIX)) {
+      const p = inboundTcpPort(this.proxy, name);
+      if (!p) return undefined;
+      const { inboundTcp, trustDomain } = scopeOf(ctx.mesh.trustDomain, bundle);
+      // The rule lists inboundRulesOf merges, in a fixed order.
+      const lists = p.servicePorts.map((port) => ctx.mesh.inboundRules(p.service.key, port));
+      return inboundTcp.get(lists, name, () =>
+        validationContext(name, bundle, inboundTcpSanMatchers(lists.flat(), trustDomain)),
       );
     }
     return undefined;
@@ -137,6 +185,9 @@ class SecretBuilder {
 function defaultNames(proxy: ProxyContext, ctx: GenerationContext): string[] {
   const own = identityKey(proxy.identity);
   const names = [serviceCertSecretName(own), inboundRootSecretName(own)];
+  for (const p of inboundPorts(proxy)) {
+    if (!isHttpLike(p.port)) names.push(inboundTcpRootSecretName(p.service.key, p.port.targetPort));
+  }
   for (const key of outboundPlan(ctx.mesh, proxy.identity).upstreamServices.keys()) {
     names.push(outboundRootSecretName(key));
   }

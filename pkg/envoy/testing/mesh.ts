@@ -211,6 +211,28 @@ export function overrideView(view: MeshView, overrides: Partial<MeshView>): Mesh
   });
 }
 
+/** The mesh with every source also allowed to call one more service (answers the engine never gives). */
+export function alsoCalling(mesh: MeshView, serviceKey: string): MeshView {
+  const extra = mesh.service(serviceKey);
+  if (!extra) throw new Error(`no service ${serviceKey}`);
+  return overrideView(mesh, { outboundServices: (source) => [...mesh.outboundServices(source), extra] });
+}
+
+/**
+ * The bookstore mesh in every mode the whole-mesh tests cover: SMI,
+ * permissive, SMI with a TCP port on the split apex and its backends, and
+ * that with bookbuyer also calling mysql (two outbound TCP ports).
+ */
+export function bookstoreVariants(): [string, MeshView][] {
+  const tcpSplit = () => bookstoreMesh({ tcpSplitPort: { port: 9000, targetPort: 9001 } });
+  return [
+    ['smi', bookstoreMesh()],
+    ['permissive', bookstoreMesh({ permissive: true })],
+    ['smi+tcp split', tcpSplit()],
+    ['smi+two tcp ports', alsoCalling(tcpSplit(), 'bookwarehouse/mysql')],
+  ];
+}
+
 /**
  * The mesh with the apex split answering these weights as given, zeros
  * included (the policy engine drops them): for generators' own filtering.

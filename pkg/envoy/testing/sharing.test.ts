@@ -4,7 +4,7 @@
 // encodes nor hashes it again; a change re-encodes only what it changed.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { httpRouteGroup, pod } from '../../catalog/fixtures.js';
+import { httpRouteGroup, pod, sa, trafficTarget } from '../../catalog/fixtures.js';
 import type { MeshView } from '../../catalog/types.js';
 import { buildMeshView } from '../../catalog/view.js';
 import { DEFAULT_MESH_NAME } from '../../mesh/constants.js';
@@ -122,6 +122,36 @@ for (const permissive of [false, true]) {
     assert.equal(interner.encodes, encodes + 1);
   });
 }
+
+test("a TrafficTarget change rebuilds the destination's listeners, never its HTTP ports' validation context", () => {
+  const mesh = evolving();
+  const before = everything(mesh.view());
+  // bookthief joins bookstore's TrafficTarget (bookstore-v1 pods, HTTP only).
+  mesh.store.upsert(
+    trafficTarget(
+      'bookstore',
+      'bookstore',
+      sa('bookstore-v1'),
+      [sa('bookbuyer', 'bookbuyer'), sa('bookthief', 'bookthief')],
+      [{ kind: 'HTTPRouteGroup', name: 'bookstore-routes' }],
+    ),
+  );
+  const after = everything(mesh.next());
+  // bookthief gains clusters and their secrets; of what every pod had, only listeners move.
+  const changed = [...before]
+    .filter(([k, r]) => after.get(k)?.message !== r.message)
+    .map(([k]) => k)
+    .sort();
+  assert.deepEqual(changed, [
+    `bookstore-v1-1 ${TypeUrl.Listener} inbound-listener`,
+    `bookstore-v1-2 ${TypeUrl.Listener} inbound-listener`,
+    // It serves the apex too, whose rules the TrafficTarget sets (policy.md).
+    `bookstore-v2-1 ${TypeUrl.Listener} inbound-listener`,
+    `bookthief-1 ${TypeUrl.Listener} outbound-listener`,
+  ]);
+  // Their validation context is still there, the same message: the allowed callers are in RBAC alone.
+  assert.ok(after.has(`bookstore-v1-1 ${TypeUrl.Secret} root-cert-for-mtls-inbound:bookstore/bookstore-v1`));
+});
 
 test('a split weight change re-encodes the routes that carry the weights; clusters keep their messages', () => {
   const mesh = evolving();
