@@ -278,4 +278,19 @@ describe('validateObject: core kinds', () => {
     assert.ok(r.ok && r.object.kind === 'EndpointSlice');
     assert.deepEqual(r.object.endpoints, []);
   });
+
+  it('reads null fields as unset, as the API server sends an EndpointSlice with no endpoints', () => {
+    const r = validateObject({
+      apiVersion: 'discovery.k8s.io/v1',
+      kind: 'EndpointSlice',
+      metadata: { name: 'e', namespace: 'n', labels: null },
+      addressType: 'IPv4',
+      endpoints: null,
+      ports: null,
+    });
+    assert.ok(r.ok, r.ok ? '' : r.reason);
+    assert.ok(r.object.kind === 'EndpointSlice');
+    assert.deepEqual(r.object.endpoints, []);
+    assert.equal('ports' in r.object, false);
+  });
 });

@@ -141,6 +141,22 @@ function validatorFor(entry: TypeEntry, mode: UnknownFields): ValidateFunction<A
 }
 
 /**
+ * Drops object fields whose value is null, in place. The API server encodes a
+ * Go nil slice or map without omitempty as null (an EndpointSlice with no
+ * endpoints has `"endpoints": null`), and YAML's `key:` with nothing after it
+ * is null too; both mean "not set", as Go's decoder reads them.
+ */
+function withoutNulls(v: unknown): unknown {
+  if (Array.isArray(v)) for (const item of v) withoutNulls(item);
+  else if (isRecord(v))
+    for (const [k, field] of Object.entries(v)) {
+      if (field === null) delete v[k];
+      else withoutNulls(field);
+    }
+  return v;
+}
+
+/**
  * Checks one manifest or API object against skein's schemas: the CRDs in
  * charts/skein/crds for SMI and MeshConfig, built-in schemas for core kinds.
  * Returns a copy (the input is never changed) holding only the fields skein
@@ -173,7 +189,7 @@ export function validateObject(obj: unknown, options: ValidateOptions = {}): Val
   if (!entry.namespaced) delete picked['namespace'];
   let candidate: unknown;
   try {
-    candidate = structuredClone({ ...obj, metadata: picked });
+    candidate = withoutNulls(structuredClone({ ...obj, metadata: picked }));
   } catch (err) {
     return { ok: false, reason: `not plain data: ${err instanceof Error ? err.message : String(err)}` };
   }
