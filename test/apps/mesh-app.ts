@@ -85,7 +85,9 @@ async function serve(): Promise<void> {
   if (values.tcp) {
     const port = Number(values.tcp);
     const server = createTcpServer((socket) => {
-      createInterface({ input: socket }).on('line', (line) => socket.write(`${name}:${line}\n`));
+      createInterface({ input: socket })
+        .on('line', (line) => socket.write(`${name}:${line}\n`))
+        .on('error', () => socket.destroy());
       socket.on('error', () => socket.destroy());
     });
     await new Promise<void>((resolve) => server.listen(port, '0.0.0.0', resolve));
@@ -183,10 +185,13 @@ function tcpCall(c: TcpCall): Promise<string> {
       resolve(outcome);
     };
     socket.on('connect', () => socket.write('ping\n'));
-    createInterface({ input: socket }).on('line', (line) => {
-      const m = /^(.*):ping$/.exec(line);
-      done(m ? `ok ${m[1]}` : `bad ${line}`);
-    });
+    // readline re-emits the socket's errors (a reset from a denying proxy): they are outcomes too.
+    createInterface({ input: socket })
+      .on('line', (line) => {
+        const m = /^(.*):ping$/.exec(line);
+        done(m ? `ok ${m[1]}` : `bad ${line}`);
+      })
+      .on('error', (err: NodeJS.ErrnoException) => done(err.code ?? err.message));
     socket.on('timeout', () => done('timeout'));
     socket.on('error', (err: NodeJS.ErrnoException) => done(err.code ?? err.message));
     socket.on('close', () => done('closed'));

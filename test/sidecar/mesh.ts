@@ -127,6 +127,8 @@ export class SidecarMesh {
           ...['--host', gw, '--ads-port', '15128', '--http-port', String(httpPort)],
           ...['--webhook-port', String(webhookPort), '--extra-san', gw],
           ...['--envoy-image', envoyImage(ENVOY_NEWEST), '--min-push-interval', '50ms', '--debug'],
+          // SKEIN_TEST_LOG_LEVEL=debug keeps every push and issuance in the controller's captured lines.
+          ...['--log-level', process.env['SKEIN_TEST_LOG_LEVEL'] ?? 'info'],
         ],
       });
     const controller = await startController();
