@@ -323,7 +323,7 @@ test('mutate: invalid annotations and unresolvable probe ports are InjectionErro
   });
 });
 
-test('mutate: skein.dev/envoy-image picks the pod\'s Envoy image; a malformed one is an InjectionError', () => {
+test("mutate: skein.dev/envoy-image picks the pod's Envoy image; a malformed one is an InjectionError", () => {
   const canary = podJson({ annotations: { 'skein.dev/envoy-image': 'envoyproxy/envoy:v1.36.2' } });
   const patched = applyPatch(canary, mutate(readPod(canary), options).patch);
   const containers = get(patched, 'spec', 'containers');

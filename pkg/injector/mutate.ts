@@ -155,7 +155,7 @@ export function checkPod(pod: PodInfo): void {
 }
 
 // An OCI image reference, loosely: what a container runtime would accept, so a typo fails admission.
-const IMAGE_REFERENCE = /^[a-z0-9]([a-z0-9._\/:-]*[a-z0-9])?(@sha256:[a-f0-9]{64})?$/i;
+const IMAGE_REFERENCE = /^[a-z0-9]([a-z0-9._/:-]*[a-z0-9])?(@sha256:[a-f0-9]{64})?$/i;
 
 /** The pod's Envoy image: its annotation, else the webhook's default. Throws InjectionError. */
 export function envoyImageOf(pod: PodInfo, fallback: string): string {
