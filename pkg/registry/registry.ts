@@ -16,6 +16,12 @@ export interface Problem {
 }
 
 /**
+ * Appended to a problem's reason when the object's last valid version stays in
+ * the store: an invalid edit never removes what was working (both registries).
+ */
+export const LAST_VALID_IN_FORCE = '; its last valid version stays in force';
+
+/**
  * Receives problems. The local registry logs them; the Kubernetes registry also
  * records a Kubernetes Event on the offending object.
  */

@@ -158,7 +158,7 @@ describe('KubeRegistry (against a fake API server)', () => {
     assert.ok(meshConfigWatches.every((q) => q.path === P('MeshConfig')));
   });
 
-  it('reports an invalid object once per version, keeps it out, and resolves it when fixed', async () => {
+  it('reports an invalid object once per version, keeps it out (or its last valid version in), and resolves it when fixed', async () => {
     server.apply(P('Namespace'), namespace('shop', 'skein'));
     server.apply(P('Namespace'), namespace('plain'));
     server.apply(P('TrafficTarget'), trafficTarget('shop', 'wrong-ns', 'elsewhere'));
@@ -185,9 +185,17 @@ describe('KubeRegistry (against a fake API server)', () => {
     assert.equal(r.stats()['TrafficTarget']?.expired, 1);
     assert.equal(problems.problems.length, before);
 
-    // A valid object turning invalid leaves the store.
+    // A valid object turning invalid keeps its last valid version in force, reported as such.
     server.apply(P('TrafficTarget'), trafficTarget('shop', 'fine', 'elsewhere'));
-    await eventually(() => assert.deepEqual(r.store.keys('TrafficTarget'), []));
+    await eventually(() =>
+      assert.ok(
+        problems.problems.some(
+          (q) => q.name === 'fine' && q.reason.endsWith('; its last valid version stays in force'),
+        ),
+      ),
+    );
+    assert.deepEqual(r.store.keys('TrafficTarget'), ['shop/fine']);
+    assert.equal(r.store.get('TrafficTarget', 'shop/fine')?.spec.destination.namespace, 'shop');
     // Fixed: in the store, problem resolved.
     server.apply(P('TrafficTarget'), trafficTarget('shop', 'wrong-ns'));
     server.apply(P('TrafficTarget'), trafficTarget('shop', 'fine'));

@@ -2,7 +2,7 @@ import type { KubeConfig } from '@kubernetes/client-node';
 import type { Logger } from '../../logger/logger.js';
 import { LABEL_MONITORED_BY } from '../../mesh/constants.js';
 import { type AnyObject, OBJECT_KINDS, type ObjectKind } from '../../model/objects.js';
-import type { ProblemReporter, Registry } from '../registry.js';
+import { LAST_VALID_IN_FORCE, type ProblemReporter, type Registry } from '../registry.js';
 import { MeshStore } from '../store.js';
 import { validateManifest } from '../validate.js';
 import type { BackoffOptions } from './backoff.js';
@@ -227,10 +227,13 @@ export class KubeRegistry implements Registry {
       this.forget(e);
       return;
     }
-    // An invalid update removes the last good version too: the object as it
-    // stands is not usable, and keeping stale policy would hide that.
-    this.store.delete(e.kind, key);
-    this.reportProblem(e);
+    // An invalid update keeps the last valid version in force (as controllers
+    // keep their last observed good state): removing it would turn a typo in a
+    // TrafficSplit into traffic spread over every backend, or take a pod's
+    // endpoints away. The problem is reported until a valid version or a
+    // deletion resolves it.
+    const inForce = this.store.get(e.kind, key) !== undefined;
+    this.reportProblem(e, inForce);
   }
 
   private onNamespace(entry: Entry, old: Entry | undefined): void {
@@ -283,9 +286,9 @@ export class KubeRegistry implements Registry {
 
   // ---- problems ---------------------------------------------------------------
 
-  private reportProblem(e: Entry): void {
+  private reportProblem(e: Entry, lastValidInForce: boolean): void {
     const id = `${e.kind}|${e.namespace ?? ''}/${e.name}`;
-    const stamp = `${e.uid ?? ''}|${e.resourceVersion ?? ''}|${e.problem ?? ''}`;
+    const stamp = `${e.uid ?? ''}|${e.resourceVersion ?? ''}|${e.problem ?? ''}|${lastValidInForce}`;
     if (this.reported.get(id) === stamp) return;
     this.reported.set(id, stamp);
     this.reporter.report({
@@ -293,7 +296,7 @@ export class KubeRegistry implements Registry {
       kind: e.kind,
       ...(e.namespace !== undefined ? { namespace: e.namespace } : {}),
       name: e.name,
-      reason: e.problem ?? 'invalid',
+      reason: `${e.problem ?? 'invalid'}${lastValidInForce ? LAST_VALID_IN_FORCE : ''}`,
       apiVersion: e.apiVersion,
       ...(e.uid !== undefined ? { uid: e.uid } : {}),
       code: 'InvalidObject',

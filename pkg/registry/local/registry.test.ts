@@ -156,19 +156,51 @@ describe('LocalRegistry', () => {
     assert.deepEqual(reporter.problems, [], 'the duplicate problem is resolved');
   });
 
-  it('reports a broken edit and resolves it once fixed; objects of the broken document go', async () => {
+  it('reports a broken edit and resolves it once fixed; the last valid version stays in force meanwhile', async () => {
     await writeFile(path.join(dir, 'a.yaml'), sa('x'));
     const r = open();
     await r.start();
+    const before = r.store.get('ServiceAccount', 'shop/x');
     await writeFile(path.join(dir, 'a.yaml'), 'apiVersion: v1\nkind: ServiceAccount\nmetadata: {name: [x}\n');
     await r.refresh();
     assert.equal(reporter.problems.length, 1);
-    assert.match(reporter.problems[0]?.reason ?? '', /^invalid YAML: /);
-    assert.deepEqual(r.store.keys('ServiceAccount'), []);
+    assert.match(
+      reporter.problems[0]?.reason ?? '',
+      /^invalid YAML: .*; the last valid versions of ServiceAccount shop\/x stay in force$/,
+    );
+    assert.equal(r.store.get('ServiceAccount', 'shop/x'), before);
     await writeFile(path.join(dir, 'a.yaml'), sa('x'));
     await r.refresh();
     assert.deepEqual(reporter.problems, []);
     assert.deepEqual(r.store.keys('ServiceAccount'), ['shop/x']);
+    // Removing the object from the file still removes it.
+    await writeFile(path.join(dir, 'a.yaml'), '');
+    await r.refresh();
+    assert.deepEqual(r.store.keys('ServiceAccount'), []);
+  });
+
+  it('an object edited into an invalid one keeps its last valid version; a new invalid object stays out', async () => {
+    const split = (weight: number, name = 'apex-split') =>
+      `apiVersion: split.smi-spec.io/v1alpha2\nkind: TrafficSplit\nmetadata: {name: ${name}, namespace: shop}\n` +
+      `spec:\n  service: apex\n  backends:\n    - {service: v1, weight: 0}\n    - {service: v2, weight: ${weight}}\n`;
+    await writeFile(path.join(dir, 'split.yaml'), split(100));
+    const r = open();
+    await r.start();
+    const good = r.store.get('TrafficSplit', 'shop/apex-split');
+    assert.ok(good);
+    await writeFile(path.join(dir, 'split.yaml'), `${split(-5)}---\n${split(-1, 'born-bad')}`);
+    await r.refresh();
+    assert.equal(r.store.get('TrafficSplit', 'shop/apex-split'), good);
+    assert.deepEqual(r.store.keys('TrafficSplit'), ['shop/apex-split']);
+    const reasons = reporter.problems.map((p) => `${p.name}: ${p.reason}`);
+    assert.equal(reasons.length, 2, JSON.stringify(reasons));
+    assert.match(reasons[0] ?? '', /^apex-split: .*; its last valid version stays in force$/);
+    assert.doesNotMatch(reasons[1] ?? '', /stays in force/);
+    // A valid edit replaces it; deleting the document deletes it.
+    await writeFile(path.join(dir, 'split.yaml'), split(50));
+    await r.refresh();
+    assert.equal(r.store.get('TrafficSplit', 'shop/apex-split')?.spec.backends[1]?.weight, 50);
+    assert.deepEqual(reporter.problems, []);
   });
 
   it('derives EndpointSlices and updates them when a pod changes', async () => {

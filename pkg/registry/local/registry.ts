@@ -4,7 +4,7 @@ import path from 'node:path';
 import type { Logger } from '../../logger/logger.js';
 import { LABEL_MONITORED_BY } from '../../mesh/constants.js';
 import { type AnyObject, OBJECT_KINDS, objectKey } from '../../model/objects.js';
-import type { Problem, ProblemReporter, Registry } from '../registry.js';
+import { LAST_VALID_IN_FORCE, type Problem, type ProblemReporter, type Registry } from '../registry.js';
 import { MeshStore } from '../store.js';
 import { deriveEndpointSlices } from './endpoints.js';
 import { type FileStamp, listManifestFiles } from './files.js';
@@ -62,6 +62,8 @@ export class LocalRegistry implements Registry {
   private readonly files = new Map<string, FileState>();
   /** What this registry last put into the store, by `<kind>|<key>`. */
   private applied = new Map<string, AnyObject>();
+  /** The file each object of `applied` came from (derived EndpointSlices have none). */
+  private appliedOwner = new Map<string, string>();
   /** The problems last reported per file (JSON), so unchanged ones are not repeated. */
   private readonly reported = new Map<string, string>();
   /** Files that could not be read, with the error last reported (retried on every scan). */
@@ -260,6 +262,8 @@ export class LocalRegistry implements Registry {
       }
       if (list.length > 0) problems.set(file, list);
     }
+    for (const [file, list] of problems) this.keepLastValid(file, list, desired, owner);
+    this.appliedOwner = owner;
     const services = [...desired.values()].filter((o) => o.kind === 'Service');
     const pods = [...desired.values()].filter((o) => o.kind === 'Pod');
     for (const slice of deriveEndpointSlices(services, pods)) {
@@ -273,6 +277,45 @@ export class LocalRegistry implements Registry {
     }
     this.reportProblems(problems, reparsed);
     this.writeDifference(desired);
+  }
+
+  /**
+   * An invalid edit must not remove what was working (as Kubernetes controllers
+   * keep their last observed good state): an object a problem names keeps the
+   * version this file last supplied, and a document that cannot be read at all
+   * (a YAML syntax error: which objects it held is unknown) keeps every object
+   * the file supplied before and supplies no more. Deleting the object from the
+   * file, or the file, still deletes it. Rewrites the problems' reasons to say so.
+   */
+  private keepLastValid(
+    file: string,
+    list: Problem[],
+    desired: Map<string, AnyObject>,
+    owner: Map<string, string>,
+  ): void {
+    const keep = (id: string): boolean => {
+      const last = this.applied.get(id);
+      if (last === undefined || this.appliedOwner.get(id) !== file || desired.has(id)) return false;
+      desired.set(id, last);
+      owner.set(id, file);
+      return true;
+    };
+    let unreadable = false;
+    for (const [i, p] of list.entries()) {
+      if (p.kind === undefined || p.name === undefined) {
+        unreadable = true;
+        continue;
+      }
+      const key = p.namespace ? `${p.namespace}/${p.name}` : p.name;
+      if (keep(`${p.kind}|${key}`)) list[i] = { ...p, reason: p.reason + LAST_VALID_IN_FORCE };
+    }
+    if (!unreadable) return;
+    const kept: string[] = [];
+    for (const [id, f] of this.appliedOwner) if (f === file && keep(id)) kept.push(id.replace('|', ' '));
+    if (kept.length === 0) return;
+    for (const [i, p] of list.entries())
+      if (p.kind === undefined || p.name === undefined)
+        list[i] = { ...p, reason: `${p.reason}; the last valid versions of ${kept.join(', ')} stay in force` };
   }
 
   private writeDifference(desired: Map<string, AnyObject>): void {

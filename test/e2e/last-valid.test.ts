@@ -1,0 +1,114 @@
+// An edit that makes a live object invalid keeps its last valid version in
+// force: through the real controller (local mode) and real proxyless gRPC
+// workloads, a TrafficSplit edited to a negative weight or to broken YAML keeps
+// its 0/100 split, and a Pod edited to an out-of-range port keeps serving.
+import assert from 'node:assert/strict';
+import { after, before, describe, test } from 'node:test';
+import { LocalMesh, tally } from '../support/local-mesh.js';
+import type { JsonLineProcess } from '../support/processes.js';
+import { sleep } from '../support/processes.js';
+
+const BOOKSTORE = 'bookstore.bookstore.svc.cluster.local';
+
+describe('the last valid version of an edited object stays in force', () => {
+  let mesh: LocalMesh;
+  let caller: JsonLineProcess;
+  let split = '';
+  let pods = '';
+
+  /** The caller's outcomes over the next `ms`. */
+  async function window(ms: number) {
+    const from = caller.lines.length;
+    await sleep(ms);
+    return tally(caller, from);
+  }
+
+  async function allTo(backend: string, what: string) {
+    const deadline = Date.now() + 15_000;
+    for (;;) {
+      const t = await window(600);
+      const total = Object.values(t.ok).reduce((a, b) => a + b, 0);
+      if (total > 0 && t.ok[backend] === total && Object.keys(t.errors).length === 0) return;
+      if (Date.now() > deadline) throw new Error(`${what}: ${JSON.stringify(t)}`);
+    }
+  }
+
+  before(async () => {
+    mesh = await LocalMesh.start({ extraArgs: ['--min-push-interval', '50ms'] });
+    await Promise.all([
+      mesh.startServer('bookstore', 'bookstore-v1', '127.0.0.21', 14021),
+      mesh.startServer('bookstore', 'bookstore-v2', '127.0.0.22', 14022),
+    ]);
+    split = await mesh.readManifest('split.yaml');
+    pods = await mesh.readManifest('bookstore.yaml');
+    await mesh.writeManifest(
+      'split.yaml',
+      split.replace('weight: 75', 'weight: 0').replace('weight: 25', 'weight: 100'),
+    );
+    caller = mesh.startCaller('bookbuyer', 'bookbuyer', BOOKSTORE, mesh.port(14001), ['--interval-ms', '10']);
+    await allTo('bookstore-v2', 'the 0/100 split in force');
+  });
+  after(async () => {
+    await mesh?.stop();
+  });
+
+  test('a TrafficSplit edited to a negative weight, then to broken YAML, keeps its 0/100 split', async () => {
+    const from = mesh.controller.lines.length;
+    await mesh.writeManifest(
+      'split.yaml',
+      split.replace('weight: 75', 'weight: -5').replace('weight: 25', 'weight: 100'),
+    );
+    const reported = await mesh.controller.waitFor(
+      (l) => l['name'] === 'bookstore/bookstore-split',
+      5000,
+      from,
+    );
+    assert.match(String(reported['reason']), /weight.*; its last valid version stays in force$/);
+    // Before the fix the split vanished and the apex spread over both backends.
+    await sleep(500);
+    const t = await window(1500);
+    assert.deepEqual(Object.keys(t.ok), ['bookstore-v2'], JSON.stringify(t));
+    assert.deepEqual(t.errors, {});
+
+    await mesh.writeManifest('split.yaml', `${split}\n  broken: [yaml\n`);
+    const broken = await mesh.controller.waitFor(
+      (l) => String(l['file'] ?? '').endsWith('split.yaml') && /invalid YAML/.test(String(l['reason'])),
+      5000,
+      from,
+    );
+    assert.match(
+      String(broken['reason']),
+      /the last valid versions of TrafficSplit bookstore\/bookstore-split stay in force$/,
+    );
+    await sleep(500);
+    const u = await window(1500);
+    assert.deepEqual(Object.keys(u.ok), ['bookstore-v2'], JSON.stringify(u));
+    assert.deepEqual(u.errors, {});
+
+    // A valid edit applies at once.
+    await mesh.writeManifest(
+      'split.yaml',
+      split.replace('weight: 75', 'weight: 100').replace('weight: 25', 'weight: 0'),
+    );
+    await allTo('bookstore-v1', 'the 100/0 split after a valid edit');
+  });
+
+  test('a Pod edited to an out-of-range containerPort keeps serving', async () => {
+    await mesh.writeManifest(
+      'split.yaml',
+      split.replace('weight: 75', 'weight: 0').replace('weight: 25', 'weight: 100'),
+    );
+    await allTo('bookstore-v2', 'back to 0/100');
+    const from = mesh.controller.lines.length;
+    const port = `containerPort: ${mesh.port(14022)}`;
+    assert.ok(pods.includes(port), port);
+    await mesh.writeManifest('bookstore.yaml', pods.replace(port, 'containerPort: 70000'));
+    const reported = await mesh.controller.waitFor((l) => l['name'] === 'bookstore/bookstore-v2', 5000, from);
+    assert.match(String(reported['reason']), /; its last valid version stays in force$/);
+    await sleep(500);
+    const t = await window(1500);
+    assert.deepEqual(Object.keys(t.ok), ['bookstore-v2'], JSON.stringify(t));
+    assert.deepEqual(t.errors, {});
+    await mesh.writeManifest('bookstore.yaml', pods);
+  });
+});
