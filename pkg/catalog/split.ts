@@ -2,6 +2,7 @@ import type { TrafficSplit } from '../model/objects.js';
 import { compareStrings } from './pods.js';
 import type { ProblemList } from './problems.js';
 import { CLUSTER_DOMAIN, serviceKey } from './services.js';
+import type { MeshService, MeshView } from './types.js';
 
 /** A merged split: apex service key → backend service key → summed weight. */
 export type SplitTable = Map<string, Map<string, number>>;
@@ -88,4 +89,55 @@ export function mergeSplits(
     if (contributed === 0) report('no existing backend with a positive weight; split has no effect');
   }
   return table;
+}
+
+/** One backend of a split apex on one port, with its weight summed across merged splits. */
+export interface PortBackend {
+  service: MeshService;
+  weight: number;
+}
+
+function hasReadyEndpoint(mesh: MeshView, serviceKey: string, port: number): boolean {
+  return mesh.endpoints(serviceKey, port).some((e) => e.ready);
+}
+
+/**
+ * The backends that take an apex port's traffic, sorted by service key.
+ * Zero-weight backends and backends without that port are left out (SMI:
+ * backends serve the apex's ports), and so are backends with no ready endpoint
+ * on it while another backend has one: an empty backend would otherwise fail
+ * its share of the calls (Envoy: 503 no healthy upstream; grpc-js: "priority
+ * policy has empty priority list"), so the others' weights are re-normalised by
+ * their proxies. When every backend is empty all stay, and the calls fail as
+ * they would without the split rule. Empty result: not a split on this port.
+ */
+export function splitOnPort(mesh: MeshView, apexKey: string, port: number): PortBackend[] {
+  const backends = mesh.split(apexKey);
+  if (!backends) return [];
+  const byKey = new Map<string, PortBackend>();
+  for (const b of backends) {
+    if (!(b.weight > 0) || !b.service.ports.some((p) => p.port === port)) continue;
+    const seen = byKey.get(b.service.key);
+    if (seen) seen.weight += b.weight;
+    else byKey.set(b.service.key, { service: b.service, weight: b.weight });
+  }
+  const all = [...byKey.values()].sort((a, b) => compareStrings(a.service.key, b.service.key));
+  const ready = all.filter((b) => hasReadyEndpoint(mesh, b.service.key, port));
+  return ready.length > 0 ? ready : all;
+}
+
+/**
+ * Which backends of an apex have no ready endpoint on which port, as a string:
+ * part of the memo keys of everything built from `splitOnPort`, so that config
+ * changes when a backend empties or fills, and only then (not on every
+ * endpoint change).
+ */
+export function splitEmptiness(mesh: MeshView, apexKey: string): string {
+  const backends = mesh.split(apexKey);
+  if (!backends) return '';
+  const empty: string[] = [];
+  for (const b of backends)
+    for (const p of b.service.ports)
+      if (!hasReadyEndpoint(mesh, b.service.key, p.port)) empty.push(`${b.service.key}:${p.port}`);
+  return empty.sort().join(',');
 }

@@ -14,7 +14,7 @@ import {
   sliceEndpoints,
   toMeshService,
 } from './services.js';
-import { mergeSplits, type SplitTable } from './split.js';
+import { mergeSplits, type SplitTable, splitOnPort } from './split.js';
 import { ViewLineage } from './stable.js';
 import type { Endpoint, InboundRule, MeshService, MeshView, SplitBackend } from './types.js';
 
@@ -42,9 +42,47 @@ export function buildMeshView(store: MeshStore, opts: BuildMeshViewOptions): Mes
   return new CatalogView(store, opts.meshName, prev?.lineage ?? new ViewLineage());
 }
 
-/** Semantic problems found while building the view (missing route objects, split apexes/backends, …). */
+const problemsOfView = new WeakMap<MeshView, readonly PolicyProblem[]>();
+
+/**
+ * Semantic problems of the view: those found while building it (missing route
+ * objects, split apexes/backends, …) and split backends left without ready
+ * endpoints (their share goes to the other backends, catalog/split.ts).
+ */
 export function policyProblems(view: MeshView): readonly PolicyProblem[] {
-  return view instanceof CatalogView ? view.problems : [];
+  if (!(view instanceof CatalogView)) return [];
+  let list = problemsOfView.get(view);
+  if (!list) {
+    list = Object.freeze([...view.problems, ...emptyBackends(view)]);
+    problemsOfView.set(view, list);
+  }
+  return list;
+}
+
+function emptyBackends(view: MeshView): PolicyProblem[] {
+  const out: PolicyProblem[] = [];
+  for (const apex of view.services()) {
+    const backends = view.split(apex.key);
+    if (!backends) continue;
+    for (const port of apex.ports) {
+      const taking = new Set(splitOnPort(view, apex.key, port.port).map((b) => b.service.key));
+      for (const b of backends) {
+        if (
+          taking.has(b.service.key) ||
+          !(b.weight > 0) ||
+          !b.service.ports.some((p) => p.port === port.port)
+        )
+          continue;
+        out.push({
+          kind: 'Service',
+          namespace: b.service.namespace,
+          name: b.service.name,
+          reason: `TrafficSplit backend of ${apex.key} without ready endpoints on port ${port.port}: its share goes to the other backends until it has some`,
+        });
+      }
+    }
+  }
+  return out;
 }
 
 /** Namespaces of the mesh, sorted. */

@@ -5,6 +5,7 @@
 // plan is the same object and messages keyed on it are reused.
 
 import { derive } from '../../catalog/derive.js';
+import { splitEmptiness, splitOnPort } from '../../catalog/split.js';
 import type { MeshService, MeshServicePort, MeshView } from '../../catalog/types.js';
 import { type Identity, identityKey } from '../../mesh/identity.js';
 import { upstreamClusterName } from '../names.js';
@@ -67,8 +68,13 @@ function planOf(mesh: MeshView, source: Identity): OutboundPlan {
     // services share one plan, in permissive mode every proxy does.
     const services = mesh.outboundServices(source);
     const parts: object[] = [services];
-    for (const s of services) parts.push(mesh.split(s.key) ?? NONE);
-    plan = plans.get(parts, '', () => computePlan(mesh, services));
+    const empty: string[] = [];
+    for (const s of services) {
+      const split = mesh.split(s.key);
+      parts.push(split ?? NONE);
+      if (split) empty.push(splitEmptiness(mesh, s.key));
+    }
+    plan = plans.get(parts, empty.join('|'), () => computePlan(mesh, services));
     byIdentity.set(key, plan);
   }
   return plan;
@@ -89,9 +95,8 @@ function computePlan(mesh: MeshView, outbound: readonly MeshService[]): Outbound
 
   const services = [...outbound].sort((a, b) => compare(a.key, b.key));
   for (const service of services) {
-    const backends = mesh.split(service.key);
     for (const port of [...service.ports].sort((a, b) => a.port - b.port)) {
-      const targets = backends && backends.length > 0 ? splitTargets(backends, port.port) : [];
+      const targets = splitTargets(mesh, service.key, port.port);
       if (targets.length > 0) {
         // Routes point at the backends (which must exist even when the source
         // could not call them directly); the apex itself gets no cluster.
@@ -110,24 +115,11 @@ function computePlan(mesh: MeshView, outbound: readonly MeshService[]): Outbound
   return { ports, clusters, upstreamServices };
 }
 
-/**
- * Backends of a split on one apex port number (SMI: backends serve the apex's
- * ports). Zero-weight backends and backends without that port are left out;
- * a backend listed twice (merged splits) gets the sum of its weights.
- */
-function splitTargets(
-  backends: readonly { service: MeshService; weight: number }[],
-  port: number,
-): UpstreamTarget[] {
-  const byCluster = new Map<string, UpstreamTarget>();
-  for (const b of backends) {
-    if (!(b.weight > 0) || !b.service.ports.some((p) => p.port === port)) continue;
-    const cluster = upstreamClusterName(b.service, port);
-    const seen = byCluster.get(cluster);
-    if (seen) seen.weight = (seen.weight ?? 0) + b.weight;
-    else byCluster.set(cluster, { cluster, service: b.service, weight: b.weight });
-  }
-  return [...byCluster.values()].sort((a, b) => compare(a.cluster, b.cluster));
+/** The weighted clusters of a split apex port (catalog/split.ts says which backends); empty: no split. */
+function splitTargets(mesh: MeshView, apexKey: string, port: number): UpstreamTarget[] {
+  return splitOnPort(mesh, apexKey, port)
+    .map((b) => ({ cluster: upstreamClusterName(b.service, port), service: b.service, weight: b.weight }))
+    .sort((a, b) => compare(a.cluster, b.cluster));
 }
 
 export function compare(a: string, b: string): number {

@@ -1,6 +1,8 @@
 // How proxyless gRPC workloads name things, shared by the proxyless LDS, RDS
 // and CDS generators: client targets (`xds:///<host>:<port>`), server
 // listener names, and where a client target's traffic goes.
+
+import { splitOnPort } from '../../catalog/split.js';
 import type { MeshService, MeshServicePort, MeshView } from '../../catalog/types.js';
 import { upstreamClusterName } from '../names.js';
 
@@ -56,27 +58,17 @@ export interface RouteDestination {
 }
 
 /**
- * Where traffic for one apex port goes. A TrafficSplit apex fans out to its
- * backends on the same port number (SMI: backends serve the apex's ports);
- * zero-weight backends and backends without that port are left out. When no
- * backend is left the apex's own endpoints take the traffic, because gRPC
- * rejects a weighted_clusters route whose weights sum to 0 (gRFC A28).
+ * Where traffic for one apex port goes: a TrafficSplit apex fans out to the
+ * backends catalog/split.ts picks for that port. When no backend is left the
+ * apex's own endpoints take the traffic, because gRPC rejects a
+ * weighted_clusters route whose weights sum to 0 (gRFC A28).
  */
 export function routeDestinations(mesh: MeshView, service: MeshService, port: number): RouteDestination[] {
-  const backends = mesh.split(service.key);
-  if (backends) {
-    // A backend listed by several merged splits gets the sum of its weights.
-    const weights = new Map<string, number>();
-    for (const b of backends) {
-      if (!(b.weight > 0) || !b.service.ports.some((p) => p.port === port)) continue;
-      const cluster = upstreamClusterName(b.service, port);
-      weights.set(cluster, (weights.get(cluster) ?? 0) + b.weight);
-    }
-    if (weights.size > 0) {
-      return [...weights.keys()].sort().map((cluster) => ({ cluster, weight: weights.get(cluster) ?? 0 }));
-    }
-  }
-  return [{ cluster: upstreamClusterName(service, port) }];
+  const backends = splitOnPort(mesh, service.key, port);
+  if (backends.length === 0) return [{ cluster: upstreamClusterName(service, port) }];
+  return backends
+    .map((b) => ({ cluster: upstreamClusterName(b.service, port), weight: b.weight }))
+    .sort((a, b) => (a.cluster < b.cluster ? -1 : a.cluster > b.cluster ? 1 : 0));
 }
 
 const SERVER_LISTENER_PREFIX = 'grpc/server?xds.resource.listening_address=';

@@ -1,6 +1,7 @@
 // RDS for proxyless gRPC clients: one RouteConfiguration per service port,
 // named like its client Listener's canonical name and referenced by every
 // alias Listener of that port.
+import { splitEmptiness } from '../../catalog/split.js';
 import type { MeshService, MeshServicePort, MeshView, ProxyContext } from '../../catalog/types.js';
 import { IdentityMemo, NONE } from '../common/memo.js';
 import { byName } from '../common/outbound.js';
@@ -68,8 +69,10 @@ export const proxylessRouteGenerator: ResourceGenerator = {
       name: proxylessClientListenerName(service, port.port),
       typeUrl: TypeUrl.RouteConfiguration,
       // port is one of service's ports.
-      message: configs.get([service, ctx.mesh.split(service.key) ?? NONE], String(port.port), () =>
-        proxylessRouteConfiguration(ctx.mesh, service, port),
+      message: configs.get(
+        [service, ctx.mesh.split(service.key) ?? NONE],
+        `${port.port}|${splitEmptiness(ctx.mesh, service.key)}`,
+        () => proxylessRouteConfiguration(ctx.mesh, service, port),
       ),
     }));
     return byName(out);
