@@ -11,14 +11,12 @@
 // Node of the first DiscoveryRequest, and writes it as JSON (default
 // test/bench/fixtures/envoy-<version>-node.json). Envoy runs without hot
 // restart, so it creates nothing in /dev/shm.
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import path from 'node:path';
+import { writeFile } from 'node:fs/promises';
 import { parseArgs } from 'node:util';
 import { controllerAddress, envoyBootstrap } from '../../pkg/injector/bootstrap.js';
 import type { Json } from '../../pkg/injector/pod.js';
 import { messageType } from '../../pkg/xds/proto/root.js';
-import { ENVOY_VERSIONS, EnvoyRun, type EnvoyVersion, loopbackBootstrap } from '../support/envoy-bin.js';
+import { ENVOY_VERSIONS, EnvoyProcess, type EnvoyVersion, loopbackBootstrap } from '../support/envoy-bin.js';
 import { StubAdsServer } from '../support/stub-ads.js';
 import { NODE_FIXTURE_VERSION, NODE_TYPE, type NodeFixture, nodeFixturePath } from './envoy-node.js';
 
@@ -27,7 +25,6 @@ function isEnvoyVersion(v: string): v is EnvoyVersion {
 }
 
 async function captureNode(version: EnvoyVersion): Promise<NodeFixture> {
-  const dir = await mkdtemp(path.join(tmpdir(), 'skein-capture-node-'));
   const stub = new StubAdsServer();
   try {
     const port = await stub.start();
@@ -42,9 +39,9 @@ async function captureNode(version: EnvoyVersion): Promise<NodeFixture> {
         }),
       ),
     );
-    const file = path.join(dir, 'bootstrap.json');
-    await writeFile(file, JSON.stringify(loopbackBootstrap(bootstrap, port)));
-    const run = await EnvoyRun.start(version, file, dir, 'warning');
+    const run = await EnvoyProcess.start(version, JSON.stringify(loopbackBootstrap(bootstrap, port)), {
+      logLevel: 'warning',
+    });
     try {
       await stub.waitFor((reqs) => reqs.some((r) => r.node !== undefined));
     } finally {
@@ -57,7 +54,6 @@ async function captureNode(version: EnvoyVersion): Promise<NodeFixture> {
     return { envoyVersion: version, capturedBytes: first.node.length, node };
   } finally {
     stub.close();
-    await rm(dir, { recursive: true, force: true });
   }
 }
 

@@ -24,7 +24,7 @@ import { get } from '../../pkg/injector/testing/json-path.js';
 import { messageType } from '../../pkg/xds/proto/root.js';
 import {
   ENVOY_VERSIONS,
-  EnvoyRun,
+  EnvoyProcess,
   type EnvoyVersion,
   envoyValidate,
   loopbackBootstrap,
@@ -36,7 +36,6 @@ const NO_LIMIT_WARNING =
   'There is no configured limit to the number of allowed active downstream connections';
 
 let dir: string;
-let files = 0;
 
 before(async () => {
   dir = await mkdtemp(path.join(tmpdir(), 'skein-bootstrap-envoy-'));
@@ -72,12 +71,6 @@ function bootstrap(extra: Partial<BootstrapOptions> = {}): Json {
   return b;
 }
 
-async function write(b: Json): Promise<string> {
-  const file = path.join(dir, `bootstrap-${++files}.json`);
-  await writeFile(file, JSON.stringify(b, null, 2));
-  return file;
-}
-
 /** CDS and LDS answered and ACKed on Envoy's first stream: Envoy has initialised. */
 function initialised(requests: readonly RecordedRequest[]): boolean {
   const acked = (t: string) =>
@@ -97,23 +90,19 @@ interface StubRun {
 async function runAgainstStub(version: EnvoyVersion, b: Json, tryConnections = false): Promise<StubRun> {
   const stub = new StubAdsServer();
   const port = await stub.start();
-  const run = await EnvoyRun.start(version, await write(loopbackBootstrap(b, port)), dir);
+  const run = await EnvoyProcess.start(version, JSON.stringify(loopbackBootstrap(b, port)));
   try {
     await stub.waitFor(initialised);
     const result: StubRun = { requests: [...stub.requests], output: '' };
     if (tryConnections) {
       // Static listeners start once initialisation is over; Envoy is then LIVE.
-      for (let i = 0; (await run.admin('/ready').catch(() => '')).trim() !== 'LIVE'; i++) {
-        assert.ok(i < 100, 'envoy never became LIVE');
-        await new Promise((r) => setTimeout(r, 50));
-      }
+      await run.live(5_000);
       const listeners: unknown = JSON.parse(await run.admin('/listeners?format=json'));
       const listenerPort = prometheusPort(listeners);
       result.keptOpen = await connectionsKeptOpen(listenerPort, 3);
-      const stats = await run.admin(`/stats?filter=downstream_global_cx_overflow`);
+      const stats = await run.stats('downstream_global_cx_overflow');
       // Named by the configured address (port 0 here), like every listener stat.
-      const line = stats.split('\n').find((l) => l.startsWith('listener.127.0.0.1_0.'));
-      result.overflow = Number(line?.split(': ')[1]);
+      result.overflow = stats.get('listener.127.0.0.1_0.downstream_global_cx_overflow');
     }
     result.output = (await run.stop()).output;
     return result;
@@ -160,7 +149,7 @@ for (const version of ENVOY_VERSIONS) {
   describe(`Envoy ${version}`, () => {
     test('validate mode accepts the bootstrap with either ADS transport', async () => {
       for (const xdsTransport of ['sotw', 'delta'] as const) {
-        const r = await envoyValidate(version, await write(bootstrap({ xdsTransport })));
+        const r = await envoyValidate(version, JSON.stringify(bootstrap({ xdsTransport })));
         assert.equal(r.code, 0, r.output);
         assert.match(r.output, /configuration '.*' OK/, xdsTransport);
       }

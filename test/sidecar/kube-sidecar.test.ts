@@ -13,11 +13,10 @@
 import assert from 'node:assert/strict';
 import { randomBytes, X509Certificate } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
+import { ENVOY_NEWEST, ENVOY_OLDEST } from '../support/envoy-bin.js';
 import { eventually } from '../support/kube-registry-fixture.js';
 import type { RunningPod } from '../support/pod-runner.js';
 import {
-  ENVOY_NEWEST,
-  ENVOY_OLDEST,
   envoyImage,
   GRPC_PORT,
   HTTP_PORT,

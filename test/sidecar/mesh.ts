@@ -4,12 +4,12 @@
 // API server (so injected by the real admission chain) and run from what it
 // stored by the test kubelet (test/support/pod-runner.ts), with real Envoy
 // binaries (test/envoybin, `make envoy-bin`) as the sidecar image.
-import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { CoreV1Api } from '@kubernetes/client-node';
 import { KubeApiError, KubeClient } from '../../pkg/registry/kube/client.js';
 import { acquireCluster } from '../support/cluster.js';
+import { ENVOY_NEWEST, ENVOY_OLDEST, envoyBinary, hasEnvoy } from '../support/envoy-bin.js';
 import { createNamespace } from '../support/kube.js';
 import { type KubeController, startKubeController } from '../support/kube-controller.js';
 import { eventually, prepareMeshCluster } from '../support/kube-registry-fixture.js';
@@ -18,12 +18,8 @@ import { type ImageStore, PodRunner, type RunningPod, until } from '../support/p
 import { freePorts, type JsonLineProcess } from '../support/processes.js';
 
 const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..', '..');
-const envoyBinDir = path.join(repoRoot, 'test', 'envoybin', 'bin');
 const meshApp = path.join(repoRoot, 'dist', 'test', 'apps', 'mesh-app.js');
 
-/** The Envoy versions the suite runs (test/envoybin/fetch.sh): the oldest supported and the newest. */
-export const ENVOY_OLDEST = '1.36.2';
-export const ENVOY_NEWEST = '1.40.0';
 export const envoyImage = (version: string) => `envoyproxy/envoy:v${version}`;
 export const APP_IMAGE = 'skein-test/mesh-app:dev';
 
@@ -32,11 +28,11 @@ export const SERVICE_CIDR = '10.96.0.0/16';
 /** What each image runs here: Envoy images → the fetched binary of that version; the app image → mesh-app. */
 export const testImages: ImageStore = {
   resolve(image, command) {
-    const envoy = /^envoyproxy\/envoy:v(\d+\.\d+\.\d+)$/.exec(image);
+    const [, envoyVersion] = /^envoyproxy\/envoy:v(\d+\.\d+\.\d+)$/.exec(image) ?? [];
     const [cmd = '', ...args] = command;
-    if (envoy) {
+    if (envoyVersion) {
       if (cmd !== 'envoy') throw new Error(`${image}: no ${cmd} in the image`);
-      return [path.join(envoyBinDir, `envoy-${envoy[1]}`), ...args];
+      return [envoyBinary(envoyVersion), ...args];
     }
     if (image === APP_IMAGE) {
       if (cmd !== 'mesh-app') throw new Error(`${image}: no ${cmd} in the image`);
@@ -50,8 +46,7 @@ export const testImages: ImageStore = {
 /** Whether this machine can run the suite, and if not why (a message for `skip`). */
 export async function sidecarSuiteSkipReason(): Promise<string | undefined> {
   if (process.getuid?.() !== 0) return 'needs root (network namespaces, iptables)';
-  for (const v of [ENVOY_OLDEST, ENVOY_NEWEST])
-    if (!existsSync(path.join(envoyBinDir, `envoy-${v}`))) return `no Envoy ${v}: run make envoy-bin`;
+  for (const v of [ENVOY_OLDEST, ENVOY_NEWEST]) if (!hasEnvoy(v)) return `no Envoy ${v}: run make envoy-bin`;
   for (const tool of ['iptables-restore', 'setpriv', 'ip'])
     await run('sh', ['-c', `command -v ${tool}`]).catch(() => {
       throw new Error(`${tool} is missing (make test installs iptables)`);

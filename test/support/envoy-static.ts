@@ -1,15 +1,9 @@
-// Runs the real Envoy (test/envoybin/bin, `make envoy-bin`) on what skein's
-// generators produce for one sidecar, without a control plane: the resources
-// are turned into a static bootstrap (RDS inlined, EDS clusters made STATIC,
-// SDS secrets static), optionally moved onto loopback ports, since there is no
-// iptables redirect here and the destination a chain matches is the port a
-// test connects to.
-import { type ChildProcess, spawn } from 'node:child_process';
-import { existsSync } from 'node:fs';
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import path from 'node:path';
-import { fileURLToPath } from 'node:url';
+// What skein's generators produce for one sidecar, as a bootstrap the real
+// Envoy runs without a control plane (test/support/envoy-bin.ts runs it): the
+// resources are turned into static configuration (RDS inlined, EDS clusters
+// made STATIC, SDS secrets static), optionally moved onto loopback ports,
+// since there is no iptables redirect here and the destination a chain
+// matches is the port a test connects to; and the certificates they need.
 import { BuiltinCA } from '../../pkg/certificate/builtin.js';
 import type { IssuedCertificate, SecretSource } from '../../pkg/certificate/types.js';
 import { DiscoveryType } from '../../pkg/envoy/common/enums.js';
@@ -20,19 +14,6 @@ import { BOOTSTRAP_TYPE_URL } from '../../pkg/injector/bootstrap.js';
 import { type Identity, serviceIdentityName, spiffeId } from '../../pkg/mesh/identity.js';
 import { encodeMessage } from '../../pkg/xds/proto/codec.js';
 import { bytesToProto3Json } from '../../pkg/xds/rest/proto-json.js';
-import { sleep } from './processes.js';
-
-const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..', '..');
-const BIN_DIR = path.join(repoRoot, 'test', 'envoybin', 'bin');
-
-/** The Envoy versions `make envoy-bin` fetches (test/envoybin/fetch.sh). */
-export const ENVOY_VERSIONS = ['1.36.2', '1.40.0'] as const;
-
-/** Path of an Envoy binary, or undefined when `make envoy-bin` has not fetched it. */
-export function envoyBinary(version: string): string | undefined {
-  const bin = path.join(BIN_DIR, `envoy-${version}`);
-  return existsSync(bin) ? bin : undefined;
-}
 
 /** A fresh CA and a workload certificate (as the manager issues them) per identity key. */
 export interface IssuedMesh {
@@ -180,110 +161,4 @@ function list(v: ProtoValue | undefined): ProtoValue[] {
 /** The bootstrap as the proto3 JSON Envoy reads from `-c`. */
 export function bootstrapJson(bootstrap: ProtoObject): string {
   return JSON.stringify(bytesToProto3Json(BOOTSTRAP_TYPE_URL, encodeMessage(BOOTSTRAP_TYPE_URL, bootstrap)));
-}
-
-// Hot restart is off, so no shared memory is used; the base id keeps parallel
-// runs apart all the same.
-function baseArgs(configPath: string): string[] {
-  const baseId = String(1000 + Math.floor(Math.random() * 60_000));
-  return ['-c', configPath, '--base-id', baseId, '--disable-hot-restart', '--concurrency', '1'];
-}
-
-async function withConfigFile<T>(json: string, use: (file: string) => Promise<T>): Promise<T> {
-  const dir = await mkdtemp(path.join(tmpdir(), 'skein-envoy-'));
-  try {
-    const file = path.join(dir, 'envoy.json');
-    await writeFile(file, json);
-    return await use(file);
-  } finally {
-    await rm(dir, { recursive: true, force: true });
-  }
-}
-
-function collect(child: ChildProcess): { output: () => string; exited: Promise<number | null> } {
-  const chunks: Buffer[] = [];
-  child.stdout?.on('data', (b: Buffer) => chunks.push(b));
-  child.stderr?.on('data', (b: Buffer) => chunks.push(b));
-  const exited = new Promise<number | null>((resolve, reject) => {
-    child.once('error', reject);
-    child.once('close', (code) => resolve(code));
-  });
-  return { output: () => Buffer.concat(chunks).toString('utf8'), exited };
-}
-
-/** `envoy --mode validate`: its exit status and everything it printed. */
-export async function envoyValidate(
-  bin: string,
-  json: string,
-): Promise<{ code: number | null; output: string }> {
-  return withConfigFile(json, async (file) => {
-    const child = spawn(bin, ['--mode', 'validate', ...baseArgs(file), '-l', 'warning'], {
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    const { output, exited } = collect(child);
-    const code = await exited;
-    return { code, output: output() };
-  });
-}
-
-/** A running Envoy on a static bootstrap. */
-export class EnvoyProcess {
-  private constructor(
-    private readonly child: ChildProcess,
-    private readonly log: () => string,
-    private readonly exited: Promise<number | null>,
-    private readonly dir: string,
-    readonly adminPort: number,
-  ) {}
-
-  /** Starts Envoy and waits until its admin interface answers and it is LIVE. */
-  static async start(bin: string, json: string, adminPort: number): Promise<EnvoyProcess> {
-    const dir = await mkdtemp(path.join(tmpdir(), 'skein-envoy-'));
-    const file = path.join(dir, 'envoy.json');
-    await writeFile(file, json);
-    const child = spawn(bin, [...baseArgs(file), '-l', 'info'], { stdio: ['ignore', 'pipe', 'pipe'] });
-    const { output, exited } = collect(child);
-    const envoy = new EnvoyProcess(child, output, exited, dir, adminPort);
-    const deadline = Date.now() + 20_000;
-    let gone = false;
-    void exited.then(() => {
-      gone = true;
-    });
-    while (Date.now() < deadline && !gone) {
-      try {
-        const res = await fetch(`http://127.0.0.1:${adminPort}/ready`);
-        if ((await res.text()).trim() === 'LIVE') return envoy;
-      } catch {
-        // not listening yet
-      }
-      await sleep(100);
-    }
-    await envoy.stop();
-    throw new Error(`Envoy did not become ready:\n${output().slice(-4000)}`);
-  }
-
-  /** Every counter and gauge on /stats, by name. */
-  async stats(): Promise<Map<string, number>> {
-    const res = await fetch(`http://127.0.0.1:${this.adminPort}/stats`);
-    const out = new Map<string, number>();
-    for (const line of (await res.text()).split('\n')) {
-      const m = /^(.+): (\d+)$/.exec(line);
-      if (m?.[1] && m[2]) out.set(m[1], Number(m[2]));
-    }
-    return out;
-  }
-
-  output(): string {
-    return this.log();
-  }
-
-  async stop(): Promise<void> {
-    if (this.child.exitCode === null && this.child.signalCode === null) {
-      this.child.kill('SIGTERM');
-      const timer = setTimeout(() => this.child.kill('SIGKILL'), 5000);
-      await this.exited;
-      clearTimeout(timer);
-    }
-    await rm(this.dir, { recursive: true, force: true });
-  }
 }

@@ -29,6 +29,7 @@ import { promisify } from 'node:util';
 import type { CoreV1Api } from '@kubernetes/client-node';
 import { isJsonObject, type JsonObject } from '../../pkg/injector/pod.js';
 import type { KubeClient } from '../../pkg/registry/kube/client.js';
+import { envoyStatsPath, parseEnvoyStats } from './envoy-bin.js';
 import { markPodRunning } from './kube.js';
 import type { PodInterface, PodNetwork } from './pod-network.js';
 import { JsonLineProcess, sleep } from './processes.js';
@@ -279,13 +280,7 @@ export class RunningPod {
 
   /** Envoy's counters and gauges as name → value. */
   async envoyStats(filter?: string): Promise<Map<string, number>> {
-    const text = await this.envoyAdmin(`/stats${filter ? `?filter=${encodeURIComponent(filter)}` : ''}`);
-    const stats = new Map<string, number>();
-    for (const line of text.split('\n')) {
-      const m = /^([^:]+): (\d+)$/.exec(line);
-      if (m?.[1] && m[2]) stats.set(m[1], Number(m[2]));
-    }
-    return stats;
+    return parseEnvoyStats(await this.envoyAdmin(envoyStatsPath(filter)));
   }
 
   startProbes(): void {
