@@ -51,6 +51,7 @@ function total(counts: Record<string, number>): number {
 describe('real Envoy sidecars through the real admission chain', { skip, timeout: 300_000 }, () => {
   let mesh: SidecarMesh;
   const pods = new Map<string, RunningPod>();
+  const specByName = new Map<string, PodSpec>();
   let buyer: MeshClient;
   let thief: MeshClient;
   const host = () => `bookstore.${mesh.namespace}.svc.cluster.local`;
@@ -161,6 +162,7 @@ describe('real Envoy sidecars through the real admission chain', { skip, timeout
         serve: caller,
       },
     ];
+    for (const spec of specs) specByName.set(spec.name, spec);
     await Promise.all(specs.map(async (s) => pods.set(s.name, await mesh.startPod(s))));
     await Promise.all([...pods.values()].map((p) => mesh.waitReady(p)));
     buyer = MeshClient.open(pod('bookbuyer'));
@@ -401,6 +403,28 @@ describe('real Envoy sidecars through the real admission chain', { skip, timeout
     const rest = await buyer.send({ kind: 'load-stop' });
     assert.equal(sum(rest.counts, '200 '), total(rest.counts), JSON.stringify(rest.counts));
     await split(50, 50);
+  });
+
+  test('a split backend whose last pod is deleted gets no share, and gets it back when a pod returns', async () => {
+    const spec = specByName.get('bookstore-v2');
+    assert.ok(spec);
+    await mesh.deletePod('bookstore-v2');
+    pods.delete('bookstore-v2');
+    // Before, half the calls got Envoy's 503 "no healthy upstream" while the split stood.
+    await eventually('every call to bookstore-v1', async () => {
+      const r = await buyer.http(`${store()}/books`, 10);
+      assert.equal(r.counts['200 bookstore-v1'], 10, JSON.stringify(r.counts));
+    });
+    const r = await buyer.http(`${store()}/books`, 100);
+    assert.deepEqual(r.counts, { '200 bookstore-v1': 100 });
+    const back = await mesh.startPod(spec);
+    pods.set('bookstore-v2', back);
+    await mesh.waitReady(back);
+    await eventually('bookstore-v2 has its share again', async () => {
+      const again = await buyer.http(`${store()}/books`, 40);
+      assert.equal(sum(again.counts, '200 '), 40, JSON.stringify(again.counts));
+      assert.ok((again.counts['200 bookstore-v2'] ?? 0) > 0, JSON.stringify(again.counts));
+    });
   });
 
   test('ADS requests carry the Node once per stream: bytes from Envoy to skein for an initial sync and for an update', async () => {
