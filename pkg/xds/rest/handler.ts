@@ -1,5 +1,6 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { TLSSocket } from 'node:tls';
+import type { ProxyContext } from '../../catalog/types.js';
 import { type GenerationContext, type ProtoObject, type ProtoValue, TypeUrl } from '../../envoy/types.js';
 import type { Logger } from '../../logger/logger.js';
 import type { ProxyIdentity } from '../../mesh/identity.js';
@@ -93,6 +94,16 @@ export class RestXds {
   }
 
   /**
+   * EDS has no wildcard (xDS rule 6): "everything the proxy would be sent" is
+   * the assignments of the clusters CDS gives it (an EDS cluster without
+   * service_name is assigned under its own name; other names are skipped).
+   */
+  private clusterNames(proxy: ProxyContext, ctx: GenerationContext): Set<string> {
+    const cds = this.opts.source.generators.get(TypeUrl.Cluster);
+    return new Set((cds?.generate(proxy, ctx, undefined) ?? []).map((r) => r.name));
+  }
+
+  /**
    * One fetch for an already authenticated identity. An empty name list asks
    * for everything the proxy would be sent of the type (a fetch subscribes to
    * nothing, so the ADS meaning "unsubscribe" does not apply).
@@ -103,7 +114,12 @@ export class RestXds {
     if (req.typeUrl === TypeUrl.Secret) await this.opts.prepareSecrets?.(identity);
     const proxy = this.opts.source.proxyContext(identity);
     const ctx = this.opts.source.generationContext();
-    const names = req.resourceNames.length === 0 ? undefined : new Set(req.resourceNames);
+    const names =
+      req.resourceNames.length > 0
+        ? new Set(req.resourceNames)
+        : req.typeUrl === TypeUrl.ClusterLoadAssignment
+          ? this.clusterNames(proxy, ctx)
+          : undefined;
     // The cache may hand generation a context of its own (one that records what
     // is read, for targeted pushes); build from that one when it does.
     const set = this.opts.cache.get(

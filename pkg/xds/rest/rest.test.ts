@@ -228,6 +228,10 @@ describe('REST xDS over mTLS', () => {
     assert.ok(edsNames.length > 0);
     const eds = await viaAds(TypeUrl.ClusterLoadAssignment, edsNames);
     compare(eds, await viaRest(TypeUrl.ClusterLoadAssignment, '/v3/discovery:endpoints', edsNames));
+    // No names: the assignments of every cluster the proxy gets, as for the other types.
+    const allEds = await viaRest(TypeUrl.ClusterLoadAssignment, '/v3/discovery:endpoints');
+    assert.deepEqual(allEds.resources.map((r) => String(r['cluster_name'])).sort(), [...edsNames].sort());
+    assert.equal(allEds.version_info, eds.versionInfo);
 
     const restRds = await viaRest(TypeUrl.RouteConfiguration, '/v3/discovery:routes');
     const rdsNames = restRds.resources.map(nameOf);
