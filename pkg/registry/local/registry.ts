@@ -315,7 +315,10 @@ export class LocalRegistry implements Registry {
     if (kept.length === 0) return;
     for (const [i, p] of list.entries())
       if (p.kind === undefined || p.name === undefined)
-        list[i] = { ...p, reason: `${p.reason}; the last valid versions of ${kept.join(', ')} stay in force` };
+        list[i] = {
+          ...p,
+          reason: `${p.reason}; the last valid versions of ${kept.join(', ')} stay in force`,
+        };
   }
 
   private writeDifference(desired: Map<string, AnyObject>): void {
