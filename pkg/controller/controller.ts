@@ -17,7 +17,8 @@ import { MeshMetrics } from '../metrics/metrics.js';
 import type { MeshConfig } from '../model/objects.js';
 import type { KubeClient } from '../registry/kube/client.js';
 import { LocalRegistry } from '../registry/local/registry.js';
-import { LoggingProblemReporter } from '../registry/problems.js';
+import { ProblemBook } from '../registry/problem-book.js';
+import { LoggingProblemReporter, teeReporter } from '../registry/problems.js';
 import type { Registry } from '../registry/registry.js';
 import { MeshStore, type StoreEvent } from '../registry/store.js';
 import type { GraphFeed } from '../ui/feed.js';
@@ -72,6 +73,8 @@ export class Controller {
   /** The settings of the MeshConfig object they came from (undefined: none), so problems are logged once per change. */
   private settings: { from: MeshConfig | undefined; value: MeshSettings } | undefined;
   private problems: ProblemLog;
+  /** Every problem in force (invalid objects and policy), for /debug/problems and the gauges. */
+  private readonly problemBook = new ProblemBook();
   private adsServing = false;
   private uiFeed: GraphFeed | undefined;
   /** Kubernetes mode: the API client for the CA Secret and the webhook (not the registry's). */
@@ -99,6 +102,7 @@ export class Controller {
     if (view !== this.view) {
       this.view = view;
       this.problems.update(policyProblems(view));
+      this.problemBook.setPolicy(policyProblems(view));
     }
     return view;
   }
@@ -120,6 +124,10 @@ export class Controller {
       },
     ]);
     this.health = health;
+    this.metrics.watchProblems((type) => {
+      this.currentView();
+      return this.problemBook.countsByKind(type);
+    });
     const uiFeed = mountHttpRoutes(health, {
       meshName: o.meshName,
       metrics: this.metrics,
@@ -132,6 +140,10 @@ export class Controller {
       },
       certificates: () => this.certs?.list() ?? [],
       view: () => this.currentView(),
+      problems: () => {
+        this.currentView(); // policy problems are those of the current view
+        return this.problemBook.entries();
+      },
       recentlyDisconnected: () => this.proxies.recentlyDisconnected(),
     });
     this.uiFeed = uiFeed;
@@ -282,7 +294,10 @@ export class Controller {
       return new LocalRegistry({
         dir: o.localDir,
         store: this.store,
-        reporter: new LoggingProblemReporter(log.child({ component: 'local-registry' })),
+        reporter: teeReporter(
+          new LoggingProblemReporter(log.child({ component: 'local-registry' })),
+          this.problemBook,
+        ),
         logger: log, // the registry names its own component
         meshName: o.meshName,
       });
@@ -299,6 +314,7 @@ export class Controller {
       onWatchRestart: (type, reason) => this.metrics.watchRestarts.inc({ type, reason }),
       store: this.store,
       logger: log,
+      alsoReport: this.problemBook,
     });
     // Policy problems become Events on the objects too.
     this.problems = new ProblemLog(log.child({ component: 'policy' }), kube.events);

@@ -7,6 +7,7 @@ import { storeOf } from '../envoy/testing/mesh.js';
 import { TypeUrl } from '../envoy/types.js';
 import { HealthServer } from '../health/server.js';
 import type { ProxyIdentity } from '../mesh/identity.js';
+import { ProblemBook } from '../registry/problem-book.js';
 import { MeshStore } from '../registry/store.js';
 import { encodeResource } from '../xds/cache/encoded.js';
 import type { StreamStatus } from '../xds/server/types.js';
@@ -179,14 +180,23 @@ test('mountDebugRoutes: 404 while disabled (checked per request), JSON when enab
     podOf: () => undefined,
     certificates: () => [],
     view: () => buildMeshView(store, { meshName: 'skein' }),
+    problems: () => book.entries(),
   });
+  const book = new ProblemBook(() => Date.parse('2026-01-01T00:00:02.000Z'));
+  book.report({ source: 'a.yaml', kind: 'TrafficSplit', namespace: 'shop', name: 's', reason: 'bad weight' });
   const port = await health.listen(0, '127.0.0.1');
   const get = async (path: string) => {
     const res = await fetch(`http://127.0.0.1:${port}${path}`);
     return { status: res.status, body: await res.text() };
   };
   try {
-    for (const path of ['/debug/proxies', '/debug/certs', '/debug/policies', '/debug/config_dump?proxy=s1'])
+    for (const path of [
+      '/debug/proxies',
+      '/debug/certs',
+      '/debug/policies',
+      '/debug/problems',
+      '/debug/config_dump?proxy=s1',
+    ])
       assert.equal((await get(path)).status, 404, path);
     enabled = true;
     assert.deepEqual(
@@ -194,6 +204,18 @@ test('mountDebugRoutes: 404 while disabled (checked per request), JSON when enab
       ['s1'],
     );
     assert.deepEqual(JSON.parse((await get('/debug/config_dump?proxy=u1')).body).types, {});
+    assert.deepEqual(JSON.parse((await get('/debug/problems')).body), [
+      {
+        type: 'invalid-object',
+        source: 'a.yaml',
+        kind: 'TrafficSplit',
+        namespace: 'shop',
+        name: 's',
+        reason: 'bad weight',
+        since: '2026-01-01T00:00:02.000Z',
+        inForce: 'nothing: the object is ignored',
+      },
+    ]);
     assert.equal((await get('/debug/config_dump')).status, 400);
     const unknown = await get('/debug/config_dump?proxy=zzz');
     assert.equal(unknown.status, 404);

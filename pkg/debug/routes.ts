@@ -3,6 +3,7 @@ import type { MeshView } from '../catalog/types.js';
 import type { ManagedCertificateInfo } from '../certificate/manager.js';
 import type { HealthServer } from '../health/server.js';
 import type { ProxyIdentity } from '../mesh/identity.js';
+import type { BookEntry } from '../registry/problem-book.js';
 import type { EncodedResource } from '../xds/cache/encoded.js';
 import type { StreamStatus } from '../xds/server/types.js';
 import { buildCerts } from './certs.js';
@@ -19,9 +20,11 @@ export interface DebugSource {
   podOf(identity: ProxyIdentity): PodRef | undefined;
   certificates(): ManagedCertificateInfo[];
   view(): MeshView;
+  /** Every problem in force: invalid objects and policy problems. */
+  problems(): BookEntry[];
 }
 
-/** Mounts `/debug/{proxies,config_dump,certs,policies}`; each answers 404 while disabled. */
+/** Mounts `/debug/{proxies,config_dump,certs,policies,problems}`; each answers 404 while disabled. */
 export function mountDebugRoutes(health: HealthServer, src: DebugSource): void {
   const guarded = (build: (req: IncomingMessage, res: ServerResponse) => void) => {
     return (req: IncomingMessage, res: ServerResponse) => {
@@ -55,6 +58,10 @@ export function mountDebugRoutes(health: HealthServer, src: DebugSource): void {
   health.route(
     '/debug/certs',
     guarded((_req, res) => json(res, 200, buildCerts(src.certificates()))),
+  );
+  health.route(
+    '/debug/problems',
+    guarded((_req, res) => json(res, 200, src.problems())),
   );
   health.route(
     '/debug/policies',

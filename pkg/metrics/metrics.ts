@@ -35,6 +35,9 @@ export class MeshMetrics {
   readonly certificateSoonestExpiry: Gauge;
   readonly webhookAdmissions: Counter<'result'>;
   private soonestExpiry: () => Date | undefined = () => undefined;
+  readonly invalidObjects: Gauge;
+  readonly policyProblems: Gauge;
+  private problemCounts: (type: 'invalid-object' | 'policy') => ReadonlyMap<string, number> = () => new Map();
 
   constructor(opts: MeshMetricsOptions = {}) {
     const registers = [this.registry];
@@ -107,6 +110,29 @@ export class MeshMetrics {
         this.set(at === undefined ? 0 : at.getTime() / 1000);
       },
     });
+    const problemGauge = (name: string, help: string, type: 'invalid-object' | 'policy') =>
+      new Gauge({
+        name,
+        help,
+        labelNames: ['kind'],
+        registers,
+        // Read at scrape time from the problem book: a kind whose problems are gone reads 0.
+        collect: () => {
+          const g = type === 'invalid-object' ? this.invalidObjects : this.policyProblems;
+          g.reset();
+          for (const [kind, n] of this.problemCounts(type)) g.set({ kind }, n);
+        },
+      });
+    this.invalidObjects = problemGauge(
+      'skein_invalid_objects',
+      'Objects whose current version skein cannot use (reported in /debug/problems), by kind.',
+      'invalid-object',
+    );
+    this.policyProblems = problemGauge(
+      'skein_policy_problems',
+      'Valid objects that cannot apply as written (a missing backend, an unknown route group, …), by kind.',
+      'policy',
+    );
     this.webhookAdmissions = new Counter({
       name: 'skein_webhook_admissions_total',
       help: 'Pod admissions answered by the sidecar-injection webhook, by result (injected, skipped, denied, error).',
@@ -116,6 +142,11 @@ export class MeshMetrics {
     // Every result exists from the start, so a rate() over `error` works before the first error.
     for (const result of ADMISSION_RESULTS) this.webhookAdmissions.inc({ result }, 0);
     if (opts.processMetrics ?? true) collectDefaultMetrics({ register: this.registry });
+  }
+
+  /** Where the problem counts come from (read at every scrape), by problem type and object kind. */
+  watchProblems(counts: (type: 'invalid-object' | 'policy') => ReadonlyMap<string, number>): void {
+    this.problemCounts = counts;
   }
 
   /** Where the soonest certificate expiry comes from (read at every scrape). */

@@ -44,3 +44,15 @@ export class ProblemCollector implements ProblemReporter {
     return [...this.bySource.values()].flatMap((m) => [...m.values()]);
   }
 }
+
+/** Sends every problem to each reporter in turn (e.g. the log, Kubernetes Events, the problem book). */
+export function teeReporter(...reporters: ProblemReporter[]): ProblemReporter {
+  return {
+    report: (p) => {
+      for (const r of reporters) r.report(p);
+    },
+    resolved: (source) => {
+      for (const r of reporters) r.resolved?.(source);
+    },
+  };
+}

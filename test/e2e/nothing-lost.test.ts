@@ -19,6 +19,22 @@ describe('nothing lost in ordinary mesh life (proxyless, local mode)', () => {
   let split = '';
   let pods = '';
 
+  /** The controller's /debug/problems. */
+  async function problems(): Promise<
+    { type: string; kind?: string; name?: string; reason: string; inForce: string }[]
+  > {
+    return (await fetch(`http://127.0.0.1:${mesh.ports.http}/debug/problems`)).json() as Promise<
+      { type: string; kind?: string; name?: string; reason: string; inForce: string }[]
+    >;
+  }
+
+  /** One series of the controller's /metrics (NaN when absent). */
+  async function metric(series: string): Promise<number> {
+    const text = await (await fetch(`http://127.0.0.1:${mesh.ports.http}/metrics`)).text();
+    const line = text.split('\n').find((l) => l.startsWith(`${series} `));
+    return line === undefined ? Number.NaN : Number(line.slice(series.length + 1));
+  }
+
   /** The caller's outcomes over the next `ms`. */
   async function window(ms: number) {
     const from = caller.lines.length;
@@ -72,6 +88,11 @@ describe('nothing lost in ordinary mesh life (proxyless, local mode)', () => {
     const t = await window(1500);
     assert.deepEqual(Object.keys(t.ok), ['bookstore-v2'], JSON.stringify(t));
     assert.deepEqual(t.errors, {});
+    // Visible where users look, not only in the log.
+    const listed = (await problems()).filter((p) => p.name === 'bookstore-split');
+    assert.equal(listed.length, 1, JSON.stringify(listed));
+    assert.equal(listed[0]?.inForce, 'the last valid version of the object');
+    assert.equal(await metric('skein_invalid_objects{kind="TrafficSplit"}'), 1);
 
     await mesh.writeManifest('split.yaml', `${split}\n  broken: [yaml\n`);
     const broken = await mesh.controller.waitFor(
@@ -94,6 +115,11 @@ describe('nothing lost in ordinary mesh life (proxyless, local mode)', () => {
       split.replace('weight: 75', 'weight: 100').replace('weight: 25', 'weight: 0'),
     );
     await allTo('bookstore-v1', 'the 100/0 split after a valid edit');
+    assert.deepEqual(
+      (await problems()).filter((p) => p.type === 'invalid-object'),
+      [],
+    );
+    assert.equal(await metric('skein_invalid_objects{kind="TrafficSplit"}'), Number.NaN);
   });
 
   test('a Pod edited to an out-of-range containerPort keeps serving', async () => {
@@ -135,6 +161,12 @@ describe('nothing lost in ordinary mesh life (proxyless, local mode)', () => {
     await allTo('bookstore-v1', 'every call to bookstore-v1 once bookstore-v2 has no pod');
     const t = await window(1500);
     assert.deepEqual(t.errors, {}, JSON.stringify(t));
+    const empty = (await problems()).filter((p) => p.type === 'policy' && p.name === 'bookstore-v2');
+    assert.match(
+      empty[0]?.reason ?? '',
+      /without ready endpoints on port \d+: its share goes to the other backends/,
+    );
+    assert.equal(await metric('skein_policy_problems{kind="Service"}'), 1);
     await mesh.writeManifest('bookstore.yaml', pods);
     // The pod is back: its weight returns. Its server process is restarted because
     // grpc-js-xds 1.14's XdsServer does not serve again when its Listener is removed

@@ -54,18 +54,6 @@ export function storeLookup(store: MeshStore): KubeEventReporterOptions['lookup'
   };
 }
 
-/** Sends every problem to each reporter in turn (e.g. the log and Kubernetes Events). */
-export function teeReporter(...reporters: ProblemReporter[]): ProblemReporter {
-  return {
-    report: (p) => {
-      for (const r of reporters) r.report(p);
-    },
-    resolved: (source) => {
-      for (const r of reporters) r.resolved?.(source);
-    },
-  };
-}
-
 /**
  * Records each problem as a core/v1 Event (type Warning) on the object it
  * concerns, so `kubectl describe` shows why skein ignores it. A repeat of the

@@ -1,8 +1,9 @@
 import type { Logger } from '../../logger/logger.js';
-import { LoggingProblemReporter } from '../problems.js';
+import { LoggingProblemReporter, teeReporter } from '../problems.js';
+import type { ProblemReporter } from '../registry.js';
 import type { MeshStore } from '../store.js';
 import { KubeClient } from './client.js';
-import { KubeEventReporter, storeLookup, teeReporter } from './events.js';
+import { KubeEventReporter, storeLookup } from './events.js';
 import { type KubeConfig, loadKubeConfig } from './kubeconfig.js';
 import { TokenBucket } from './rate-limiter.js';
 import { KubeRegistry, type KubeRegistryOptions } from './registry.js';
@@ -17,6 +18,8 @@ export interface KubeModeOptions {
   logger: Logger;
   /** Told when a type's list+watch starts over (see KubeRegistryOptions.onWatchRestart). */
   onWatchRestart?: KubeRegistryOptions['onWatchRestart'];
+  /** Also told every problem of the registry (the controller's problem book). */
+  alsoReport?: ProblemReporter;
 }
 
 export interface KubeMode {
@@ -47,7 +50,11 @@ export function createKubeMode(o: KubeModeOptions): KubeMode {
     meshName: o.meshName,
     controlPlaneNamespace: o.controlPlaneNamespace,
     store: o.store,
-    reporter: teeReporter(new LoggingProblemReporter(o.logger.child({ component: 'kube-registry' })), events),
+    reporter: teeReporter(
+      new LoggingProblemReporter(o.logger.child({ component: 'kube-registry' })),
+      events,
+      ...(o.alsoReport ? [o.alsoReport] : []),
+    ),
     logger: o.logger,
     ...(o.onWatchRestart ? { onWatchRestart: o.onWatchRestart } : {}),
   });
