@@ -1,10 +1,13 @@
-// A stand-in ADS server for running a real Envoy in tests and tools: plaintext
-// gRPC on 127.0.0.1, both ADS methods, every request recorded as the bytes
-// Envoy sent. It answers each type's first request on a stream with an empty
-// response (no resources), which is enough for Envoy to finish initialising
-// (CDS, then LDS) and start its static listeners; ACKs get no answer.
+// A stand-in ADS server for running a real Envoy (or a grpc-js-xds workload)
+// in tests and tools: plaintext gRPC on 127.0.0.1, both ADS methods, every
+// request recorded as the bytes the client sent. It answers each type's first
+// request on a stream with an empty response (no resources), which is enough
+// for Envoy to finish initialising (CDS, then LDS) and start its static
+// listeners; ACKs get no answer. `sotwResources` replaces that empty answer
+// for a type, and `pushSotw` sends a type's resources on every open stream.
 import * as grpc from '@grpc/grpc-js';
 import protobuf from 'protobufjs';
+import type { EncodedResource } from '../../pkg/xds/cache/encoded.js';
 import { encodeDeltaDiscoveryResponse } from '../../pkg/xds/server/delta-codec.js';
 import { ADS_DELTA_PATH, ADS_SOTW_PATH, encodeDiscoveryResponse } from '../../pkg/xds/server/service.js';
 
@@ -81,18 +84,26 @@ export class StubAdsServer {
   private readonly server = new grpc.Server();
   private streams = 0;
   private nonces = 0;
+  private versions = 0;
   private readonly waiters = new Set<() => void>();
+  private readonly sotwStreams = new Set<grpc.ServerDuplexStream<Buffer, Buffer>>();
+  /** State-of-the-world answers per type: what a first request gets. */
+  private readonly sotwResources = new Map<string, readonly EncodedResource[]>();
 
   constructor() {
     const handler =
       (method: AdsMethod) =>
       (call: grpc.ServerDuplexStream<Buffer, Buffer>): void => {
         const stream = ++this.streams;
+        if (method === 'sotw') this.sotwStreams.add(call);
+        call.on('close', () => this.sotwStreams.delete(call));
         call.on('data', (bytes: Buffer) => {
           const req = parseRequest(method, stream, bytes);
           this.requests.push(req);
           // An empty nonce is a type's first request on this stream (xDS); the rest are ACKs.
-          if (req.responseNonce === '')
+          const given = method === 'sotw' ? this.sotwResources.get(req.typeUrl) : undefined;
+          if (req.responseNonce === '' && given) call.write(this.sotwResponse(req.typeUrl, given));
+          else if (req.responseNonce === '')
             call.write(emptyResponse(method, req.typeUrl, `stub-${++this.nonces}`));
           for (const w of [...this.waiters]) w();
         });
@@ -105,6 +116,22 @@ export class StubAdsServer {
       { sotw: rawMethod(ADS_SOTW_PATH), delta: rawMethod(ADS_DELTA_PATH) },
       { sotw: handler('sotw'), delta: handler('delta') },
     );
+  }
+
+  private sotwResponse(typeUrl: string, resources: readonly EncodedResource[]): Buffer {
+    return encodeDiscoveryResponse({
+      resources,
+      typeUrl,
+      nonce: `stub-${++this.nonces}`,
+      versionInfo: `v${++this.versions}`,
+      controlPlaneId: 'stub-ads',
+    });
+  }
+
+  /** Sets a type's state-of-the-world resources and sends them on every open SotW stream. */
+  pushSotw(typeUrl: string, resources: readonly EncodedResource[]): void {
+    this.sotwResources.set(typeUrl, resources);
+    for (const call of this.sotwStreams) call.write(this.sotwResponse(typeUrl, resources));
   }
 
   /** Listens on 127.0.0.1; resolves with the port. */
