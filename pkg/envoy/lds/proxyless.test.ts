@@ -199,6 +199,32 @@ test('requested server listeners: pod IP or unspecified IP on a pod port only', 
   );
 });
 
+test('a proxy whose pod is not in the mesh keeps a deny-all mTLS server listener instead of losing it', () => {
+  const mesh = bookstoreMesh();
+  const proxy = { ...proxyFor(mesh, 'bookstore-v1-1', 'grpc') };
+  // As proxyContext leaves it when the pod is gone (its namespace left the mesh).
+  delete proxy.pod;
+  delete proxy.podIP;
+  proxy.services = [];
+  const out = proxylessListenerGenerator.generate(
+    proxy,
+    generationContext(mesh),
+    new Set([V1_SERVER, 'not-a-listener']),
+  );
+  assert.deepEqual(
+    out.map((r) => r.name),
+    [V1_SERVER],
+  );
+  const l = decoded(obj(out[0]?.message));
+  const chain = obj(list(l['filter_chains'])[0]);
+  assert.equal(obj(chain['transport_socket'])['name'], 'envoy.transport_sockets.tls');
+  const hcm = obj(obj(list(chain['filters'])[0])['typed_config']);
+  assert.deepEqual(obj(list(hcm['http_filters'])[0])['typed_config'], {
+    '@type': 'type.googleapis.com/envoy.extensions.filters.http.rbac.v3.RBAC',
+    rules: { action: 'ALLOW' },
+  });
+});
+
 test('no rules → ALLOW with no policies (deny all), and the RBAC rules message is still encoded', () => {
   const l = decoded(proxylessServerListener(V1_SERVER, '10.244.1.10', 14001, [], 'cluster.local'));
   const hcm = obj(obj(list(obj(list(l['filter_chains'])[0])['filters'])[0])['typed_config']);

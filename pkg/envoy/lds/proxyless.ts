@@ -142,7 +142,7 @@ function serverListeners(
   requested: ReadonlySet<string> | undefined,
 ): Resource[] {
   const podIP = proxy.podIP;
-  if (podIP === undefined) return [];
+  if (podIP === undefined) return outsideMeshListeners(requested, mesh.trustDomain);
   // Services backing the same target port share one listener.
   const byTargetPort = new Map<number, (readonly InboundRule[])[]>();
   for (const service of proxy.services) {
@@ -174,6 +174,30 @@ function serverListeners(
     const key = `${name}|${addr.ip}|${addr.port}|${mesh.trustDomain}`;
     const message = serverListenerMemo.get(ruleLists, key, () =>
       proxylessServerListener(name, addr.ip, addr.port, ruleLists.flat(), mesh.trustDomain),
+    );
+    out.push({ name, typeUrl: TypeUrl.Listener, message });
+  }
+  return out;
+}
+
+/**
+ * The server Listeners of a proxy whose pod is not in the mesh (its namespace
+ * left it, or the registry has not seen the pod yet): every requested server
+ * name gets a Listener that requires mTLS and allows no caller. It fails
+ * closed, and it is never a removal: grpc-js-xds 1.14's XdsServer does not
+ * serve again when a removed Listener comes back byte-identical
+ * (test/e2e/grpc-xds-readd.test.ts), so a namespace that left and re-joined
+ * would stay dark until its processes restarted. When the pod is back its real
+ * Listener replaces this one, which grpc-js applies like any change.
+ */
+function outsideMeshListeners(requested: ReadonlySet<string> | undefined, trustDomain: string): Resource[] {
+  const out: Resource[] = [];
+  for (const name of requested ?? []) {
+    const addr = parseServerListenerName(name);
+    if (!addr) continue;
+    const key = `${name}|${addr.ip}|${addr.port}|${trustDomain}|outside`;
+    const message = serverListenerMemo.get([NO_RULES], key, () =>
+      proxylessServerListener(name, addr.ip, addr.port, [], trustDomain),
     );
     out.push({ name, typeUrl: TypeUrl.Listener, message });
   }
