@@ -88,6 +88,25 @@ test('a TCPRoute opens its port for every request', () => {
   assert.match(policyText(v, 'a', 'b'), /port 5432 \(tcp\): allowed by TrafficTarget store\/db-access/);
 });
 
+test('a policy problem in the destination namespace is named with the answer', () => {
+  const broken = trafficTarget(
+    'store',
+    'broken',
+    sa('bookstore', 'store'),
+    [sa('bookthief', 'buyer')],
+    [{ kind: 'HTTPRouteGroup', name: 'missing' }],
+  );
+  const v = checkPolicy(view([broken]), MESH, thief, store1);
+  assert.equal(v.verdict, 'DENIED');
+  assert.ok(v.verdict === 'DENIED');
+  assert.equal(v.problems.length, 1, JSON.stringify(v.problems));
+  assert.match(v.problems[0] ?? '', /^TrafficTarget store\/broken: .*missing/);
+  assert.match(policyText(v, 'a', 'b'), /\n {2}problem: TrafficTarget store\/broken: /);
+  // Nothing to say about a healthy pair.
+  const ok = checkPolicy(view(), MESH, buyer, store1);
+  assert.ok(ok.verdict === 'ALLOWED' && ok.problems.length === 0);
+});
+
 test('permissive mode allows every meshed pair and says so', () => {
   const v = checkPolicy(
     view([meshConfig(MESH, 'skein-system', { traffic: { permissive: true } })]),

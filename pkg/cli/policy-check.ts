@@ -3,8 +3,8 @@
 // (with which route matches) says so. The answer is read from the same
 // inboundRules the controller turns into the destination proxy's RBAC.
 
-import type { MeshView } from '../catalog/types.js';
-import { monitoredNamespaces } from '../catalog/view.js';
+import type { MeshService, MeshView } from '../catalog/types.js';
+import { monitoredNamespaces, policyProblems } from '../catalog/view.js';
 import { type Identity, identityKey } from '../mesh/identity.js';
 import type { HTTPMatch, Pod } from '../model/objects.js';
 
@@ -28,6 +28,12 @@ export type PolicyVerdict =
       ports: PortVerdict[];
       /** Set when nothing was checked port by port (e.g. no Service selects the destination). */
       reason?: string;
+      /**
+       * Policy problems that may change this answer: those of SMI objects and
+       * splits in the destination's namespace, and of the Services that select
+       * the destination (`<Kind> <ns>/<name>: <reason>`).
+       */
+      problems: string[];
     }
   | { verdict: 'NOT_IN_MESH'; reason: string };
 
@@ -54,7 +60,12 @@ export function checkPolicy(view: MeshView, meshName: string, src: Pod, dst: Pod
   const source = podIdentity(src);
   const destination = podIdentity(dst);
   const services = view.servicesOfPod(dst);
-  const base = { permissive: view.permissive, source, destination };
+  const base = {
+    permissive: view.permissive,
+    source,
+    destination,
+    problems: problemsAffecting(view, destination.namespace, services),
+  };
   if (services.length === 0)
     return {
       ...base,
@@ -84,6 +95,19 @@ export function checkPolicy(view: MeshView, meshName: string, src: Pod, dst: Pod
   return { ...base, verdict: ports.some((p) => p.allowedBy.length > 0) ? 'ALLOWED' : 'DENIED', ports };
 }
 
+const POLICY_KINDS = new Set(['TrafficTarget', 'HTTPRouteGroup', 'TCPRoute', 'TrafficSplit']);
+
+function problemsAffecting(view: MeshView, namespace: string, services: readonly MeshService[]): string[] {
+  const selecting = new Set(services.map((s) => s.name));
+  return policyProblems(view)
+    .filter(
+      (p) =>
+        p.namespace === namespace &&
+        (POLICY_KINDS.has(p.kind) || (p.kind === 'Service' && selecting.has(p.name))),
+    )
+    .map((p) => `${p.kind} ${p.namespace}/${p.name}: ${p.reason}`);
+}
+
 export function describeMatch(m: HTTPMatch): string {
   const parts = [
     m.pathRegex !== undefined ? `path ~ ${m.pathRegex}` : '',
@@ -101,6 +125,7 @@ export function policyText(v: PolicyVerdict, src: string, dst: string): string {
   ];
   if (v.permissive) lines.push('  permissive mode: every identity in the mesh may reach every service in it');
   if (v.reason) lines.push(`  ${v.reason}`);
+  for (const p of v.problems) lines.push(`  problem: ${p}`);
   for (const p of v.ports) {
     const at = `${p.service} port ${p.port} (${p.protocol})`;
     if (p.allowedBy.length > 0) {
