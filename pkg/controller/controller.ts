@@ -147,6 +147,8 @@ export class Controller {
       recentlyDisconnected: () => this.proxies.recentlyDisconnected(),
     });
     this.uiFeed = uiFeed;
+    // Problems move without a store change (an invalid edit keeps the last valid version).
+    this.problemBook.onChange = () => uiFeed.notify();
     this.stopFns.push(
       this.bus.subscribe(() => uiFeed.notify()),
       () => uiFeed.close(),

@@ -27,6 +27,7 @@ export function mountHttpRoutes(health: HealthServer, src: HttpRouteSources): Gr
         view: src.view(),
         streams: src.streams(),
         disconnected: src.recentlyDisconnected(),
+        problems: src.problems(),
       }),
   });
   health.route('/metrics', (_req, res) => {

@@ -41,6 +41,9 @@ export class ProblemBook implements ProblemReporter {
   private readonly invalid = new Map<string, Map<string, BookEntry>>();
   private policyEntries = new Map<string, BookEntry>();
 
+  /** Called after every change of the entries (the web view follows them live). */
+  onChange: () => void = () => {};
+
   constructor(private readonly now: () => number = Date.now) {}
 
   report(p: Problem): void {
@@ -52,6 +55,7 @@ export class ProblemBook implements ProblemReporter {
     const key =
       p.name === undefined ? entryKey(p) : JSON.stringify([p.kind ?? '', p.namespace ?? '', p.name]);
     if (bySource.get(key)?.reason === p.reason) return;
+    queueMicrotask(() => this.onChange());
     bySource.set(key, {
       type: 'invalid-object',
       source: p.source,
@@ -65,7 +69,7 @@ export class ProblemBook implements ProblemReporter {
   }
 
   resolved(source: string): void {
-    this.invalid.delete(source);
+    if (this.invalid.delete(source)) queueMicrotask(() => this.onChange());
   }
 
   /** The view's policy problems now: new ones are added, gone ones dropped, the rest keep their `since`. */
@@ -87,7 +91,10 @@ export class ProblemBook implements ProblemReporter {
         },
       );
     }
+    const changed =
+      next.size !== this.policyEntries.size || [...next.keys()].some((k) => !this.policyEntries.has(k));
     this.policyEntries = next;
+    if (changed) queueMicrotask(() => this.onChange());
   }
 
   /** Oldest first. */

@@ -100,6 +100,18 @@ export interface GraphEdge {
   label: string;
 }
 
+/** One problem in force (as `/debug/problems` lists it). */
+export interface GraphProblem {
+  type: 'invalid-object' | 'policy';
+  source: string;
+  kind?: string;
+  namespace?: string;
+  name?: string;
+  reason: string;
+  since: string;
+  inForce: string;
+}
+
 export interface MeshGraph {
   mesh: string;
   /** MeshView (store) version the graph was built from. */
@@ -110,6 +122,8 @@ export interface MeshGraph {
   services: GraphService[];
   identities: GraphIdentity[];
   edges: GraphEdge[];
+  /** Invalid objects and policy problems in force, oldest first. */
+  problems: GraphProblem[];
   counts: {
     namespaces: number;
     services: number;

@@ -9,6 +9,7 @@ import type { StreamStatus } from '../xds/server/types.js';
 import type {
   GraphEdge,
   GraphIdentity,
+  GraphProblem,
   GraphProxy,
   GraphService,
   GraphTypeStatus,
@@ -23,6 +24,8 @@ export interface GraphSources {
   streams: readonly StreamStatus[];
   /** Streams that ended recently (ProxyRegistry.recentlyDisconnected()), shown grey. */
   disconnected?: readonly DisconnectedProxy[];
+  /** Problems in force (the controller's problem book). */
+  problems?: readonly GraphProblem[];
 }
 
 const SHORT_TYPE: Record<string, string> = {
@@ -180,6 +183,7 @@ export function buildGraph(src: GraphSources): MeshGraph {
     services: serviceList,
     identities: identityList,
     edges: edgeList,
+    problems: [...(src.problems ?? [])],
     counts: {
       namespaces: namespaces.length,
       services: serviceList.length,

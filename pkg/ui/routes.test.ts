@@ -14,6 +14,7 @@ function graph(version: number, padding = ''): MeshGraph {
     version,
     permissive: false,
     namespaces: [],
+    problems: [],
     services: [],
     identities: [],
     edges: [],

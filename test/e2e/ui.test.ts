@@ -135,6 +135,22 @@ describe('web view in headless Chromium', () => {
     await waitFor(`cy.getElementById(${JSON.stringify(THIEF_EDGE)}).empty()`);
   });
 
+  test('an invalid manifest shows in the problems panel, live, and the panel goes when it is fixed', async () => {
+    const problems = page.locator('#problems');
+    assert.equal(await problems.isHidden(), true, 'no problems in the example');
+    await mesh.writeManifest(
+      'bad-split.yaml',
+      'apiVersion: split.smi-spec.io/v1alpha2\nkind: TrafficSplit\nmetadata: {name: bad, namespace: bookstore}\n' +
+        'spec:\n  service: bookstore\n  backends: [{service: bookstore-v1, weight: -1}]\n',
+    );
+    await problems.getByText('1 problem').waitFor({ timeout: 10_000 });
+    const text = (await problems.textContent()) ?? '';
+    assert.match(text, /TrafficSplit bookstore\/bad: .*weight/);
+    assert.match(text, /in force: nothing: the object is ignored/);
+    await mesh.removeManifest('bad-split.yaml');
+    await problems.waitFor({ state: 'hidden', timeout: 10_000 });
+  });
+
   test('a new service is fitted in around the others: they keep their places', async () => {
     const leaves = `Object.fromEntries(cy.nodes(':childless').map(n => [n.id(), n.position()]))`;
     const before = await q(leaves);

@@ -7,6 +7,7 @@ import type { MeshGraph } from '../graph-types.js';
 import { syncElements, toElements } from './elements.js';
 import { renderHeader, renderLive } from './header.js';
 import { renderPanel } from './panel.js';
+import { renderProblems } from './problems.js';
 import { graphStyle } from './style.js';
 
 cytoscape.use(fcose);
@@ -49,6 +50,9 @@ const container = document.getElementById('graph');
 const panelEl = document.getElementById('panel');
 if (container === null || panelEl === null) throw new Error('index.html is missing #graph or #panel');
 const panel: HTMLElement = panelEl;
+const problemsEl = document.getElementById('problems');
+if (problemsEl === null) throw new Error('#problems missing from index.html');
+const problems: HTMLElement = problemsEl;
 
 const cy = cytoscape({ container, style: graphStyle, minZoom: 0.2, maxZoom: 3 });
 
@@ -108,6 +112,7 @@ function apply(g: MeshGraph): void {
   const added = syncElements(cy, toElements(g));
   if (first || added.length > 0) layout(added, first);
   renderHeader(g);
+  renderProblems(problems, g);
   renderPanel(panel, g, handle.selected);
 }
 
