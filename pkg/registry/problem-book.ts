@@ -4,22 +4,15 @@
 // entry stays until its source is resolved (a valid version, a deletion, the
 // policy fixed), and keeps the time it was first seen across repeats.
 import type { PolicyProblem } from '../catalog/problems.js';
+import type { GraphProblem } from '../ui/graph-types.js';
 import { LAST_VALID_IN_FORCE, type Problem, type ProblemReporter } from './registry.js';
 
-export interface BookEntry {
-  /** `invalid-object`: the registry skipped a version; `policy`: valid objects that cannot apply as written. */
-  type: 'invalid-object' | 'policy';
-  /** A manifest file (local mode), `kubernetes:<Kind>/<ns>/<name>`, or `policy`. */
-  source: string;
-  kind?: string;
-  namespace?: string;
-  name?: string;
-  reason: string;
-  /** ISO time the problem was first seen (unchanged by repeats). */
-  since: string;
-  /** What the mesh uses instead, in words. */
-  inForce: string;
-}
+/**
+ * One problem in force. The shape is the web view's `GraphProblem` itself:
+ * `/debug/problems` and the page's problems panel read the same JSON, and
+ * the page's types import nothing, so the type lives there.
+ */
+export type BookEntry = GraphProblem;
 
 function entryKey(p: {
   source: string;

@@ -100,15 +100,19 @@ export interface GraphEdge {
   label: string;
 }
 
-/** One problem in force (as `/debug/problems` lists it). */
+/** One problem in force, as `/debug/problems` lists it (pkg/registry/problem-book.ts). */
 export interface GraphProblem {
+  /** `invalid-object`: the registry skipped a version; `policy`: valid objects that cannot apply as written. */
   type: 'invalid-object' | 'policy';
+  /** A manifest file (local mode), `kubernetes:<Kind>/<ns>/<name>`, or `policy`. */
   source: string;
   kind?: string;
   namespace?: string;
   name?: string;
   reason: string;
+  /** ISO time the problem was first seen (unchanged by repeats). */
   since: string;
+  /** What the mesh uses instead, in words. */
   inForce: string;
 }
 
