@@ -15,7 +15,7 @@ export interface CoalescerOptions {
 /**
  * The repeater's core: rate-limits pushes to at most one per `minIntervalMs`
  * without ever dropping an announcement (OSM's first repeater dropped what
- * arrived inside its throttle window; reference.md section 2).
+ * arrived inside its throttle window; openservicemesh/osm `pkg/messaging`).
  *
  * - A push when the last fire was at least minInterval ago fires on the next
  *   turn of the event loop (so a synchronous burst still becomes one batch).

@@ -10,7 +10,7 @@ export interface ProxylessBootstrapOptions {
   refreshInterval?: string;
 }
 
-/** JSON bootstrap for a grpc-js-xds workload (GRPC_XDS_BOOTSTRAP), per reference.md section 4. */
+/** JSON bootstrap for a grpc-js-xds workload (GRPC_XDS_BOOTSTRAP), as @grpc/grpc-js-xds 1.14 reads it (gRFC A27 bootstrap format). */
 export interface ProxylessBootstrap {
   xds_servers: { server_uri: string; channel_creds: { type: string }[]; server_features: string[] }[];
   node: { id: string; cluster: string; locality: Record<string, never> };
@@ -32,7 +32,7 @@ export interface ProxylessBootstrap {
 export function proxylessBootstrap(o: ProxylessBootstrapOptions): ProxylessBootstrap {
   const b: ProxylessBootstrap = {
     // Proxyless clients only speak insecure or google_default to the control
-    // plane (reference.md section 4), hence the explicit plaintext ADS port.
+    // plane (its channel_creds support only `insecure` and `google_default`), hence the explicit plaintext ADS port.
     xds_servers: [
       { server_uri: o.serverUri, channel_creds: [{ type: 'insecure' }], server_features: ['xds_v3'] },
     ],

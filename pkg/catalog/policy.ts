@@ -24,7 +24,7 @@ export interface RouteLookup {
 }
 
 /**
- * Compiles TrafficTargets (reference.md section 1). A target must live in its
+ * Compiles TrafficTargets (SMI access v1alpha3, smi-spec `traffic-access-control.md`). A target must live in its
  * destination's namespace (OSM validated this; otherwise a namespace owner
  * could grant access to another namespace's workloads) — others are ignored.
  * Route objects are looked up in the target's namespace; a missing one makes

@@ -26,7 +26,7 @@ const APP_PROTOCOLS: Readonly<Record<string, Protocol>> = {
 };
 
 /**
- * Protocol of a service port (reference.md section 2): `appProtocol`, else the
+ * Protocol of a service port (OSM's convention, docs.openservicemesh.io "Application Protocol Selection"): `appProtocol`, else the
  * port-name prefix (`http-`, `grpc-`, `tcp-`, or exactly that name), else http.
  * HTTP/2 flavours map to http: the proxy speaks HTTP either way, and `grpc` is
  * reserved for ports that carry gRPC. An unknown appProtocol falls through to

@@ -1,4 +1,4 @@
-// Resource names, following OSM's conventions (reference.md section 2) so
+// Resource names, following OSM v1.2's conventions (openservicemesh/osm `pkg/envoy`) so
 // operators coming from OSM recognise them.
 import type { MeshService, MeshServicePort } from '../catalog/types.js';
 

@@ -14,7 +14,7 @@
 // The xDS bootstrap comes from GRPC_XDS_BOOTSTRAP (one identity per process).
 import { parseArgs } from 'node:util';
 
-// Must be set before grpc-js-xds loads (reference.md section 4).
+// Must be set before grpc-js-xds loads (grpc-js-xds reads GRPC_XDS_EXPERIMENTAL_RBAC at load time).
 process.env['GRPC_XDS_EXPERIMENTAL_RBAC'] = 'true';
 const grpc = await import('@grpc/grpc-js');
 const xds = await import('@grpc/grpc-js-xds');
@@ -55,8 +55,8 @@ async function runServer(): Promise<void> {
   const name = values.name ?? 'server';
   const listen = values.listen;
   if (!listen) throw new Error('--listen ip:port is required');
-  // Old connections keep the policy they were accepted under (reference.md
-  // section 4): recycle them so RBAC changes reach every caller.
+  // Old connections keep the policy they were accepted under (grpc-js-xds 1.14
+  // behaviour): recycle them so RBAC changes reach every caller.
   const server = new xds.XdsServer({
     'grpc.max_connection_age_ms': 2000,
     'grpc.max_connection_age_grace_ms': 500,

@@ -14,7 +14,7 @@ import { TypeUrl } from '../types.js';
 
 /**
  * SAN matchers for a service's identities. With no matcher grpc-js accepts any
- * certificate of the CA (reference.md section 4), so a service with no known
+ * certificate of the CA (grpc-js-xds 1.14 with no SAN matcher, gRFC A29), so a service with no known
  * identity gets one that matches no certificate skein issues.
  */
 function sanMatchers(mesh: MeshView, service: MeshService): ProtoObject[] {

@@ -20,7 +20,7 @@ export function parseUpstreamClusterName(name: string): { serviceKey: string; po
 /**
  * A ClusterLoadAssignment with a single locality. The locality carries
  * `load_balancing_weight` because grpc-js-xds silently drops localities
- * without one (reference.md section 4). Only ready endpoints are listed.
+ * without one (grpc-js-xds 1.14, `src/load-balancer-xds-wrr-locality.ts`). Only ready endpoints are listed.
  */
 export function clusterLoadAssignment(clusterName: string, endpoints: readonly Endpoint[]): ProtoObject {
   const lbEndpoints: ProtoObject[] = [];

@@ -1,5 +1,5 @@
 // LDS for proxyless gRPC workloads (identity kind 'grpc'), as grpc-js-xds 1.14
-// consumes it (reference.md section 4):
+// consumes it (@grpc/grpc-js-xds 1.14 and gRFCs A36, A29, A41):
 // - client Listeners: one api_listener per `xds:///<host>:<port>` target,
 //   routes by RDS;
 // - server Listeners: one per port the pod serves, named by the bootstrap
@@ -63,7 +63,7 @@ function downstreamTls(): ProtoObject {
 /**
  * A server Listener for one listening address. Always mTLS: skein never emits
  * a plaintext variant, so the grpc-js bug on toggling TLS with byte-identical
- * HCM config (reference.md section 4) cannot arise.
+ * HCM config (a grpc-js-xds 1.14 Listener comparison bug) cannot arise.
  */
 export function proxylessServerListener(
   name: string,

@@ -1,5 +1,5 @@
 // SMI policy as Envoy RBAC (envoy.config.rbac.v3.RBAC), enforced at the
-// destination: SMI mode is deny-by-default (reference.md section 1).
+// destination: SMI mode is deny-by-default (SMI traffic-access-control spec: traffic is denied unless a TrafficTarget allows it).
 import type { InboundRule } from '../../catalog/types.js';
 import { spiffeId } from '../../mesh/identity.js';
 import type { HTTPMatch } from '../../model/objects.js';

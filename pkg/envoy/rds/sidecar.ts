@@ -38,7 +38,7 @@ function routeAction(
     const [only] = p.targets;
     if (p.targets.length === 1 && only && only.weight === undefined) action['cluster'] = only.cluster;
     // Every cluster carries its weight: a weighted cluster without one counts
-    // as 0 for grpc-js (reference.md section 4); zero weights never get here.
+    // as 0 for grpc-js (grpc-js-xds 1.14 reads a missing weight as 0); zero weights never get here.
     else
       action['weighted_clusters'] = {
         clusters: p.targets.map((t) => ({ name: t.cluster, weight: { value: t.weight ?? 0 } })),

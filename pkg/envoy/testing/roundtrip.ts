@@ -1,6 +1,6 @@
 // Test helper: proves a resource survives the real Envoy protos unchanged.
 // protobufjs `fromObject` silently drops misspelled fields and turns an Any
-// with an unknown `@type` into an empty Any (reference.md section 4), so the
+// with an unknown `@type` into an empty Any (protobufjs `Type.fromObject` behaviour), so the
 // input is first walked against the schema (unknown fields, unknown `@type`,
 // bad enum values, two members of one oneof, a subset of Envoy's PGV rules),
 // then encoded, decoded, and compared after normalising representations.

@@ -136,13 +136,13 @@ export function decodeDeltaDiscoveryResponse(bytes: Uint8Array): DecodedDeltaDis
     removedResources: strings(obj['removed_resources']),
     resources: resources.map((x: unknown) => {
       const r = record(x) ?? {};
-      const any = record(r['resource']) ?? {};
-      const value = any['value'];
+      const packed = record(r['resource']) ?? {};
+      const value = packed['value'];
       return {
         name: str(r['name']),
         version: str(r['version']),
         aliases: strings(r['aliases']),
-        typeUrl: str(any['type_url']),
+        typeUrl: str(packed['type_url']),
         value: Array.isArray(value) ? Uint8Array.from(value) : new Uint8Array(),
       };
     }),

@@ -94,10 +94,10 @@ export function decodeDiscoveryResponse(bytes: Uint8Array): DecodedDiscoveryResp
     nonce: str(obj['nonce']),
     controlPlaneId: str(record(obj['control_plane'])?.['identifier']),
     resources: resources.map((a: unknown) => {
-      const any = record(a) ?? {};
-      const value = any['value'];
+      const packed = record(a) ?? {};
+      const value = packed['value'];
       return {
-        typeUrl: str(any['type_url']),
+        typeUrl: str(packed['type_url']),
         value: Array.isArray(value) ? Uint8Array.from(value) : new Uint8Array(),
       };
     }),
