@@ -33,28 +33,20 @@ const NAME_PREFIX = 'sk';
  * only names this file makes (`sk<hex>-…`), and only when no process uses them.
  */
 export async function sweepStaleNetworks(): Promise<void> {
-  const namespaces = (await run('ip', ['netns', 'list']).catch(() => ''))
-    .split('\n')
-    .map((l) => l.split(' ')[0] ?? '')
-    .filter((n) => /^sk[0-9a-f]{4}-/.test(n));
-  for (const ns of namespaces) {
+  const ours = async () =>
+    (await run('ip', ['netns', 'list']).catch(() => ''))
+      .split('\n')
+      .map((l) => l.split(' ')[0] ?? '')
+      .filter((n) => /^sk[0-9a-f]{4}-/.test(n));
+  for (const ns of await ours()) {
     const pids = await run('ip', ['netns', 'pids', ns]).catch(() => '');
     if (pids.trim() === '') await run('ip', ['netns', 'del', ns]).catch(() => undefined);
   }
-  for (const m of (await run('ip', ['-o', 'link', 'show', 'type', 'veth']).catch(() => '')).matchAll(
-    /^\d+: (sk[0-9a-f]{4}-v\d+)@/gm,
-  )) {
-    const id = m[1]?.slice(0, 6);
-    if (id && !namespaces.some((n) => n.startsWith(id)))
-      await run('ip', ['link', 'del', m[1] ?? '']).catch(() => undefined);
-  }
-  const links = await run('ip', ['-o', 'link', 'show', 'type', 'bridge']).catch(() => '');
-  for (const m of links.matchAll(/^\d+: (sk[0-9a-f]{4}-br)[:@]/gm)) {
-    const id = m[1]?.slice(0, 6);
-    if (id && !namespaces.some((n) => n.startsWith(id))) {
-      const stillUsed = (await run('ip', ['netns', 'list']).catch(() => '')).includes(`${id}-`);
-      if (!stillUsed) await run('ip', ['link', 'del', m[1] ?? '']).catch(() => undefined);
-    }
+  // A network whose namespaces are all gone is stale: its veth ends and its bridge go too.
+  const live = new Set((await ours()).map((n) => n.slice(0, 6)));
+  const links = await run('ip', ['-o', 'link', 'show']).catch(() => '');
+  for (const m of links.matchAll(/^\d+: (sk[0-9a-f]{4})-(v\d+|br)[:@]/gm)) {
+    if (m[1] && !live.has(m[1])) await run('ip', ['link', 'del', `${m[1]}-${m[2]}`]).catch(() => undefined);
   }
 }
 
