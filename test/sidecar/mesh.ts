@@ -251,20 +251,34 @@ export class SidecarMesh {
     return this.runner.run(this.namespace, p.name);
   }
 
-  async waitReady(pod: RunningPod, ms = 30_000): Promise<void> {
-    await until(
-      `pod ${pod.name} Ready`,
-      async () => {
-        const stored = (await this.api.request(
-          'GET',
-          `/api/v1/namespaces/${this.namespace}/pods/${pod.name}`,
-        )) as {
-          status?: { conditions?: { type: string; status: string }[] };
-        };
-        return stored.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') === true;
-      },
-      ms,
-    );
+  /**
+   * Waits for the Ready condition the test kubelet writes. Envoy starts its
+   * static probe listeners only after its first xDS fetch, which a loaded
+   * machine (CI runs two test files at once) can delay: a generous bound, and
+   * on timeout what the probes and the sidecar said.
+   */
+  async waitReady(pod: RunningPod, ms = 90_000): Promise<void> {
+    try {
+      await until(
+        `pod ${pod.name} Ready`,
+        async () => {
+          const stored = (await this.api.request(
+            'GET',
+            `/api/v1/namespaces/${this.namespace}/pods/${pod.name}`,
+          )) as {
+            status?: { conditions?: { type: string; status: string }[] };
+          };
+          return stored.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') === true;
+        },
+        ms,
+      );
+    } catch (err) {
+      const probes = JSON.stringify(pod.probeLog.slice(-3));
+      const envoy = pod.containers.get('envoy')?.stderr.slice(-10).join('\n') ?? '';
+      throw new Error(
+        `${err instanceof Error ? err.message : String(err)}; last probes ${probes}; envoy:\n${envoy}`,
+      );
+    }
   }
 
   async deletePod(name: string): Promise<void> {
