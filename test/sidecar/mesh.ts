@@ -129,7 +129,7 @@ export class SidecarMesh {
     const controller = await startController();
     let mesh: SidecarMesh | undefined;
     const hosts = () => mesh?.hostsFile() ?? '';
-    const runner = new PodRunner({ api, core, network, images: testImages, hosts });
+    const runner = new PodRunner({ api, core, network, images: testImages, hosts, imageFiles: repoRoot });
     mesh = new SidecarMesh(
       api,
       core,

@@ -115,6 +115,15 @@ export interface PodRunnerOptions {
   images: ImageStore;
   /** The /etc/hosts every pod sees (Service names → ClusterIPs, the controller → the node). */
   hosts: () => string;
+  /**
+   * Where the images' files live on this machine (the repository: dist/,
+   * node_modules/, the fetched Envoy). Every container sees it bind-mounted
+   * under the runner's world-readable directory and runs the ImageStore's
+   * paths from there, as a container runs its image's files: a checkout in a
+   * directory other users cannot enter (mktemp -d is 0700) must not keep the
+   * app (uid 1000) or Envoy (uid 1500) from their programs.
+   */
+  imageFiles?: string;
 }
 
 export class RunningPod {
@@ -200,8 +209,15 @@ export class RunningPod {
       mounts.push(`mount --bind ${sq(vol.dir)} ${sq(target)}`);
       if (m['readOnly'] === true) mounts.push(`mount -o remount,bind,ro ${sq(target)}`);
     }
+    const files = this.o.imageFiles;
+    const seen = path.join(path.dirname(this.dir), 'image');
+    if (files !== undefined) mounts.push(`mount --bind ${sq(files)} ${sq(seen)}`);
+    const run =
+      files === undefined
+        ? argv
+        : argv.map((a) => (a.startsWith(`${files}/`) ? seen + a.slice(files.length) : a));
     const setpriv = ['setpriv', `--reuid=${user.uid}`, `--regid=${user.gid}`, '--clear-groups'];
-    const script = `set -e; ${mounts.join('; ')}; exec ${[...setpriv, '--', ...argv].map(sq).join(' ')}`;
+    const script = `set -e; ${mounts.join('; ')}; exec ${[...setpriv, '--', ...run].map(sq).join(' ')}`;
     return ['ip', 'netns', 'exec', this.net.netns, '/bin/sh', '-c', script];
   }
 
@@ -409,6 +425,7 @@ export class PodRunner {
       this.root = await mkdtemp(path.join(tmpdir(), 'skein-pods-'));
       // Containers run as other users and must reach their volumes.
       await chmod(this.root, KUBELET_DIR_MODE);
+      await mkdir(path.join(this.root, 'image'), { mode: KUBELET_DIR_MODE });
     }
     const pod = obj(
       (await this.o.api.request('GET', `/api/v1/namespaces/${namespace}/pods/${name}`)) as Json,
