@@ -412,6 +412,7 @@ export class PodRunner {
   readonly pods = new Map<string, RunningPod>();
   private readonly mountPoints = new Set<string>();
   private root = '';
+  private rootReady: Promise<string> | undefined;
 
   constructor(private readonly o: PodRunnerOptions) {}
 
@@ -421,12 +422,16 @@ export class PodRunner {
    * (not once Ready: see waitReady).
    */
   async run(namespace: string, name: string): Promise<RunningPod> {
-    if (!this.root) {
-      this.root = await mkdtemp(path.join(tmpdir(), 'skein-pods-'));
+    // One directory for every pod, made once even when pods start together.
+    this.rootReady ??= (async () => {
+      const root = await mkdtemp(path.join(tmpdir(), 'skein-pods-'));
       // Containers run as other users and must reach their volumes.
-      await chmod(this.root, KUBELET_DIR_MODE);
-      await mkdir(path.join(this.root, 'image'), { mode: KUBELET_DIR_MODE });
-    }
+      await chmod(root, KUBELET_DIR_MODE);
+      await mkdir(path.join(root, 'image'), { mode: KUBELET_DIR_MODE });
+      this.root = root;
+      return root;
+    })();
+    await this.rootReady;
     const pod = obj(
       (await this.o.api.request('GET', `/api/v1/namespaces/${namespace}/pods/${name}`)) as Json,
     );
