@@ -3,7 +3,13 @@ import { test } from 'node:test';
 import { type ProxyIdentity, parseProxyCommonName } from '../mesh/identity.js';
 import { MeshStore } from '../registry/store.js';
 import { namespace, pod, service } from './fixtures.js';
-import { type ConnectedProxy, type DisconnectedProxy, ProxyRegistry, proxyContext } from './proxies.js';
+import {
+  type ConnectedProxy,
+  type DisconnectedProxy,
+  ProxyRegistry,
+  proxyContext,
+  proxyGroup,
+} from './proxies.js';
 import { buildMeshView } from './view.js';
 
 const UUID_A = 'aaaaaaaa-aaaa-4aaa-8aaa-aaaaaaaaaaaa';
@@ -119,6 +125,26 @@ test('proxyContext attaches no pod when none carries the UUID or the pod runs as
   assert.equal(spoof.pod, undefined);
   assert.deepEqual(spoof.services, []);
   assert.equal(spoof.groupKey, 'sidecar|shop/admin||');
+});
+
+test('a namespace leaving the mesh gives its proxies another group, and proxyGroup notices the flip', () => {
+  const store = new MeshStore();
+  store.upsert(namespace('shop', 'skein'));
+  store.upsert(pod('shop', 'web-1', { sa: 'web', uuid: UUID_A, ip: '10.0.0.5', labels: { app: 'web' } }));
+  const inMesh = buildMeshView(store, { meshName: 'skein' });
+  const before = proxyGroup(ident(UUID_A), inMesh);
+  assert.equal(proxyContext(ident(UUID_A), inMesh).outsideMesh, undefined);
+  store.upsert(namespace('shop', 'other-mesh'));
+  const left = buildMeshView(store, { meshName: 'skein' });
+  const ctx = proxyContext(ident(UUID_A), left);
+  assert.equal(ctx.outsideMesh, true);
+  assert.equal(ctx.pod, undefined);
+  // Not the group of a proxy whose pod is merely not known yet.
+  assert.equal(ctx.groupKey, 'sidecar|shop/web|||outside');
+  const after = proxyGroup(ident(UUID_A), left, before);
+  assert.notEqual(after, before);
+  assert.equal(after.groupKey, ctx.groupKey);
+  assert.equal(proxyGroup(ident(UUID_A), left, after), after);
 });
 
 /** One service with a named target port, backed by two pods listening on different numbers for it. */

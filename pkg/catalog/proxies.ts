@@ -147,6 +147,7 @@ export function proxyContext(identity: ProxyIdentity, view: MeshView): ProxyCont
   const pod = found && proxyPodMismatch(identity, found) === undefined ? found : undefined;
   const services = pod ? view.servicesOfPod(pod).map((s) => servedByPod(s, pod)) : [];
   const podIP = pod?.status?.podIP || undefined;
+  const outsideMesh = !view.inMesh(identity.namespace);
   // Sidecars of one identity backing the same services get identical config;
   // proxyless servers also bind their listener name to the pod IP.
   const groupKey = [
@@ -159,8 +160,11 @@ export function proxyContext(identity: ProxyIdentity, view: MeshView): ProxyCont
       .sort()
       .join(','),
     identity.kind === 'grpc' ? (podIP ?? '') : '',
+    // Outside the mesh a proxy gets other configuration than one whose pod is not known yet.
+    ...(outsideMesh ? ['outside'] : []),
   ].join('|');
   const ctx: ProxyContext = { identity, services, groupKey };
+  if (outsideMesh) ctx.outsideMesh = true;
   if (pod) ctx.pod = pod;
   if (podIP !== undefined) ctx.podIP = podIP;
   return ctx;
@@ -171,6 +175,7 @@ export interface ProxyGroup {
   readonly groupKey: string;
   readonly pod: Pod | undefined;
   readonly services: readonly MeshService[];
+  readonly inMesh: boolean;
 }
 
 /**
@@ -183,6 +188,13 @@ export interface ProxyGroup {
 export function proxyGroup(identity: ProxyIdentity, view: MeshView, previous?: ProxyGroup): ProxyGroup {
   const pod = view.podOfProxy(identity.uuid);
   const services = view.services();
-  if (previous !== undefined && previous.pod === pod && previous.services === services) return previous;
-  return { groupKey: proxyContext(identity, view).groupKey, pod, services };
+  const inMesh = view.inMesh(identity.namespace);
+  if (
+    previous !== undefined &&
+    previous.pod === pod &&
+    previous.services === services &&
+    previous.inMesh === inMesh
+  )
+    return previous;
+  return { groupKey: proxyContext(identity, view).groupKey, pod, services, inMesh };
 }

@@ -94,6 +94,8 @@ export interface MeshView {
   /** Identities (service accounts) of the pods backing a service; for SAN matching. */
   serviceIdentities(serviceKey: string): readonly Identity[];
 
+  /** Whether the namespace is part of the mesh (it carries the mesh's monitored-by label). */
+  inMesh(namespace: string): boolean;
   /** The pod carrying this proxy UUID label, if any (monitored namespaces only). */
   podOfProxy(uuid: string): Pod | undefined;
   /** Services whose selector matches the pod. */
@@ -114,6 +116,12 @@ export interface ProxyContext {
   podIP?: string;
   /** Services this proxy's pod backs. */
   services: readonly MeshService[];
+  /**
+   * The proxy's namespace is not in the mesh (it left, or never joined): its
+   * workload is meant to run as it would without a mesh. Not set while the
+   * namespace is in the mesh, whether or not its pod is known yet.
+   */
+  outsideMesh?: true;
   /**
    * Proxies with the same group key get the same configuration (same kind,
    * identity, backed services, and for proxyless servers the pod IP), so output

@@ -105,6 +105,7 @@ class CatalogView implements MeshView {
   readonly problems: readonly PolicyProblem[];
   readonly namespaces: readonly string[];
 
+  private readonly monitored: ReadonlySet<string>;
   private readonly rawServices: ReadonlyMap<string, Service>;
   private readonly serviceKeysByNs = new Map<string, string[]>();
   private readonly pods: PodIndex;
@@ -144,6 +145,7 @@ class CatalogView implements MeshView {
         .map((n) => n.metadata.name),
     );
     this.namespaces = Object.freeze([...monitored].sort(compareStrings));
+    this.monitored = monitored;
     const inMesh = (o: { metadata: { namespace?: string } }) => monitored.has(o.metadata.namespace ?? '');
 
     const settings = selectMeshConfig(store.list('MeshConfig'), meshName, problems);
@@ -251,6 +253,10 @@ class CatalogView implements MeshView {
       this.identities.set(key, ids);
     }
     return ids;
+  }
+
+  inMesh(namespace: string): boolean {
+    return this.monitored.has(namespace);
   }
 
   podOfProxy(uuid: string): Pod | undefined {

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import type { MeshView } from '../../catalog/types.js';
-import { bookstoreMesh, fakeSecrets, type PodName, proxyFor } from '../testing/mesh.js';
+import { bookstoreMesh, fakeSecrets, leftTheMesh, type PodName, proxyFor } from '../testing/mesh.js';
 import { at, named } from '../testing/pick.js';
 import { sidecarCdsGenerator } from './sidecar.js';
 
@@ -97,4 +97,15 @@ test('bookthief: only the blackhole in SMI mode; permissive mode adds every serv
     lb_policy: 6, // CLUSTER_PROVIDED
     connect_timeout: { seconds: 1 },
   });
+});
+
+test('a sidecar whose namespace left the mesh gets the passthrough cluster alone, in either mode', () => {
+  for (const pod of ['bookbuyer-1', 'bookstore-v1-1'] as const) {
+    const { mesh, proxy } = leftTheMesh(pod);
+    const clusters = sidecarCdsGenerator.generate(proxy, { mesh, secrets: fakeSecrets('all') }, undefined);
+    assert.deepEqual(
+      clusters.map((r) => r.name),
+      ['passthrough-outbound'],
+    );
+  }
 });

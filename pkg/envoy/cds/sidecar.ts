@@ -7,7 +7,7 @@ import { type Identity, identityKey } from '../../mesh/identity.js';
 import { DiscoveryType, LbPolicy } from '../common/enums.js';
 import { inboundPorts } from '../common/inbound.js';
 import { IdentityMemo } from '../common/memo.js';
-import { byName, outboundPlan, type UpstreamCluster } from '../common/outbound.js';
+import { byName, proxyOutboundPlan, type UpstreamCluster } from '../common/outbound.js';
 import { upstreamTlsSocket } from '../common/tls.js';
 import { adsConfigSource, durationSeconds, http2ProtocolOptions, socketAddress } from '../common/xds.js';
 import { BLACKHOLE_CLUSTER, PASSTHROUGH_CLUSTER } from '../names.js';
@@ -95,7 +95,7 @@ export const sidecarCdsGenerator: ResourceGenerator = {
       out.push({ name, typeUrl: TypeUrl.Cluster, message });
     };
     const own = identityKey(proxy.identity);
-    for (const up of outboundPlan(ctx.mesh, proxy.identity).clusters.values()) {
+    for (const up of proxyOutboundPlan(ctx.mesh, proxy).clusters.values()) {
       // up.name follows from the service and port; keys are existing strings (cheap to hash).
       const message = upstreamClusters.get([up.service, up.port], own, () =>
         upstreamCluster(proxy.identity, up),
@@ -108,7 +108,7 @@ export const sidecarCdsGenerator: ResourceGenerator = {
       );
       add(message, p.localCluster);
     }
-    if (ctx.mesh.permissive) {
+    if (ctx.mesh.permissive || proxy.outsideMesh) {
       passthrough ??= passthroughCluster();
       add(passthrough, PASSTHROUGH_CLUSTER);
     } else {

@@ -6,7 +6,7 @@
 
 import { derive } from '../../catalog/derive.js';
 import { splitEmptiness, splitOnPort } from '../../catalog/split.js';
-import type { MeshService, MeshServicePort, MeshView } from '../../catalog/types.js';
+import type { MeshService, MeshServicePort, MeshView, ProxyContext } from '../../catalog/types.js';
 import { type Identity, identityKey } from '../../mesh/identity.js';
 import { upstreamClusterName } from '../names.js';
 import { IdentityMemo, NONE } from './memo.js';
@@ -46,6 +46,21 @@ export interface OutboundPlan {
 
 const cache = new WeakMap<MeshView, Map<string, OutboundPlan>>();
 const plans = new IdentityMemo<OutboundPlan>();
+
+const EMPTY_PLAN: OutboundPlan = Object.freeze({
+  ports: [],
+  clusters: new Map(),
+  upstreamServices: new Map(),
+});
+
+/**
+ * The plan a proxy's outbound configuration follows: none for a proxy outside
+ * the mesh (its namespace left), so it gets no mesh destination, the way a
+ * workload without a mesh has none (docs/design.md, "Outside the mesh").
+ */
+export function proxyOutboundPlan(mesh: MeshView, proxy: ProxyContext): OutboundPlan {
+  return proxy.outsideMesh ? EMPTY_PLAN : outboundPlan(mesh, proxy.identity);
+}
 
 export function outboundPlan(mesh: MeshView, source: Identity): OutboundPlan {
   // One derived answer for dependency tracking rather than a read of every

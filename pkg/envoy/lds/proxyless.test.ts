@@ -3,7 +3,7 @@ import { test } from 'node:test';
 import type { MeshView } from '../../catalog/types.js';
 import type { HTTPMatch } from '../../model/objects.js';
 import { decodeMessage, encodeMessage } from '../../xds/proto/codec.js';
-import { bookstoreMesh, generationContext, type PodName, proxyFor } from '../testing/mesh.js';
+import { bookstoreMesh, generationContext, leftTheMesh, type PodName, proxyFor } from '../testing/mesh.js';
 import { resourceProblems } from '../testing/roundtrip.js';
 import { type ProtoObject, type ProtoValue, TypeUrl } from '../types.js';
 import { proxylessListenerGenerator, proxylessServerListener } from './proxyless.js';
@@ -38,6 +38,9 @@ function decoded(message: ProtoObject): ProtoObject {
   return decodeMessage(TypeUrl.Listener, encodeMessage(TypeUrl.Listener, message));
 }
 
+// Requested names that no mesh service answers (see the placeholder test).
+const UNRESOLVED = new Set(['nope.bookstore:14001', 'bookstore.bookstore:9999', 'not-a-listener']);
+
 function generate(mesh: MeshView, who: PodName, requested?: string[]) {
   const proxy = proxyFor(mesh, who, 'grpc');
   return proxylessListenerGenerator.generate(proxy, generationContext(mesh), requested && new Set(requested));
@@ -51,7 +54,9 @@ test('client listeners answer every requested alias under its own name, routed t
     'bookstore-v1.bookstore.svc:14001',
     'nope.bookstore:14001',
   ];
-  const out = generate(mesh, 'bookbuyer-1', [...requested, 'bookstore.bookstore:9999']);
+  const all = generate(mesh, 'bookbuyer-1', [...requested, 'bookstore.bookstore:9999']);
+  assert.deepEqual(resourceProblems(all), []);
+  const out = all.filter((r) => !UNRESOLVED.has(r.name));
   assert.deepEqual(
     out.map((r) => r.name),
     [
@@ -60,7 +65,6 @@ test('client listeners answer every requested alias under its own name, routed t
       'bookstore.bookstore:14001',
     ],
   );
-  assert.deepEqual(resourceProblems(out), []);
   for (const r of out) {
     const l = decoded(r.message);
     assert.equal(l['name'], r.name);
@@ -184,7 +188,7 @@ test('requested server listeners: pod IP or unspecified IP on a pod port only', 
     'not-a-listener',
   ]);
   assert.deepEqual(
-    out.map((r) => r.name),
+    out.filter((r) => !UNRESOLVED.has(r.name)).map((r) => r.name),
     [
       'grpc/server?xds.resource.listening_address=0.0.0.0:15001',
       'grpc/server?xds.resource.listening_address=10.244.1.10:15001',
@@ -213,7 +217,7 @@ test('a proxy whose pod is not in the mesh keeps a deny-all mTLS server listener
   );
   assert.deepEqual(
     out.map((r) => r.name),
-    [V1_SERVER],
+    [V1_SERVER, 'not-a-listener'],
   );
   const l = decoded(obj(out[0]?.message));
   const chain = obj(list(l['filter_chains'])[0]);
@@ -235,4 +239,48 @@ test('no rules → ALLOW with no policies (deny all), and the RBAC rules message
     '@type': 'type.googleapis.com/envoy.extensions.filters.http.rbac.v3.RBAC',
     rules: { action: 'ALLOW' },
   });
+});
+
+test('a requested client target that names no mesh service gets a Listener with no route instead of none', () => {
+  const mesh = bookstoreMesh();
+  const out = generate(mesh, 'bookbuyer-1', [FQDN, 'nope.bookstore:14001', 'bookstore.bookstore:9999']);
+  assert.deepEqual(
+    out.map((r) => r.name),
+    ['bookstore.bookstore.svc.cluster.local:14001', 'bookstore.bookstore:9999', 'nope.bookstore:14001'],
+  );
+  assert.deepEqual(resourceProblems(out), []);
+  for (const r of out.slice(1)) {
+    const hcm = obj(obj(decoded(r.message)['api_listener'])['api_listener']);
+    // Inline: it names no RouteConfiguration and so no Cluster, which grpc-js-xds
+    // then subscribes afresh when the real Listener comes back.
+    assert.equal(hcm['rds'], undefined);
+    const hosts = list(obj(hcm['route_config'])['virtual_hosts']).map(obj);
+    assert.equal(hosts.length, 1);
+    assert.equal(hosts[0]?.['name'], `skein: no route to ${r.name}: it is not a service in the mesh`);
+    assert.deepEqual(hosts[0]?.['domains'], ['*']);
+    assert.equal(hosts[0]?.['routes'], undefined);
+  }
+  // When the service exists again, the real Listener differs from the placeholder.
+  assert.notDeepEqual(decoded(obj(out[0]?.message)), decoded(obj(out[2]?.message)));
+});
+
+test('a proxyless workload whose namespace left the mesh: deny-all servers, no route to any target', () => {
+  const { mesh, proxy } = leftTheMesh('bookbuyer-1', 'grpc');
+  assert.equal(proxy.outsideMesh, true);
+  const out = proxylessListenerGenerator.generate(
+    proxy,
+    generationContext(mesh),
+    new Set([FQDN, 'grpc/server?xds.resource.listening_address=10.244.2.10:14001']),
+  );
+  assert.deepEqual(
+    out.map((r) => r.name),
+    [
+      'bookstore.bookstore.svc.cluster.local:14001',
+      'grpc/server?xds.resource.listening_address=10.244.2.10:14001',
+    ],
+  );
+  const hcm = obj(obj(decoded(obj(out[0]?.message))['api_listener'])['api_listener']);
+  const host = obj(list(obj(hcm['route_config'])['virtual_hosts'])[0]);
+  assert.equal(host['name'], `skein: no route to ${FQDN}: namespace bookbuyer is not in the mesh`);
+  assert.equal(host['routes'], undefined);
 });

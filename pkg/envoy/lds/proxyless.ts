@@ -14,7 +14,12 @@ import {
   proxylessClientListenerName,
   proxylessServerListenerName,
 } from '../names.js';
-import { type ClientTarget, parseServerListenerName, resolveClientTarget } from '../proxyless/targets.js';
+import {
+  type ClientTarget,
+  isServerListenerName,
+  parseServerListenerName,
+  resolveClientTarget,
+} from '../proxyless/targets.js';
 import { httpRbacFilter } from '../rbac/rbac.js';
 import type { GenerationContext, ProtoObject, Resource, ResourceGenerator } from '../types.js';
 import { TypeUrl } from '../types.js';
@@ -103,9 +108,17 @@ function isUnspecified(ip: string): boolean {
   return ip === '0.0.0.0' || ip === '::';
 }
 
-function clientListeners(mesh: MeshView, requested: ReadonlySet<string> | undefined): Resource[] {
+function clientListeners(
+  proxy: ProxyContext,
+  mesh: MeshView,
+  requested: ReadonlySet<string> | undefined,
+): Resource[] {
   const targets: ClientTarget[] = [];
-  if (requested === undefined) {
+  const unresolved: string[] = [];
+  if (proxy.outsideMesh) {
+    // No mesh destination for a workload outside the mesh (docs/design.md).
+    for (const name of requested ?? []) if (!isServerListenerName(name)) unresolved.push(name);
+  } else if (requested === undefined) {
     for (const service of mesh.services()) {
       for (const port of service.ports) {
         targets.push({ name: proxylessClientListenerName(service, port.port), service, port });
@@ -115,15 +128,51 @@ function clientListeners(mesh: MeshView, requested: ReadonlySet<string> | undefi
     for (const name of requested) {
       const target = resolveClientTarget(mesh, name);
       if (target) targets.push(target);
+      else if (!isServerListenerName(name)) unresolved.push(name);
     }
   }
   // In SMI mode too: the destination enforces policy, so a denied call fails
   // with PERMISSION_DENIED instead of UNAVAILABLE.
-  return targets.map((t) => ({
+  const out: Resource[] = targets.map((t) => ({
     name: t.name,
     typeUrl: TypeUrl.Listener,
     message: clientListenerMemo.get([t.service, t.port], t.name, () => proxylessClientListener(t)),
   }));
+  const why = proxy.outsideMesh
+    ? `namespace ${proxy.identity.namespace} is not in the mesh`
+    : 'it is not a service in the mesh';
+  for (const name of unresolved)
+    out.push({ name, typeUrl: TypeUrl.Listener, message: unresolvedClientListener(name, why) });
+  return out;
+}
+
+/**
+ * What a client target that names no mesh service gets (a typo, a service not
+ * created yet, or one whose namespace left the mesh), and every target of a
+ * client outside the mesh: a Listener whose only
+ * virtual host has no route, so every call fails at once with UNAVAILABLE, and
+ * the virtual host's name says why to whoever reads the client's config dump.
+ * It is never a removal: grpc-js-xds 1.14 keeps a removed Listener's last
+ * content and ignores it when it comes back byte-identical
+ * (test/e2e/grpc-xds-readd.test.ts), so a caller of a service that left the
+ * mesh and came back would fail until restarted. The real Listener replaces
+ * this one, a change grpc-js applies, and the routes and clusters it names are
+ * subscribed afresh (the placeholder named none).
+ */
+export function unresolvedClientListener(name: string, why: string): ProtoObject {
+  return {
+    name,
+    api_listener: {
+      api_listener: typed(AnyType.HttpConnectionManager, {
+        stat_prefix: name,
+        route_config: {
+          name: 'skein-unresolved',
+          virtual_hosts: [{ name: `skein: no route to ${name}: ${why}`, domains: ['*'], routes: [] }],
+        },
+        http_filters: [ROUTER_FILTER],
+      }),
+    },
+  };
 }
 
 // Listeners memoised on the view answers they are built from (the same
@@ -213,7 +262,7 @@ export const proxylessListenerGenerator: ResourceGenerator = {
     requested: ReadonlySet<string> | undefined,
   ): Resource[] {
     const unique = new Map<string, Resource>();
-    for (const r of clientListeners(ctx.mesh, requested)) unique.set(r.name, r);
+    for (const r of clientListeners(proxy, ctx.mesh, requested)) unique.set(r.name, r);
     for (const r of serverListeners(proxy, ctx.mesh, requested)) unique.set(r.name, r);
     return byName([...unique.values()]);
   },

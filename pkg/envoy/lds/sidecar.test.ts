@@ -6,6 +6,7 @@ import {
   bookstoreMesh,
   bookstoreObjects,
   fakeSecrets,
+  leftTheMesh,
   type PodName,
   proxyFor,
   storeOf,
@@ -333,4 +334,33 @@ test('non-sidecar proxies get nothing from the sidecar generator', () => {
   const proxy = proxyFor(mesh, 'bookbuyer-1');
   const grpc = { ...proxy, identity: { ...proxy.identity, kind: 'grpc' as const } };
   assert.deepEqual(sidecarLdsGenerator.generate(grpc, { mesh, secrets: fakeSecrets('all') }, undefined), []);
+});
+
+test('a sidecar whose namespace left the mesh: no inbound listener (fails closed), outbound passthrough with no mesh destination', () => {
+  for (const permissive of [false, true]) {
+    const { mesh, proxy } = leftTheMesh('bookbuyer-1', 'sidecar', { permissive });
+    assert.equal(proxy.outsideMesh, true);
+    const out = sidecarLdsGenerator.generate(proxy, { mesh, secrets: fakeSecrets('all') }, undefined);
+    assert.deepEqual(
+      out.map((r) => r.name),
+      ['outbound-listener'],
+    );
+    const outbound = named(out, 'outbound-listener');
+    assert.deepEqual(list(outbound, 'filter_chains'), []);
+    assert.equal(at(outbound, 'default_filter_chain', 'name'), 'passthrough-outbound');
+  }
+  // A server's inbound listener goes too: connections to its ports are refused.
+  const server = leftTheMesh('bookstore-v1-1');
+  assert.deepEqual(
+    sidecarLdsGenerator
+      .generate(server.proxy, { mesh: server.mesh, secrets: fakeSecrets('all') }, undefined)
+      .map((r) => r.name),
+    ['outbound-listener'],
+  );
+  assert.ok(lds(bookstoreMesh(), 'bookstore-v1-1').some((r) => r.name === 'inbound-listener'));
+  // The same identity in the mesh has mesh chains and denies the rest (SMI mode).
+  const inMesh = bookstoreMesh();
+  const outbound = named(lds(inMesh, 'bookbuyer-1'), 'outbound-listener');
+  assert.notEqual(list(outbound, 'filter_chains').length, 0);
+  assert.notEqual(at(outbound, 'default_filter_chain', 'name'), 'passthrough-outbound');
 });

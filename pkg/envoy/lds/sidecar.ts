@@ -8,7 +8,7 @@ import { type Identity, identityKey } from '../../mesh/identity.js';
 import { ComparisonOp, TrafficDirection } from '../common/enums.js';
 import { type InboundPort, inboundPorts, inboundRulesOf, isHttpLike } from '../common/inbound.js';
 import { IdentityMemo } from '../common/memo.js';
-import { byName, type OutboundPlan, type OutboundPort, outboundPlan } from '../common/outbound.js';
+import { byName, type OutboundPlan, type OutboundPort, proxyOutboundPlan } from '../common/outbound.js';
 import { downstreamTlsSocket } from '../common/tls.js';
 import { AnyType, adsConfigSource, durationSeconds, ExtName, socketAddress, typed } from '../common/xds.js';
 import {
@@ -317,9 +317,11 @@ export const sidecarLdsGenerator: ResourceGenerator = {
   generate(proxy, ctx): Resource[] {
     if (proxy.identity.kind !== 'sidecar') return [];
     const out: Resource[] = [];
-    const plan = outboundPlan(ctx.mesh, proxy.identity);
-    const outbound = outboundListeners.get([plan], String(ctx.mesh.permissive), () =>
-      outboundListener(plan, ctx.mesh.permissive),
+    const plan = proxyOutboundPlan(ctx.mesh, proxy);
+    // Outside the mesh the app's calls leave unchanged, as without a mesh.
+    const passthrough = ctx.mesh.permissive || proxy.outsideMesh === true;
+    const outbound = outboundListeners.get([plan], String(passthrough), () =>
+      outboundListener(plan, passthrough),
     );
     out.push({ name: OUTBOUND_LISTENER, typeUrl: TypeUrl.Listener, message: outbound });
     const inbound = inboundListenerOf(ctx.mesh, proxy);

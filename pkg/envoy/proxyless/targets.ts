@@ -73,6 +73,11 @@ export function routeDestinations(mesh: MeshView, service: MeshService, port: nu
 
 const SERVER_LISTENER_PREFIX = 'grpc/server?xds.resource.listening_address=';
 
+/** Whether a Listener name is in the server template's form, valid or not. */
+export function isServerListenerName(name: string): boolean {
+  return name.startsWith(SERVER_LISTENER_PREFIX);
+}
+
 /** Parses `grpc/server?xds.resource.listening_address=<ip>:<port>` (IPv6 in brackets). */
 export function parseServerListenerName(name: string): { ip: string; port: number } | undefined {
   if (!name.startsWith(SERVER_LISTENER_PREFIX)) return undefined;

@@ -4,7 +4,7 @@
 import type { MeshService, ProxyContext } from '../../catalog/types.js';
 import { type InboundPort, inboundPorts, isHttpLike } from '../common/inbound.js';
 import { IdentityMemo } from '../common/memo.js';
-import { byName, type OutboundPlan, type OutboundPort, outboundPlan } from '../common/outbound.js';
+import { byName, type OutboundPlan, type OutboundPort, proxyOutboundPlan } from '../common/outbound.js';
 import { inboundRouteConfigName, outboundRouteConfigName } from '../names.js';
 import { type ProtoObject, type Resource, type ResourceGenerator, TypeUrl } from '../types.js';
 
@@ -125,7 +125,7 @@ export const sidecarRdsGenerator: ResourceGenerator = {
   typeUrl: TypeUrl.RouteConfiguration,
   generate(proxy, ctx, requested): Resource[] {
     if (proxy.identity.kind !== 'sidecar') return [];
-    const builders = routeConfigBuilders(proxy, outboundPlan(ctx.mesh, proxy.identity));
+    const builders = routeConfigBuilders(proxy, proxyOutboundPlan(ctx.mesh, proxy));
     const out: Resource[] = [];
     for (const [name, build] of builders) {
       if (requested && !requested.has(name)) continue;

@@ -6,7 +6,7 @@ import { identityKey, spiffeId } from '../../mesh/identity.js';
 import { SanType } from '../common/enums.js';
 import { type InboundPort, inboundPorts, isHttpLike } from '../common/inbound.js';
 import { IdentityMemo } from '../common/memo.js';
-import { byName, outboundPlan } from '../common/outbound.js';
+import { byName, proxyOutboundPlan } from '../common/outbound.js';
 import {
   INBOUND_TCP_ROOT_PREFIX,
   inboundRootSecretName,
@@ -141,7 +141,7 @@ class SecretBuilder {
     if (name.startsWith(OUTBOUND_ROOT)) {
       const serviceKey = name.slice(OUTBOUND_ROOT.length);
       // Only for services this proxy has clusters for.
-      this.upstream ??= outboundPlan(ctx.mesh, this.proxy.identity).upstreamServices;
+      this.upstream ??= proxyOutboundPlan(ctx.mesh, this.proxy).upstreamServices;
       if (!this.upstream.has(serviceKey)) return undefined;
       const ids = ctx.mesh.serviceIdentities(serviceKey);
       // No identity yet means no SAN to pin: an empty list would accept any mesh
@@ -188,7 +188,7 @@ function defaultNames(proxy: ProxyContext, ctx: GenerationContext): string[] {
   for (const p of inboundPorts(proxy)) {
     if (!isHttpLike(p.port)) names.push(inboundTcpRootSecretName(p.service.key, p.port.targetPort));
   }
-  for (const key of outboundPlan(ctx.mesh, proxy.identity).upstreamServices.keys()) {
+  for (const key of proxyOutboundPlan(ctx.mesh, proxy).upstreamServices.keys()) {
     names.push(outboundRootSecretName(key));
   }
   return names;

@@ -198,6 +198,26 @@ export function proxyFor(mesh: MeshView, podName: PodName, kind: ProxyKind = 'si
 }
 
 /**
+ * A pod's proxy after its namespace left the mesh (the monitored-by label
+ * removed), with the view that sees it so: the identity is the one the proxy
+ * connected with, the context what skein derives for it now.
+ */
+export function leftTheMesh(
+  podName: PodName,
+  kind: ProxyKind = 'sidecar',
+  opts: BookstoreOptions = {},
+): { mesh: MeshView; proxy: ProxyContext } {
+  const identity = proxyFor(bookstoreMesh(opts), podName, kind).identity;
+  const objects = bookstoreObjects(opts).map((o) =>
+    o.kind === 'Namespace' && o.metadata.name === identity.namespace
+      ? { ...o, metadata: { ...o.metadata, labels: {} } }
+      : o,
+  );
+  const mesh = viewOf(storeOf(objects));
+  return { mesh, proxy: proxyContext(identity, mesh) };
+}
+
+/**
  * The view with some answers replaced (everything else from the real view):
  * for feeding a generator input the engine never produces, or counting calls.
  */

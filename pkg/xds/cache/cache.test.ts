@@ -33,6 +33,7 @@ const emptyView: MeshView = {
   serviceByHost: () => undefined,
   endpoints: () => [],
   serviceIdentities: () => [],
+  inMesh: () => true,
   podOfProxy: () => undefined,
   servicesOfPod: () => [],
   outboundServices: () => [],

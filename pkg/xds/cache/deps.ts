@@ -355,6 +355,11 @@ class RecordingView implements DerivingView {
   derived<T>(name: string, compute: (view: MeshView) => T): T {
     return this.rec.note(this.rec.table.ofDerived(name, compute), compute(this.view));
   }
+  inMesh(namespace: string): boolean {
+    // Generators read membership through the ProxyContext (the group key).
+    this.rec.volatile = true;
+    return this.view.inMesh(namespace);
+  }
   podOfProxy(uuid: string): Pod | undefined {
     // Generators get their pod through the ProxyContext (the group key); a pod
     // read here is not tracked, so the group counts as always affected.

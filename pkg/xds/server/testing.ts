@@ -87,6 +87,7 @@ function unusedMeshView(version: number): MeshView {
     serviceByHost: () => undefined,
     endpoints: () => [],
     serviceIdentities: () => [],
+    inMesh: () => true,
     podOfProxy: () => undefined,
     servicesOfPod: () => [],
     outboundServices: none,
