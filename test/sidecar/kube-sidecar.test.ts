@@ -16,6 +16,7 @@ import { after, before, describe, test } from 'node:test';
 import { ENVOY_NEWEST, ENVOY_OLDEST } from '../support/envoy-bin.js';
 import { eventually } from '../support/kube-registry-fixture.js';
 import type { RunningPod } from '../support/pod-runner.js';
+import { sleep } from '../support/processes.js';
 import {
   envoyImage,
   GRPC_PORT,
@@ -425,6 +426,41 @@ describe('real Envoy sidecars through the real admission chain', { skip, timeout
       assert.equal(sum(again.counts, '200 '), 40, JSON.stringify(again.counts));
       assert.ok((again.counts['200 bookstore-v2'] ?? 0) > 0, JSON.stringify(again.counts));
     });
+  });
+
+  test('a namespace that leaves the mesh fails closed; back in the mesh, the same pods serve again without a restart', async () => {
+    // Every container process of every pod, to show none restarts.
+    const pids = () =>
+      [...pods.values()].flatMap((p) =>
+        [...p.containers].map(([c, proc]) => `${p.name}/${c}:${proc.child.pid}:${proc.child.exitCode}`),
+      );
+    const before = pids();
+    const ok = (counts: Record<string, number>) => sum(counts, '200 ');
+    await mesh.setMonitored(false);
+    // Out of the mesh: no inbound listener on the servers, no mesh destination for the
+    // caller (its calls leave unchanged and find no Service IP routing here).
+    await eventually('bookbuyer can no longer reach bookstore', async () => {
+      const r = await buyer.http(`${store()}/books`, 4);
+      assert.equal(ok(r.counts), 0, JSON.stringify(r.counts));
+    });
+    await sleep(2000);
+    const restored = Date.now();
+    await mesh.setMonitored(true);
+    let tookMs = 0;
+    await eventually(
+      'bookbuyer reaches both backends again',
+      async () => {
+        const r = await buyer.http(`${store()}/books`, 20);
+        if (tookMs === 0 && ok(r.counts) > 0) tookMs = Date.now() - restored;
+        assert.equal(ok(r.counts), 20, JSON.stringify(r.counts));
+        assert.ok((r.counts['200 bookstore-v1'] ?? 0) > 0 && (r.counts['200 bookstore-v2'] ?? 0) > 0);
+      },
+      30_000,
+    );
+    process.stderr.write(`kube-sidecar: first call served ${tookMs} ms after the namespace re-joined\n`);
+    assert.ok(tookMs < 5000, `first call served after ${tookMs} ms`);
+    // The same processes: no container was restarted.
+    assert.deepEqual(pids(), before);
   });
 
   test('ADS requests carry the Node once per stream: bytes from Envoy to skein for an initial sync and for an update', async () => {

@@ -331,6 +331,14 @@ export class SidecarMesh {
     );
   }
 
+  /** Puts the workload namespace in the mesh or takes it out (its monitored-by label). */
+  async setMonitored(monitored: boolean): Promise<void> {
+    await this.api.request('PATCH', `/api/v1/namespaces/${this.namespace}`, {
+      contentType: 'application/merge-patch+json',
+      body: { metadata: { labels: { 'skein.dev/monitored-by': monitored ? this.meshName : null } } },
+    });
+  }
+
   async setPermissive(permissive: boolean): Promise<void> {
     await this.setMeshConfig({ ...this.meshConfig, traffic: { permissive } });
   }
