@@ -80,6 +80,8 @@ export class Controller {
   /** Kubernetes mode: the API client for the CA Secret and the webhook (not the registry's). */
   private kube: KubeClient | undefined;
   private injection: Injection | undefined;
+  /** Kubernetes mode: writes status.conditions (Accepted) of SMI objects and the MeshConfig. */
+  private statusWriter: { schedule(delayMs?: number): void } | undefined;
   private restXds: RestXdsServer | undefined;
   private stopping = false;
   private stopFns: (() => void)[] = [];
@@ -162,6 +164,8 @@ export class Controller {
     const registry = await this.createRegistry();
     this.registry = registry;
     await registry.start();
+    // Every object's Accepted condition once the caches hold them all (Kubernetes mode).
+    this.statusWriter?.schedule(0);
     this.stopFns.push(publishStoreChanges(this.store, this.bus));
 
     const view = this.currentView();
@@ -320,6 +324,29 @@ export class Controller {
     });
     // Policy problems become Events on the objects too.
     this.problems = new ProblemLog(log.child({ component: 'policy' }), kube.events);
+    // ...and an Accepted condition in each SMI object's and the MeshConfig's status, through
+    // their own rate limiter: status never queues behind relists or admissions.
+    const { StatusWriter } = await import('../registry/kube/status.js');
+    const status = new StatusWriter({
+      client: new KubeClient({ kubeConfig: kube.kubeConfig, limiter: new TokenBucket(5, 20) }),
+      logger: log.child({ component: 'status' }),
+      objects: () => kube.registry.statusObjects(),
+      problems: () => {
+        this.currentView(); // policy problems are those of the current view
+        return this.problemBook.entries();
+      },
+    });
+    this.statusWriter = status;
+    const notify = this.problemBook.onChange;
+    this.problemBook.onChange = () => {
+      notify();
+      status.schedule();
+    };
+    // Store changes and the ticker (which also restores a condition someone else removed).
+    this.stopFns.push(
+      this.bus.subscribe(() => status.schedule()),
+      () => status.stop(),
+    );
     // Admissions wait on this client (bootstrap Secrets, namespaces): its own budget, never
     // queued behind registry relists or Events; the short timeout fits the webhook's.
     this.kube = new KubeClient({

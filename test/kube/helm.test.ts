@@ -166,7 +166,14 @@ describe('charts/skein with helm against the real API server', () => {
   /** Whether the controller's ServiceAccount may do this (SubjectAccessReview, as `kubectl auth can-i --as`). */
   async function saCan(
     cpNamespace: string,
-    attrs: { verb: string; resource: string; group?: string; namespace?: string; name?: string },
+    attrs: {
+      verb: string;
+      resource: string;
+      subresource?: string;
+      group?: string;
+      namespace?: string;
+      name?: string;
+    },
   ): Promise<boolean> {
     const review = await client.request('POST', '/apis/authorization.k8s.io/v1/subjectaccessreviews', {
       body: {
@@ -403,6 +410,28 @@ describe('charts/skein with helm against the real API server', () => {
       { verb: 'watch', resource: 'meshconfigs', group: 'config.skein.dev', namespace: ns },
       { verb: 'create', resource: 'events', namespace: other },
       { verb: 'patch', resource: 'events', namespace: other },
+      // status.conditions (pkg/registry/kube/status.ts), through the status subresource only.
+      ...(
+        [
+          ['access.smi-spec.io', 'traffictargets'],
+          ['specs.smi-spec.io', 'httproutegroups'],
+          ['specs.smi-spec.io', 'tcproutes'],
+          ['split.smi-spec.io', 'trafficsplits'],
+        ] as const
+      ).map(([group, resource]) => ({
+        verb: 'patch',
+        resource,
+        subresource: 'status',
+        group,
+        namespace: other,
+      })),
+      {
+        verb: 'patch',
+        resource: 'meshconfigs',
+        subresource: 'status',
+        group: 'config.skein.dev',
+        namespace: ns,
+      },
       { verb: 'create', resource: 'secrets', namespace: other },
       // Bootstrap Secrets of deleted pods (pkg/injector/secret-gc.ts): delete by name, never read.
       { verb: 'delete', resource: 'secrets', namespace: other, name: 'skein-bootstrap-x' },
@@ -436,6 +465,24 @@ describe('charts/skein with helm against the real API server', () => {
       { verb: 'list', resource: 'meshconfigs', group: 'config.skein.dev', namespace: other },
       { verb: 'update', resource: 'meshconfigs', group: 'config.skein.dev', namespace: ns },
       { verb: 'create', resource: 'traffictargets', group: 'access.smi-spec.io', namespace: other },
+      // The status subresource, never the object (its spec).
+      { verb: 'patch', resource: 'traffictargets', group: 'access.smi-spec.io', namespace: other },
+      { verb: 'update', resource: 'trafficsplits', group: 'split.smi-spec.io', namespace: other },
+      {
+        verb: 'update',
+        resource: 'trafficsplits',
+        subresource: 'status',
+        group: 'split.smi-spec.io',
+        namespace: other,
+      },
+      { verb: 'patch', resource: 'meshconfigs', group: 'config.skein.dev', namespace: ns },
+      {
+        verb: 'patch',
+        resource: 'meshconfigs',
+        subresource: 'status',
+        group: 'config.skein.dev',
+        namespace: other,
+      },
       {
         verb: 'patch',
         resource: 'mutatingwebhookconfigurations',

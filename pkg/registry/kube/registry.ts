@@ -9,6 +9,7 @@ import type { BackoffOptions } from './backoff.js';
 import { KubeClient } from './client.js';
 import { TokenBucket } from './rate-limiter.js';
 import { type RawObject, Reflector, type ReflectorStats, type WatchRestartReason } from './reflector.js';
+import { STATUS_KINDS, type StatusObject, storedAccepted } from './status.js';
 import { INGRESS_PATH, type WatchedType, watchedTypes } from './types.js';
 
 export interface KubeRegistryOptions {
@@ -44,6 +45,10 @@ interface Entry {
   apiVersion: string;
   uid: string | undefined;
   resourceVersion: string | undefined;
+  /** metadata.generation: what a status condition's observedGeneration refers to. */
+  generation: number;
+  /** The Accepted condition stored now (kinds whose status skein writes). */
+  accepted?: StatusObject['accepted'];
   object?: AnyObject;
   problem?: string;
 }
@@ -88,6 +93,7 @@ export class KubeRegistry implements Registry {
   private readonly meshName: string;
   private readonly reporter: ProblemReporter;
   private readonly reflectors = new Map<ObjectKind, Reflector<Entry>>();
+  private readonly types: readonly WatchedType[];
   private readonly ingress: Reflector<IngressInfo | undefined>;
   /** Monitored namespace names, from the Namespace cache. */
   private readonly monitored = new Set<string>();
@@ -116,7 +122,8 @@ export class KubeRegistry implements Registry {
     const onWatchRestart = options.onWatchRestart;
     const restarts = (kind: string) =>
       onWatchRestart ? { onRestart: (reason: WatchRestartReason) => onWatchRestart(kind, reason) } : {};
-    for (const type of watchedTypes(options.controlPlaneNamespace)) {
+    this.types = watchedTypes(options.controlPlaneNamespace);
+    for (const type of this.types) {
       this.reflectors.set(
         type.kind,
         new Reflector<Entry>({
@@ -164,6 +171,33 @@ export class KubeRegistry implements Registry {
   async stop(): Promise<void> {
     this.running = false;
     await Promise.all([...this.allReflectors()].map((r) => r.stop()));
+  }
+
+  /**
+   * The objects whose status.conditions skein writes (status.ts): every SMI
+   * object in a monitored namespace and the MeshConfig, valid or not, as the
+   * cache has them now.
+   */
+  *statusObjects(): Iterable<StatusObject> {
+    for (const type of this.types) {
+      if (!STATUS_KINDS.includes(type.kind)) continue;
+      const r = this.reflectors.get(type.kind);
+      if (!r) continue;
+      const plural = type.path.slice(type.path.lastIndexOf('/') + 1);
+      for (const e of r.values()) {
+        if (e.namespace === undefined || !this.inScope(e)) continue;
+        const o: StatusObject = {
+          kind: e.kind,
+          apiVersion: e.apiVersion,
+          plural,
+          namespace: e.namespace,
+          name: e.name,
+          generation: e.generation,
+        };
+        if (e.accepted) o.accepted = e.accepted;
+        yield o;
+      }
+    }
   }
 
   /** Ingresses in monitored namespaces (cached, not yet part of the model). */
@@ -321,13 +355,25 @@ function decode(type: WatchedType, raw: RawObject): Entry {
     apiVersion: type.apiVersion,
     uid: str(meta['uid']),
     resourceVersion: str(meta['resourceVersion']),
+    generation: typeof meta['generation'] === 'number' ? meta['generation'] : 0,
   };
+  if (STATUS_KINDS.includes(type.kind)) {
+    const accepted = storedAccepted(raw['status']);
+    if (accepted) entry.accepted = accepted;
+  }
   const result = validateManifest(
     { ...raw, apiVersion: type.apiVersion, kind: type.kind },
     { unknownFields: 'prune' },
   );
-  if (result.ok) entry.object = result.object;
-  else entry.problem = result.reason;
+  if (result.ok) {
+    entry.object = result.object;
+    // skein's own status writes (status.ts) are not news for the mesh: the store
+    // holds what policy reads, so a status-only update leaves it unchanged.
+    if (STATUS_KINDS.includes(type.kind) && 'status' in result.object) {
+      const { status: _status, ...rest } = result.object as AnyObject & { status?: unknown };
+      entry.object = rest as AnyObject;
+    }
+  } else entry.problem = result.reason;
   return entry;
 }
 
