@@ -413,6 +413,58 @@ describe('Kubernetes mode end to end: skein-controller --kubeconfig and real gRP
     const share = v1 / 1200;
     assert.ok(Math.abs(share - 0.75) <= 0.05, `bookstore-v1 share ${share.toFixed(3)} not within 0.75±0.05`);
   });
+
+  test('the bookstore namespace leaves the mesh and re-joins: the same caller and servers serve again without a restart', async () => {
+    const buyer = await mesh.startCaller(BUYER, 'bookbuyer', BOOKSTORE, [
+      '--interval-ms',
+      '10',
+      '--report-ms',
+      '100',
+    ]);
+    const label = (value: string | null) =>
+      core.patchNamespace(
+        { name: STORE, body: { metadata: { labels: { [LABEL_MONITORED_BY]: value } } } },
+        setHeaderOptions('Content-Type', PatchStrategy.MergePatch),
+      );
+    try {
+      await untilCalls(
+        buyer,
+        'calls served',
+        (t) => Object.keys(t.errors).length === 0 && Object.keys(t.ok).length > 0,
+      );
+      const pids = [buyer, ...servers.values()].map((p) => p.child.pid);
+      await label(null);
+      // Out of the mesh: the target has no route (fails at once), the servers deny every caller.
+      await untilCalls(
+        buyer,
+        'only UNAVAILABLE',
+        (t) => Object.keys(t.ok).length === 0 && (t.errors['UNAVAILABLE'] ?? 0) > 10,
+      );
+      await sleep(2000);
+      const restored = Date.now();
+      const from = buyer.lines.length;
+      await label(MESH);
+      await buyer.waitFor(
+        (l) => l['type'] === 'stats' && Object.keys((l['ok'] ?? {}) as object).length > 0,
+        15_000,
+        from,
+      );
+      const tookMs = Date.now() - restored;
+      process.stderr.write(`kube mesh: proxyless calls served ${tookMs} ms after the namespace re-joined\n`);
+      await untilCalls(
+        buyer,
+        'only successes again',
+        (t) => Object.keys(t.errors).length === 0 && Object.keys(t.ok).length > 0,
+      );
+      assert.deepEqual(
+        [buyer, ...servers.values()].map((p) => p.child.pid),
+        pids,
+      );
+      assert.ok(tookMs < 3000, `served again after ${tookMs} ms`);
+    } finally {
+      await buyer.stop();
+    }
+  });
 });
 
 /**
