@@ -184,6 +184,11 @@ export class AdsServer {
     this.servers.length = 0;
   }
 
+  /** Open streams, authenticated or not (their first request may not have come yet). */
+  get streamCount(): number {
+    return this.active.size;
+  }
+
   /** Connected streams, for the debug endpoint. */
   streams(): StreamStatus[] {
     const out: StreamStatus[] = [];
