@@ -132,8 +132,9 @@ function paths(
   out: (string | number)[][] = [],
 ): (string | number)[][] {
   out.push(prefix);
-  if (Array.isArray(v)) v.forEach((c, i) => paths(c, [...prefix, i], out));
-  else if (v !== null && typeof v === 'object')
+  if (Array.isArray(v)) {
+    for (let i = 0; i < v.length; i++) paths(v[i] ?? null, [...prefix, i], out);
+  } else if (v !== null && typeof v === 'object')
     for (const [k, c] of Object.entries(v)) paths(c, [...prefix, k], out);
   return out;
 }
