@@ -252,6 +252,7 @@ export class Controller {
         notifyOnStreamEvents(() => this.uiFeed?.notify()),
       ),
       ...(o.insecureAdsPort !== undefined ? { insecurePort: o.insecureAdsPort } : {}),
+      ...(o.adsLimits !== undefined ? { limits: o.adsLimits } : {}),
     });
     const ports = await this.ads.start();
     this.adsServing = true;

@@ -155,3 +155,34 @@ test('--debug is off unless given; --rest-xds-port defaults to 15127 in Kubernet
     /--rest-xds-port/,
   );
 });
+
+test('ADS stream limits: unset unless given, each flag a positive integer', () => {
+  const none = parseControllerArgs(['--local', 'd'], {});
+  assert.ok(none !== 'help');
+  assert.equal(none.adsLimits, undefined);
+  const given = parseControllerArgs(
+    [
+      '--local',
+      'd',
+      '--ads-max-names',
+      '50000',
+      '--ads-request-rate',
+      '20',
+      '--ads-max-message-bytes',
+      '8388608',
+    ],
+    {},
+  );
+  assert.ok(given !== 'help');
+  assert.deepEqual(given.adsLimits, {
+    maxNamesPerType: 50_000,
+    requestsPerSecond: 20,
+    maxMessageBytes: 8_388_608,
+  });
+  for (const bad of ['0', '1.5', 'many'])
+    assert.throws(
+      () => parseControllerArgs(['--local', 'd', '--ads-name-rate', bad], {}),
+      (e: unknown) =>
+        e instanceof UsageError && /--ads-name-rate: .* is not a positive integer/.test(e.message),
+    );
+});

@@ -9,6 +9,7 @@ import {
 } from '../mesh/constants.js';
 import { parseDuration } from '../mesh/duration.js';
 import { VERSION } from '../version/version.js';
+import { DEFAULT_STREAM_LIMITS, type StreamLimits } from '../xds/server/limits.js';
 
 export interface ControllerOptions {
   /** Local mode: directory of manifests. */
@@ -53,7 +54,18 @@ export interface ControllerOptions {
   caSecret: string;
   /** Extra SANs (IP or DNS) for the serving certificates. */
   extraSans: string[];
+  /** Per-ADS-stream limits given as flags; the rest take DEFAULT_STREAM_LIMITS. */
+  adsLimits?: Partial<StreamLimits>;
 }
+
+/** The --ads-* limit flags and the StreamLimits field each sets. */
+const LIMIT_FLAGS = {
+  'ads-max-names': 'maxNamesPerType',
+  'ads-max-name-length': 'maxNameLength',
+  'ads-request-rate': 'requestsPerSecond',
+  'ads-name-rate': 'namesPerSecond',
+  'ads-max-message-bytes': 'maxMessageBytes',
+} as const satisfies Record<string, keyof StreamLimits>;
 
 /** The newest Envoy the test suite runs (test/envoybin/fetch.sh; the oldest supported is 1.36.2). */
 export const DEFAULT_ENVOY_IMAGE = 'envoyproxy/envoy:v1.40.0';
@@ -105,6 +117,11 @@ Flags:
   --rest-xds-port <port>      REST xDS (POST /v3/discovery:<type>) over HTTPS; the client certificate's CN
                               must be the node.id (default ${PORT_REST_XDS} in Kubernetes mode; local mode: off
                               unless given, and served on the HTTP port with node.id as the identity)
+  --ads-max-names <n>         Resource names one ADS stream may subscribe to per type (default ${DEFAULT_STREAM_LIMITS.maxNamesPerType})
+  --ads-max-name-length <n>   Bytes in one resource name (default ${DEFAULT_STREAM_LIMITS.maxNameLength})
+  --ads-request-rate <n>      Requests per second one ADS stream may send, twice as many at once (default ${DEFAULT_STREAM_LIMITS.requestsPerSecond})
+  --ads-name-rate <n>         Resource names per second one ADS stream may send (default ${DEFAULT_STREAM_LIMITS.namesPerSecond})
+  --ads-max-message-bytes <n> Largest ADS request message (default ${DEFAULT_STREAM_LIMITS.maxMessageBytes})
   --log-level <level>         trace|debug|info|warn|error (default info)
   -h, --help                  Show this help
 `;
@@ -211,6 +228,16 @@ export function parseControllerArgs(
     inCluster || v.kubeconfig !== undefined ? PORT_REST_XDS : undefined,
   );
   if (restXdsPort !== undefined) options.restXdsPort = restXdsPort;
+  const limits: Partial<StreamLimits> = {};
+  for (const [flag, field] of Object.entries(LIMIT_FLAGS)) {
+    const text = v[flag as keyof typeof LIMIT_FLAGS];
+    if (text === undefined) continue;
+    const n = Number(text);
+    if (!Number.isInteger(n) || n < 1)
+      throw new UsageError(`--${flag}: ${JSON.stringify(text)} is not a positive integer`);
+    limits[field] = n;
+  }
+  if (Object.keys(limits).length > 0) options.adsLimits = limits;
   return options;
 }
 
@@ -241,6 +268,11 @@ function parse(argv: string[]) {
       'extra-san': { type: 'string', multiple: true },
       debug: { type: 'boolean' },
       'rest-xds-port': { type: 'string' },
+      'ads-max-names': { type: 'string' },
+      'ads-max-name-length': { type: 'string' },
+      'ads-request-rate': { type: 'string' },
+      'ads-name-rate': { type: 'string' },
+      'ads-max-message-bytes': { type: 'string' },
       help: { type: 'boolean', short: 'h' },
     },
   });

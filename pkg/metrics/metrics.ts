@@ -26,6 +26,8 @@ export class MeshMetrics {
   readonly xdsPushes: Counter<'type'>;
   readonly xdsNacks: Counter<'type'>;
   readonly xdsChangeToAck: Histogram<'type'>;
+  readonly xdsStreamsRefused: Counter<'reason'>;
+  readonly xdsRequestsIgnored: Counter<'reason'>;
   readonly announcements: Counter<'kind'>;
   readonly announcementsCoalesced: Counter;
   readonly watchRestarts: Counter<'type' | 'reason'>;
@@ -64,6 +66,18 @@ export class MeshMetrics {
       help: 'Time from the change (or request) that caused an xDS response to the proxy ACKing it, by resource type.',
       labelNames: ['type'],
       buckets: CONVERGENCE_BUCKETS,
+      registers,
+    });
+    this.xdsStreamsRefused = new Counter({
+      name: 'skein_xds_streams_refused_total',
+      help: 'ADS streams ended for going over a per-stream limit or sending an undecodable request, by reason.',
+      labelNames: ['reason'],
+      registers,
+    });
+    this.xdsRequestsIgnored = new Counter({
+      name: 'skein_xds_requests_ignored_total',
+      help: 'ADS requests ignored: a type skein does not serve, or a stale nonce (SotW), by reason.',
+      labelNames: ['reason'],
       registers,
     });
     this.announcements = new Counter({
@@ -165,6 +179,8 @@ export class MeshMetrics {
     onResponse: (typeUrl) => this.xdsPushes.inc({ type: typeLabel(typeUrl) }),
     onAck: (typeUrl, _nonce, seconds) => this.xdsChangeToAck.observe({ type: typeLabel(typeUrl) }, seconds),
     onNack: (typeUrl) => this.xdsNacks.inc({ type: typeLabel(typeUrl) }),
+    onRefused: (reason) => this.xdsStreamsRefused.inc({ reason }),
+    onIgnored: (reason) => this.xdsRequestsIgnored.inc({ reason }),
   };
 
   /** The injector webhook's hook, counted into this registry. */

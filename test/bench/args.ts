@@ -25,6 +25,8 @@ export interface BenchOptions {
   minimalNode?: boolean;
   /** How long initial convergence and the storm may take before the run goes on without them, in s. */
   timeoutS: number;
+  /** Time endpoint changes without and with a hostile stream (10,000 EDS names of 200 characters, repeated). */
+  hostile?: boolean;
 }
 
 export const BENCH_USAGE = `skein benchmark — a controller and N real mTLS ADS clients on this machine
@@ -46,6 +48,8 @@ Usage: node dist/test/bench/main.js [flags]   (or: make bench BENCH_ARGS="...")
   --delta                  proxies speak Delta ADS (DeltaAggregatedResources) instead of SotW
   --minimal-node           the first request of a stream carries node id and cluster only, instead
                            of Envoy 1.40's whole Node (~61 KB, test/bench/fixtures) as by default
+  --hostile                time endpoint changes without, then with, one extra mTLS stream that
+                           subscribes to 10,000 EDS names of 200 characters again and again
   --keep                   keep the temporary manifests and state directory
   --timeout-s S            wait at most S s for initial convergence and for the storm (default 120)
   -h, --help
@@ -79,6 +83,7 @@ export function parseBenchArgs(argv: string[]): BenchOptions | 'help' {
       keep: { type: 'boolean' },
       delta: { type: 'boolean' },
       'minimal-node': { type: 'boolean' },
+      hostile: { type: 'boolean' },
       'timeout-s': { type: 'string' },
       help: { type: 'boolean', short: 'h' },
     },
@@ -106,6 +111,7 @@ export function parseBenchArgs(argv: string[]): BenchOptions | 'help' {
   };
   if (v.delta) opts.delta = true;
   if (v['minimal-node']) opts.minimalNode = true;
+  if (v.hostile) opts.hostile = true;
   if (v.json !== undefined) opts.json = v.json;
   if (v['min-push-interval'] !== undefined) opts.minPushInterval = v['min-push-interval'];
   if (v['cpu-prof'] !== undefined) opts.cpuProfDir = v['cpu-prof'];

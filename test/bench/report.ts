@@ -2,6 +2,7 @@
 import { cpus, totalmem } from 'node:os';
 import type { BenchOptions } from './args.js';
 import { NODE_FIXTURE_VERSION } from './envoy-node.js';
+import type { HostileResult } from './hostile.js';
 import type {
   ChangeKindResult,
   ChangeSample,
@@ -56,6 +57,7 @@ export interface BenchResult {
   changes: Record<string, ChangeKindResult>;
   changeSamples: ChangeSample[];
   tick?: TickResult;
+  hostile?: HostileResult;
   storm?: StormResult;
   totalS: number;
 }
@@ -149,6 +151,38 @@ export function formatReport(r: BenchResult): string {
       `${o.quietMs} ms of fleet silence; content: write -> last proxy whose EDS shows the pod IP change; ` +
       'proxies/KB/CPU: mean per change)',
   );
+  if (r.hostile) {
+    const h = r.hostile;
+    lines.push('');
+    lines.push(
+      table(
+        [
+          `endpoint change, other proxies (hostile: ${h.names} names x ${h.nameLength} chars)`,
+          'n',
+          'p50 ms',
+          'p99 ms',
+          'max ms',
+          'no push',
+        ],
+        [
+          ['without hostile stream', `${h.quietMs.n}`, ...triple(h.quietMs), `${h.quietNoPush}`],
+          [
+            'with hostile stream',
+            `${h.underAttackMs.n}`,
+            ...triple(h.underAttackMs),
+            `${h.underAttackNoPush}`,
+          ],
+        ],
+      ),
+    );
+    const ends = Object.entries(h.hostile.statuses)
+      .map(([s, n]) => `${n}x ${s}`)
+      .join('; ');
+    lines.push(
+      `hostile client: ${h.hostile.streams} streams, ${h.hostile.requests} requests, ` +
+        `${h.hostile.responses} responses; ended: ${ends || 'never'}`,
+    );
+  }
   if (r.tick) {
     lines.push('');
     lines.push(

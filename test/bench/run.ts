@@ -7,6 +7,7 @@ import type { BenchOptions } from './args.js';
 import { ChangeDriver } from './changes.js';
 import { ControllerProcess } from './controller.js';
 import { Fleet } from './fleet.js';
+import { measureHostile } from './hostile.js';
 import { measureChanges, measureIdle, measureInitial, measureStorm, measureTick } from './measure.js';
 import { nowMs } from './protocol.js';
 import { type BenchResult, machine } from './report.js';
@@ -74,7 +75,25 @@ export async function runBench(o: BenchOptions): Promise<BenchResult> {
     const convergedRss = controller.rss();
 
     progress(`${o.changes} x 5 changes`);
-    const changes = await measureChanges(fleet, controller, new ChangeDriver(topo), o.changes, o.quietMs);
+    const driver = new ChangeDriver(topo);
+    const changes = await measureChanges(fleet, controller, driver, o.changes, o.quietMs);
+
+    let hostile: BenchResult['hostile'];
+    const victim = topo.proxies[0];
+    if (o.hostile && victim) {
+      progress('endpoint changes without, then with, a hostile stream');
+      hostile = await measureHostile(fleet, driver, {
+        address: `127.0.0.1:${adsPort}`,
+        caDir: path.join(stateDir, 'ca'),
+        // A compromised pod: a real proxy's identity, its own sidecar still connected.
+        cn: victim.cn,
+        spiffe: victim.spiffe,
+        delta: o.delta ?? false,
+        changes: Math.max(5, o.changes),
+        quietMs: o.quietMs,
+        firstK: o.changes,
+      });
+    }
 
     let tick: BenchResult['tick'];
     if (!o.skipTick) {
@@ -122,6 +141,7 @@ export async function runBench(o: BenchOptions): Promise<BenchResult> {
       changes: changes.byKind,
       changeSamples: changes.samples,
       ...(tick ? { tick } : {}),
+      ...(hostile ? { hostile } : {}),
       ...(storm ? { storm } : {}),
       totalS: (nowMs() - started) / 1000,
     };

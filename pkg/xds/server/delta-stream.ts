@@ -5,7 +5,8 @@ import type { EncodedResource } from '../cache/encoded.js';
 import { type GeneratedSet, subscriptionKey } from '../cache/generation.js';
 import { contentVersion } from '../cache/version.js';
 import { encodeDeltaDiscoveryResponse } from './delta-codec.js';
-import { pushOrder, StreamLifecycle, type StreamOptions, typeStatus } from './stream-lifecycle.js';
+import { type Refusal, tooManyNames } from './limits.js';
+import { clip, pushOrder, StreamLifecycle, type StreamOptions, typeStatus } from './stream-lifecycle.js';
 import type { DeltaDiscoveryRequest, StreamStatus, TypeStatus } from './types.js';
 
 export interface DeltaAdsStreamOptions extends StreamOptions<DeltaDiscoveryRequest> {
@@ -123,6 +124,11 @@ export class DeltaAdsStream {
     this.life.close();
   }
 
+  /** Ends the stream for going over a limit (limits.ts), with a status naming it. */
+  refuse(refusal: Refusal): void {
+    this.life.refuse(refusal);
+  }
+
   get isClosed(): boolean {
     return this.life.isClosed;
   }
@@ -155,7 +161,9 @@ export class DeltaAdsStream {
   private handleTypeRequest(req: DeltaDiscoveryRequest): void {
     const { typeUrl } = req;
     if (!this.opts.source.generators.has(typeUrl)) {
-      this.log.debug({ typeUrl }, 'request for a type skein does not serve; ignored');
+      // Not an error: Envoy may ask for types a control plane does not serve, and waits for nothing.
+      this.log.debug({ typeUrl: clip(typeUrl) }, 'request for a type skein does not serve; ignored');
+      this.life.ignored('unknown-type');
       return;
     }
     let st = this.types.get(typeUrl);
@@ -263,6 +271,12 @@ export class DeltaAdsStream {
       // resource still exists ('' = state it next time, resent or removed).
       if (st.wildcard && explicit) st.known.set(name, '');
       else if (!st.wildcard) st.known.delete(name);
+    }
+    if (names !== undefined && names.size > this.opts.maxNamesPerType) {
+      // Subscriptions add up over requests in Delta: the limit is on what the stream holds.
+      // Nothing of this request is kept: the stream ends.
+      this.life.refuse(tooManyNames({ maxNamesPerType: this.opts.maxNamesPerType }, names.size, st.typeUrl));
+      return false;
     }
     if (names !== undefined) {
       st.names = names;

@@ -16,6 +16,10 @@ export interface XdsObserver {
   onAck?(typeUrl: string, nonce: string, seconds: number): void;
   /** The proxy rejected a response of this type (a NACK: error_detail set). */
   onNack?(typeUrl: string): void;
+  /** A stream was ended for going over a limit or sending what does not decode (limits.ts). */
+  onRefused?(reason: string): void;
+  /** A request was ignored: a type skein does not serve, or a stale nonce (SotW, xDS rule 2). */
+  onIgnored?(reason: 'unknown-type' | 'stale-nonce'): void;
 }
 
 // A proxy that never answers must not grow the map without bound.

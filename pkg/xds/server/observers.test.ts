@@ -11,6 +11,8 @@ test('composeObservers tells every observer every event, skipping hooks one lack
     onResponse: (t, n) => seen.push(`a response ${t} ${n}`),
     onAck: (t, n, s) => seen.push(`a ack ${t} ${n} ${s}`),
     onNack: (t) => seen.push(`a nack ${t}`),
+    onRefused: (r) => seen.push(`a refused ${r}`),
+    onIgnored: (r) => seen.push(`a ignored ${r}`),
   };
   const partial: XdsObserver = { onNack: (t) => seen.push(`b nack ${t}`) };
   const o = composeObservers(full, partial);
@@ -18,6 +20,8 @@ test('composeObservers tells every observer every event, skipping hooks one lack
   o.onResponse?.('T', '1');
   o.onAck?.('T', '1', 0.5);
   o.onNack?.('T');
+  o.onRefused?.('request-rate');
+  o.onIgnored?.('stale-nonce');
   o.onDisconnect?.('grpc');
   assert.deepEqual(seen, [
     'a connect sidecar',
@@ -25,6 +29,8 @@ test('composeObservers tells every observer every event, skipping hooks one lack
     'a ack T 1 0.5',
     'a nack T',
     'b nack T',
+    'a refused request-rate',
+    'a ignored stale-nonce',
     'a disconnect grpc',
   ]);
 });

@@ -18,5 +18,11 @@ export function composeObservers(...observers: XdsObserver[]): XdsObserver {
     onNack: (typeUrl) => {
       for (const o of observers) o.onNack?.(typeUrl);
     },
+    onRefused: (reason) => {
+      for (const o of observers) o.onRefused?.(reason);
+    },
+    onIgnored: (reason) => {
+      for (const o of observers) o.onIgnored?.(reason);
+    },
   };
 }

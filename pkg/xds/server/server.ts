@@ -8,8 +8,16 @@ import { type EncodedResource, ResourceInterner } from '../cache/encoded.js';
 import { GenerationCache } from '../cache/generation.js';
 import { AuthenticationError, identityFromNodeId, identityFromPeerCertificate } from './auth.js';
 import { DeltaAdsStream } from './delta-stream.js';
+import {
+  isRefused,
+  type RefusedRequest,
+  RequestBudget,
+  type StreamLimits,
+  streamLimits,
+  YIELD_ABOVE_NAMES,
+} from './limits.js';
 import { listenWithBacklog } from './listen.js';
-import { adsServiceDefinition } from './service.js';
+import { adsServerDefinition } from './service.js';
 import { ServingCredentials } from './serving-credentials.js';
 import { AdsStream, type StreamTransport } from './stream.js';
 import type { AdsServerOptions, DeltaDiscoveryRequest, DiscoveryRequest, StreamStatus } from './types.js';
@@ -31,6 +39,16 @@ interface TrackedStream {
 
 interface ServedStream<Req> extends TrackedStream {
   handleRequest(req: Req): void;
+  refuse(refusal: RefusedRequest['refused']): void;
+}
+
+/** The resource names a request carries, what the name rate limit charges. */
+function namesIn(req: DiscoveryRequest | DeltaDiscoveryRequest): number {
+  return 'resourceNames' in req
+    ? req.resourceNames.length
+    : req.resourceNamesSubscribe.length +
+        req.resourceNamesUnsubscribe.length +
+        req.initialResourceVersions.size;
 }
 
 /** What the server hands every stream it creates, whichever the protocol. */
@@ -92,9 +110,11 @@ export class AdsServer {
   readonly interner = new ResourceInterner();
   private started = false;
   private readonly serving: ServingCredentials;
+  readonly limits: StreamLimits;
 
   constructor(private readonly opts: AdsServerOptions) {
     this.log = opts.logger.child({ component: 'ads' });
+    this.limits = streamLimits(opts.limits);
     this.serving = new ServingCredentials(opts.tls);
     this.cache = new GenerationCache(
       this.interner,
@@ -164,6 +184,11 @@ export class AdsServer {
     this.servers.length = 0;
   }
 
+  /** Open streams, authenticated or not (their first request may not have come yet). */
+  get streamCount(): number {
+    return this.active.size;
+  }
+
   /** Connected streams, for the debug endpoint. */
   streams(): StreamStatus[] {
     const out: StreamStatus[] = [];
@@ -180,8 +205,13 @@ export class AdsServer {
   }
 
   private createServer(mode: Mode): grpc.Server {
-    const server = new grpc.Server(SERVER_CHANNEL_OPTIONS);
+    const server = new grpc.Server({
+      ...SERVER_CHANNEL_OPTIONS,
+      // grpc-js refuses a larger message with RESOURCE_EXHAUSTED before reading it into a request.
+      'grpc.max_receive_message_length': this.limits.maxMessageBytes,
+    });
     const options = () => ({
+      maxNamesPerType: this.limits.maxNamesPerType,
       source: this.opts.source,
       cache: this.cache,
       logger: this.log,
@@ -189,18 +219,19 @@ export class AdsServer {
       maxBufferedBytes: this.opts.maxBufferedBytes ?? DEFAULT_MAX_BUFFERED_BYTES,
       ...(this.opts.observer !== undefined ? { observer: this.opts.observer } : {}),
     });
-    server.addService(adsServiceDefinition, {
-      StreamAggregatedResources: (call: grpc.ServerDuplexStream<DiscoveryRequest, Buffer>) =>
+    server.addService(adsServerDefinition(this.limits), {
+      StreamAggregatedResources: (call: grpc.ServerDuplexStream<DiscoveryRequest | RefusedRequest, Buffer>) =>
         this.onCall(call, mode, (base) => new AdsStream({ ...options(), ...base })),
-      DeltaAggregatedResources: (call: grpc.ServerDuplexStream<DeltaDiscoveryRequest, Buffer>) =>
-        this.onCall(call, mode, (base) => new DeltaAdsStream({ ...options(), ...base })),
+      DeltaAggregatedResources: (
+        call: grpc.ServerDuplexStream<DeltaDiscoveryRequest | RefusedRequest, Buffer>,
+      ) => this.onCall(call, mode, (base) => new DeltaAdsStream({ ...options(), ...base })),
     });
     this.servers.push(server);
     return server;
   }
 
-  private onCall<Req extends FirstRequest>(
-    call: grpc.ServerDuplexStream<Req, Buffer>,
+  private onCall<Req extends (DiscoveryRequest | DeltaDiscoveryRequest) & FirstRequest>(
+    call: grpc.ServerDuplexStream<Req | RefusedRequest, Buffer>,
     mode: Mode,
     create: (base: StreamBase) => ServedStream<Req>,
   ): void {
@@ -261,7 +292,22 @@ export class AdsServer {
     });
     this.active.set(id, stream);
 
-    call.on('data', (req: Req) => stream.handleRequest(req));
+    const budget = new RequestBudget(this.limits);
+    call.on('data', (req: Req | RefusedRequest) => {
+      if (isRefused(req)) return stream.refuse(req.refused);
+      const names = namesIn(req);
+      const over = budget.take(names);
+      if (over !== undefined) return stream.refuse(over);
+      if (names < YIELD_ABOVE_NAMES) return stream.handleRequest(req);
+      // A large request waits for a later turn of the event loop, so the pushes
+      // and requests of other streams due now go first; the stream reads
+      // nothing more meanwhile (HTTP/2 flow control holds the sender back).
+      call.pause();
+      setImmediate(() => {
+        stream.handleRequest(req);
+        if (!finished) call.resume();
+      });
+    });
     const done = (): void => stream.close();
     call.on('end', done); // the proxy half-closed
     call.on('cancelled', done); // the proxy went away

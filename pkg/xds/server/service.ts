@@ -3,6 +3,7 @@ import protobuf from 'protobufjs';
 import type { EncodedResource } from '../cache/encoded.js';
 import { messageType } from '../proto/root.js';
 import { decodeDeltaDiscoveryRequest, encodeDeltaDiscoveryRequest } from './delta-codec.js';
+import { DELTA_NAME_FIELDS, decodeWithin, SOTW_NAME_FIELDS, type StreamLimits } from './limits.js';
 import { readCommonFields, record, str, writeCommonFields } from './request-fields.js';
 import type { DeltaDiscoveryRequest, DiscoveryRequest } from './types.js';
 
@@ -130,3 +131,26 @@ export const adsServiceDefinition: ServiceDefinition = {
     responseDeserialize: (bytes: Buffer): Buffer => bytes,
   },
 };
+
+/**
+ * The server's definition: each request is scanned against the stream limits
+ * before it is decoded, and a message over a limit or not decodable arrives
+ * as a RefusedRequest (limits.ts) the server ends the stream with.
+ */
+export function adsServerDefinition(limits: StreamLimits): ServiceDefinition {
+  const sotw = adsServiceDefinition['StreamAggregatedResources'];
+  const delta = adsServiceDefinition['DeltaAggregatedResources'];
+  if (sotw === undefined || delta === undefined) throw new Error('unreachable: both ADS methods are defined');
+  return {
+    StreamAggregatedResources: {
+      ...sotw,
+      requestDeserialize: (bytes: Buffer) =>
+        decodeWithin(bytes, SOTW_NAME_FIELDS, limits, decodeDiscoveryRequest),
+    },
+    DeltaAggregatedResources: {
+      ...delta,
+      requestDeserialize: (bytes: Buffer) =>
+        decodeWithin(bytes, DELTA_NAME_FIELDS, limits, decodeDeltaDiscoveryRequest),
+    },
+  };
+}

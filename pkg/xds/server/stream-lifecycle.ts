@@ -9,6 +9,7 @@ import type { Logger } from '../../logger/logger.js';
 import type { ProxyIdentity } from '../../mesh/identity.js';
 import type { GenerationCache } from '../cache/generation.js';
 import { AuthenticationError } from './auth.js';
+import type { Refusal } from './limits.js';
 import { AckClock, type XdsObserver } from './observer.js';
 import type { ProxyConfigSource, StreamStatus, TypeStatus } from './types.js';
 
@@ -35,6 +36,8 @@ export interface StreamOptions<Req> {
   maxBufferedBytes: number;
   /** Told about connections, responses, ACKs and NACKs (metrics). */
   observer?: XdsObserver;
+  /** Resource names the stream may subscribe to per type (limits.ts). */
+  maxNamesPerType: number;
 }
 
 /** What the owning stream contributes. */
@@ -57,6 +60,11 @@ export interface PushInputs {
 
 function errorMessage(e: unknown): string {
   return e instanceof Error ? e.message : String(e);
+}
+
+/** A client-chosen string cut to a length fit for a log line. */
+export function clip(s: string, max = 200): string {
+  return s.length <= max ? s : `${s.slice(0, max)}… (${s.length} chars)`;
 }
 
 /** PUSH_ORDER (make before break, xDS rule 10), then any other subscribed type. */
@@ -218,6 +226,25 @@ export class StreamLifecycle<Req extends { node?: { id: string } }> {
     } finally {
       this.pushCause = undefined;
     }
+  }
+
+  /**
+   * Ends the stream for going over a limit: a warning, the metric, and a
+   * status naming the limit. Nothing of the offending request was applied.
+   */
+  refuse(refusal: Refusal): void {
+    if (this.closed) return;
+    this.logger.warn(
+      { reason: refusal.reason, remote: this.opts.remote },
+      `stream ended: ${refusal.message}`,
+    );
+    this.opts.observer?.onRefused?.(refusal.reason);
+    this.fail(refusal.code, refusal.message);
+  }
+
+  /** A request ignored on purpose, for the metric. */
+  ignored(reason: 'unknown-type' | 'stale-nonce'): void {
+    this.opts.observer?.onIgnored?.(reason);
   }
 
   /** The proxy ACKed `nonce` of `typeUrl`. */

@@ -4,8 +4,9 @@ import type { Logger } from '../../logger/logger.js';
 import type { EncodedResource } from '../cache/encoded.js';
 import { type GenerationCache, subscriptionKey } from '../cache/generation.js';
 import { contentVersion } from '../cache/version.js';
+import type { Refusal } from './limits.js';
 import { encodeDiscoveryResponse } from './service.js';
-import { pushOrder, StreamLifecycle, type StreamOptions, typeStatus } from './stream-lifecycle.js';
+import { clip, pushOrder, StreamLifecycle, type StreamOptions, typeStatus } from './stream-lifecycle.js';
 import type { DiscoveryRequest, StreamStatus, TypeStatus } from './types.js';
 
 export type { StreamTransport } from './stream-lifecycle.js';
@@ -96,6 +97,11 @@ export class AdsStream {
     this.life.close();
   }
 
+  /** Ends the stream for going over a limit (limits.ts), with a status naming it. */
+  refuse(refusal: Refusal): void {
+    this.life.refuse(refusal);
+  }
+
   get isClosed(): boolean {
     return this.life.isClosed;
   }
@@ -120,14 +126,20 @@ export class AdsStream {
   private handleTypeRequest(req: DiscoveryRequest): void {
     const { typeUrl } = req;
     if (!this.opts.source.generators.has(typeUrl)) {
-      this.log.debug({ typeUrl }, 'request for a type skein does not serve; ignored');
+      // Not an error: Envoy may ask for types a control plane does not serve, and waits for nothing.
+      this.log.debug({ typeUrl: clip(typeUrl) }, 'request for a type skein does not serve; ignored');
+      this.life.ignored('unknown-type');
       return;
     }
     let st = this.types.get(typeUrl);
     // Rule 2: a nonce that is not the last one sent for this type is stale; ignore
     // the whole request, resource names included. An empty nonce is a (re)subscription.
     if (st?.lastNonce !== undefined && req.responseNonce !== '' && req.responseNonce !== st.lastNonce) {
-      this.log.debug({ typeUrl, nonce: req.responseNonce, expected: st.lastNonce }, 'stale nonce; ignored');
+      this.log.debug(
+        { typeUrl, nonce: clip(req.responseNonce), expected: st.lastNonce },
+        'stale nonce; ignored',
+      );
+      this.life.ignored('stale-nonce');
       return;
     }
     const first = st === undefined;

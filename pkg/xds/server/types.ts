@@ -3,6 +3,7 @@ import type { GenerationContext, ResourceGenerator } from '../../envoy/types.js'
 import type { Logger } from '../../logger/logger.js';
 import type { ProxyIdentity } from '../../mesh/identity.js';
 import type { DependencyTracker } from '../cache/deps.js';
+import type { StreamLimits } from './limits.js';
 import type { XdsObserver } from './observer.js';
 
 /** What the ADS server needs from the rest of skein. */
@@ -57,6 +58,8 @@ export interface AdsServerOptions {
   maxBufferedBytes?: number;
   /** Told about connections, responses, ACKs and NACKs, e.g. to count them as metrics. */
   observer?: XdsObserver;
+  /** What one stream may cost everyone else; unset fields take DEFAULT_STREAM_LIMITS (limits.ts). */
+  limits?: Partial<StreamLimits>;
   /**
    * Records what every generation reads, so a PushPlanner can push only the
    * groups a change affects (pkg/xds/push). Without it the cache is plain per view version.
