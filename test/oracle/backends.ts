@@ -74,8 +74,14 @@ export class LocalBackend implements Backend {
   private live: Endpoint | undefined;
   private fresh: Endpoint | undefined;
 
-  private args(): string[] {
-    return ['--local', this.dir];
+  /**
+   * `alterFresh` changes a copy of the final manifests for the fresh controller
+   * only: a negative control, a change the live controller never saw.
+   */
+  constructor(private readonly opts: { alterFresh?: (dir: string) => Promise<void> } = {}) {}
+
+  private args(dir = this.dir): string[] {
+    return ['--local', dir];
   }
 
   async setup(initial: readonly KubeObj[]): Promise<Endpoint> {
@@ -111,7 +117,13 @@ export class LocalBackend implements Backend {
 
   async startFresh(): Promise<Endpoint> {
     const state = await freshStateDir(this.root, this.stateDir);
-    this.fresh = await startController(this.args(), state, { ads: 0, insecure: 0, http: 0 });
+    let dir = this.dir;
+    if (this.opts.alterFresh) {
+      dir = path.join(this.root, 'fresh-manifests');
+      await cp(this.dir, dir, { recursive: true });
+      await this.opts.alterFresh(dir);
+    }
+    this.fresh = await startController(this.args(dir), state, { ads: 0, insecure: 0, http: 0 });
     return this.fresh;
   }
 
@@ -149,7 +161,10 @@ function objectPath(o: KubeObj): string {
 
 /** 4xx from the API server: it refused the change (validation, admission, a missing ServiceAccount). */
 function refusal(err: unknown): boolean {
-  return err instanceof KubeApiError && err.status >= 400 && err.status < 500 && err.status !== 409;
+  if (!(err instanceof KubeApiError)) return false;
+  // Server-side apply answers a list with duplicate keys (a port used twice) with a 500.
+  if (err.status === 500 && err.message.includes('failed to create typed patch object')) return true;
+  return err.status >= 400 && err.status < 500 && err.status !== 409;
 }
 
 export class KubeBackend implements Backend {
