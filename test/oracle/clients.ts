@@ -7,7 +7,7 @@
 // last accepted version; Delta: initial_resource_versions). Each client keeps
 // the resources it holds per type, which is what the oracle compares.
 import type * as grpc from '@grpc/grpc-js';
-import { referencesOf } from '../../pkg/envoy/testing/crossref.js';
+import { crossReferenceProblems, referencesOf } from '../../pkg/envoy/testing/crossref.js';
 import { type ProtoObject, type Resource, TypeUrl } from '../../pkg/envoy/types.js';
 import { RawDeltaClient, type ReceivedDeltaResponse } from '../../pkg/xds/server/delta-test-client.js';
 import { RawAdsClient, type ReceivedResponse } from '../../pkg/xds/server/test-client.js';
@@ -104,6 +104,22 @@ export class OracleClient {
     return new Map(
       [...this.types].map(([t, st]) => [t, new Map([...st.held].map(([n, h]) => [n, h.message]))]),
     );
+  }
+
+  /** Dangling references in what the client holds (a name referenced and never served). */
+  danglingReferences(): string[] {
+    // Sorted: the checker also wants generator order, which arrival order is not.
+    const of = (t: TypeUrl) =>
+      toResources(this.types.get(t)?.held ?? new Map(), t).sort((a, b) =>
+        a.name < b.name ? -1 : a.name > b.name ? 1 : 0,
+      );
+    return crossReferenceProblems({
+      listeners: of(TypeUrl.Listener),
+      routes: of(TypeUrl.RouteConfiguration),
+      clusters: of(TypeUrl.Cluster),
+      endpoints: of(TypeUrl.ClusterLoadAssignment),
+      secrets: of(TypeUrl.Secret),
+    });
   }
 
   /** Every subscribed type answered on the current stream. */

@@ -230,6 +230,11 @@ export async function runOracle(backend: Backend, o: OracleOptions): Promise<Ora
         );
       }
     }
+    // Equal, and whole: every name a client was given to follow is served (Envoy would
+    // otherwise wait for it, warming).
+    const dangling = fresh.flatMap((c) => c.danglingReferences().map((p) => `${c.spec.label}: ${p}`));
+    if (dangling.length > 0)
+      throw fail(`the converged configuration has dangling references:\n${dangling.join('\n')}`);
     // Sanity: the sequence did what it claims (clients reconnected across the restarts, and held something).
     const held = clients.reduce((n, c) => n + [...c.snapshot().values()].reduce((m, t) => m + t.size, 0), 0);
     if (held === 0) throw fail('no client holds any resource: the comparison would be vacuous');

@@ -227,7 +227,7 @@ function randomObject(
   const clone = (o: KubeObj): KubeObj => structuredClone(o);
   switch (kind) {
     case 'Namespace': {
-      const obj = namespaceObj(u, ns, r.chance(0.6));
+      const obj = namespaceObj(u, ns, r.chance(0.75));
       return { obj };
     }
     case 'ServiceAccount':
