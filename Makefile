@@ -3,7 +3,7 @@ SHELL := /bin/bash
 NODE ?= node
 STATE ?= .state
 
-.PHONY: all deps build cluster-bin envoyvalidate-bin envoy-bin netns-tools browser helm-bin start demo test test-unit test-e2e lint format bench clean
+.PHONY: all deps build cluster-bin envoyvalidate-bin envoy-bin netns-tools browser helm-bin start demo test test-unit test-e2e oracle lint format bench clean
 
 all: build
 
@@ -89,6 +89,11 @@ test-unit: build
 
 test-e2e: build cluster-bin envoyvalidate-bin envoy-bin netns-tools helm-bin browser
 	$(NODE) dist/test/run.js --test-concurrency=1 $$(find dist/test -name '*.test.js' | sort)
+
+# The convergence oracle's long run (test/oracle/, docs/design.md): thousands of random
+# changes per registry. SKEIN_ORACLE_SEED=<n> replays a run, SKEIN_ORACLE_STEPS=<n> sets its length.
+oracle: build cluster-bin
+	SKEIN_ORACLE_LONG=1 $(NODE) dist/test/run.js --test-concurrency=1 dist/test/oracle/local.test.js dist/test/oracle/kube.test.js
 
 lint: deps
 	npx tsc -p tsconfig.json --noEmit

@@ -143,6 +143,23 @@ test("outbound validation: the service's identities, only for services the proxy
   assert.deepEqual(sds(bookstoreMesh(), 'bookbuyer-1', ['nope', 'root-cert-for-mtls-outbound:x/y']), []);
 });
 
+test('outbound validation of a service without pods pins a SAN no certificate carries, rather than going missing', () => {
+  // Before, the secret went missing: a SotW proxy kept the last identities' context (SDS
+  // has no deletion there) while a newly connected one waited for the secret forever.
+  const v2 = 'root-cert-for-mtls-outbound:bookstore/bookstore-v2';
+  const mesh = viewOf(
+    storeOf(
+      bookstoreObjects({ permissive: true }).filter(
+        (o) => !(o.kind === 'Pod' && o.metadata.name === 'bookstore-v2-1'),
+      ),
+    ),
+  );
+  assert.deepEqual(
+    at(named(sds(mesh, 'bookbuyer-1', [v2]), v2), 'validation_context', 'match_typed_subject_alt_names'),
+    [{ san_type: 3, matcher: { exact: 'spiffe://cluster.local/skein/no-identity/bookstore/bookstore-v2' } }],
+  );
+});
+
 test('the typed SAN matchers survive encoding (protobufjs drops fields the loaded protos lack)', () => {
   const mesh = bookstoreMesh();
   for (const [pod, name] of [

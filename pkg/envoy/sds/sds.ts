@@ -144,12 +144,15 @@ class SecretBuilder {
       this.upstream ??= proxyOutboundPlan(ctx.mesh, this.proxy).upstreamServices;
       if (!this.upstream.has(serviceKey)) return undefined;
       const ids = ctx.mesh.serviceIdentities(serviceKey);
-      // No identity yet means no SAN to pin: an empty list would accept any mesh
-      // certificate, so send nothing until the service has pods.
-      if (ids.length === 0) return undefined;
       const trustDomain = ctx.mesh.trustDomain;
       return scopeOf(trustDomain, bundle).outbound.get([ids], name, () => {
-        const sans = [...new Set(ids.map((id) => spiffeId(id, trustDomain)))].sort();
+        // No identity (no pods) pins a SAN no certificate carries: an empty list would
+        // accept any mesh certificate, and an absent secret is never deleted over SotW,
+        // so a proxy would keep the last identities' context while a new one waits forever.
+        const sans =
+          ids.length === 0
+            ? [`spiffe://${trustDomain}/skein/no-identity/${serviceKey}`]
+            : [...new Set(ids.map((id) => spiffeId(id, trustDomain)))].sort();
         return validationContext(
           name,
           bundle,
