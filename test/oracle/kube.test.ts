@@ -9,7 +9,7 @@ import { acquireCluster } from '../support/cluster.js';
 import { KubeBackend } from './backends.js';
 import { oracleSettings, runOracle } from './oracle.js';
 
-const { seed, steps } = oracleSettings(150);
+const { seed, steps } = oracleSettings(120, 7);
 
 test(`Kubernetes mode: every proxy converges on what a fresh controller serves (seed ${seed}, ${steps} steps)`, {
   timeout: 120_000 + steps * 2_000,

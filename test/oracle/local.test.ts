@@ -8,7 +8,7 @@ import { test } from 'node:test';
 import { LocalBackend } from './backends.js';
 import { OracleFailure, oracleSettings, runOracle } from './oracle.js';
 
-const { seed, steps } = oracleSettings(200);
+const { seed, steps } = oracleSettings(200, 2);
 
 test(`local mode: every proxy converges on what a fresh controller serves (seed ${seed}, ${steps} steps)`, {
   timeout: 60_000 + steps * 2_000,
