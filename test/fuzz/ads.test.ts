@@ -41,51 +41,51 @@ const ON_TIME_MS = 500;
 type Protocol = 'sotw' | 'delta';
 
 function typeUrl(rng: Rng): string {
-  switch (rng.int(10)) {
+  switch (rng.below(10)) {
     case 0:
       return 'type.googleapis.com/envoy.config.nope.v3.Unknown';
     case 1:
       return '';
     case 2:
-      return rng.string(rng.range(1, 300));
+      return rng.string(rng.between(1, 300));
     case 3:
-      return `type.googleapis.com/${'x'.repeat(rng.range(1000, 50_000))}`;
+      return `type.googleapis.com/${'x'.repeat(rng.between(1000, 50_000))}`;
     default:
       return rng.pick(TYPES);
   }
 }
 
 function names(rng: Rng): string[] {
-  switch (rng.int(12)) {
+  switch (rng.below(12)) {
     case 0:
       return [];
     case 1:
       return ['*'];
     case 2:
       // Over the name limit: refused before decoding.
-      return Array.from({ length: MAX_NAMES + rng.range(1, 2000) }, (_, i) => `n${i}`);
+      return Array.from({ length: MAX_NAMES + rng.between(1, 2000) }, (_, i) => `n${i}`);
     case 3:
       // The hostile case of the issue at full size: 10,000 names of 200 characters (within the limits).
       return Array.from({ length: 10_000 }, (_, i) => `${i}-`.padEnd(200, 'h'));
     case 4:
-      return [rng.string(rng.range(1025, 4000))]; // over the name length
+      return [rng.string(rng.between(1025, 4000))]; // over the name length
     case 5:
-      return Array.from({ length: rng.range(1, 50) }, () => rng.string(rng.range(0, 60)));
+      return Array.from({ length: rng.between(1, 50) }, () => rng.string(rng.between(0, 60)));
     case 6:
-      return Array.from({ length: rng.range(100, 3000) }, (_, i) => `svc-${i}.ns|80`);
+      return Array.from({ length: rng.between(100, 3000) }, (_, i) => `svc-${i}.ns|80`);
     default:
-      return Array.from({ length: rng.range(1, 5) }, () => rng.pick(['a', 'b', 'c', 'route', 'lst', '*']));
+      return Array.from({ length: rng.between(1, 5) }, () => rng.pick(['a', 'b', 'c', 'route', 'lst', '*']));
   }
 }
 
 function nonce(rng: Rng, seen: readonly string[]): string {
-  switch (rng.int(6)) {
+  switch (rng.below(6)) {
     case 0:
       return '';
     case 1:
-      return rng.string(rng.range(1, 64));
+      return rng.string(rng.between(1, 64));
     case 2:
-      return 'n'.repeat(rng.range(1000, 100_000));
+      return 'n'.repeat(rng.between(1000, 100_000));
     default:
       return seen.length > 0 ? rng.pick(seen) : '';
   }
@@ -93,18 +93,18 @@ function nonce(rng: Rng, seen: readonly string[]): string {
 
 /** One encoded request of hostile content (or plain random bytes, or an oversized one). */
 function request(rng: Rng, protocol: Protocol, first: boolean, seen: readonly string[], id: string): Buffer {
-  const roll = rng.int(40);
-  if (roll === 0) return Buffer.from(rng.bytes(rng.range(0, 512))); // garbage inside valid gRPC framing
+  const roll = rng.below(40);
+  if (roll === 0) return Buffer.from(rng.bytes(rng.between(0, 512))); // garbage inside valid gRPC framing
   if (roll === 1) return Buffer.alloc(5 * 1024 * 1024, 0x0a); // over the 4 MiB receive size
   const node =
     first || rng.chance(0.1) ? { node: { id: rng.chance(0.8) ? id : rng.string(20), cluster: 'f' } } : {};
   const errorDetail = rng.chance(0.1)
-    ? { errorDetail: { code: rng.int(17), message: rng.string(rng.range(0, 500)) } }
+    ? { errorDetail: { code: rng.below(17), message: rng.string(rng.between(0, 500)) } }
     : {};
   if (protocol === 'sotw')
     return Buffer.from(
       encodeDiscoveryRequest({
-        versionInfo: rng.chance(0.5) ? '' : rng.string(rng.range(1, 100)),
+        versionInfo: rng.chance(0.5) ? '' : rng.string(rng.between(1, 100)),
         resourceNames: names(rng),
         typeUrl: typeUrl(rng),
         responseNonce: nonce(rng, seen),
@@ -162,10 +162,10 @@ async function hostileStream(
     seen.push(res.nonce);
     outcome.responses++;
   });
-  const count = rng.range(1, 5);
+  const count = rng.between(1, 5);
   for (let i = 0; i < count; i++) {
     call.write(request(rng, protocol, i === 0, seen, id));
-    if (rng.chance(0.5)) await new Promise((r) => setTimeout(r, rng.int(5)));
+    if (rng.chance(0.5)) await new Promise((r) => setTimeout(r, rng.below(5)));
   }
   if (rng.chance(0.2)) call.end(); // half-close, as a proxy shutting down
   await Promise.race([status, new Promise((r) => setTimeout(r, 30))]);

@@ -70,15 +70,15 @@ spec:
 
 /** A body: a mutated valid one (mostly), or text that is not JSON, or a huge one. */
 function body(rng: Rng, valid: Json): string {
-  switch (rng.int(10)) {
+  switch (rng.below(10)) {
     case 0:
       return mutateText(rng, JSON.stringify(valid));
     case 1:
-      return rng.string(rng.range(0, 200));
+      return rng.string(rng.between(0, 200));
     case 2:
-      return JSON.stringify({ pad: 'x'.repeat(rng.range(100_000, 1_000_000)), ...(valid as object) });
+      return JSON.stringify({ pad: 'x'.repeat(rng.between(100_000, 1_000_000)), ...(valid as object) });
     case 3:
-      return '['.repeat(rng.range(1000, 20_000)); // deep nesting
+      return '['.repeat(rng.between(1000, 20_000)); // deep nesting
     default:
       return JSON.stringify(mutateJson(rng, valid));
   }
@@ -136,7 +136,7 @@ test('local-mode manifests: objects and problems naming the file and reason, nev
     const text = json
       ? body(rng, { apiVersion: 'v1', kind: 'Service', metadata: { name: 's', namespace: 'n' }, spec: {} })
       : rng.chance(0.1)
-        ? `${MANIFEST}---\n`.repeat(rng.range(20, 100))
+        ? `${MANIFEST}---\n`.repeat(rng.between(20, 100))
         : mutateText(rng, MANIFEST);
     const parsed = parseManifests(file, text);
     for (const p of parsed.problems) {

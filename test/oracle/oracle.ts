@@ -9,10 +9,10 @@ import path from 'node:path';
 import * as grpc from '@grpc/grpc-js';
 import { proxyCommonName } from '../../pkg/mesh/identity.js';
 import { proxyCredentials } from '../support/envoy-like.js';
+import { Prng } from '../support/prng.js';
 import { type JsonLineProcess, sleep } from '../support/processes.js';
 import { type ClientSpec, type Dial, OracleClient } from './clients.js';
 import { differences } from './compare.js';
-import { Prng } from './prng.js';
 import {
   describeStep,
   initialObjects,

@@ -4,7 +4,7 @@
 // times, services select pods that come and go, policies name identities that
 // exist only some of the time.
 import { LABEL_MONITORED_BY, LABEL_PROXY_UUID } from '../../pkg/mesh/constants.js';
-import type { Prng } from './prng.js';
+import type { Prng } from '../support/prng.js';
 
 export type Json = string | number | boolean | null | Json[] | { [k: string]: Json };
 
@@ -106,7 +106,7 @@ function service(r: Prng, namespace: string, name: string): KubeObj {
 }
 
 function pod(u: Universe, r: Prng, namespace: string, name: string): KubeObj {
-  const ip = podIp(u, namespace, name, r.int(0, 1));
+  const ip = podIp(u, namespace, name, r.between(0, 1));
   return {
     apiVersion: 'v1',
     kind: 'Pod',
@@ -144,7 +144,7 @@ function trafficTarget(u: Universe, r: Prng, namespace: string, name: string): K
     rules.push({ kind: 'HTTPRouteGroup', name: 'routes', matches: r.subset(['all', 'get', 'gold']) });
   if (rules.length === 0 || r.chance(0.3)) rules.push({ kind: 'TCPRoute', name: 'tcp' });
   const sources: Json[] = [];
-  for (let i = r.int(1, 2); i > 0; i--)
+  for (let i = r.between(1, 2); i > 0; i--)
     sources.push({ kind: 'ServiceAccount', name: r.pick(SERVICE_ACCOUNTS), namespace: r.pick(u.namespaces) });
   return {
     apiVersion: 'access.smi-spec.io/v1alpha3',
@@ -179,7 +179,7 @@ function tcpRoute(r: Prng, namespace: string): KubeObj {
 function trafficSplit(r: Prng, namespace: string): KubeObj {
   const backends = nonEmpty(r, ['web-v2', 'api', 'web']).map((service) => ({
     service,
-    weight: r.int(0, 100),
+    weight: r.between(0, 100),
   }));
   const first = backends[0];
   if (first && backends.every((b) => b.weight === 0)) first.weight = 1;
@@ -352,10 +352,10 @@ export function randomSteps(u: Universe, r: Prng, count: number): Step[] {
     if (i === middle || r.chance(0.01)) steps.push({ op: 'restart' });
     else if (r.chance(0.15)) {
       const burst: Step[] = [];
-      for (let n = r.int(2, 6); n > 0; n--) burst.push(randomChange(u, r));
+      for (let n = r.between(2, 6); n > 0; n--) burst.push(randomChange(u, r));
       steps.push({ op: 'burst', steps: burst });
     } else steps.push(randomChange(u, r));
-    steps.push({ op: 'pause', ms: r.chance(0.7) ? r.int(0, 40) : r.int(60, 250) });
+    steps.push({ op: 'pause', ms: r.chance(0.7) ? r.between(0, 40) : r.between(60, 250) });
   }
   return steps;
 }

@@ -1,60 +1,26 @@
-// Seeded fuzzing for the tests under test/fuzz: a small deterministic PRNG
-// (mulberry32) and helpers that mutate inputs. SKEIN_FUZZ_SEED and
+// Seeded fuzzing for the tests under test/fuzz: the shared seeded PRNG
+// (prng.ts) and helpers that mutate inputs. SKEIN_FUZZ_SEED and
 // SKEIN_FUZZ_CASES override the seed and the case count; a failure names the
 // seed and case so it can be replayed exactly.
+import { Prng } from './prng.js';
 
-/** Deterministic 32-bit PRNG (mulberry32): the same seed gives the same cases on every machine. */
-export class Rng {
-  private state: number;
-
-  constructor(readonly seed: number) {
-    this.state = seed >>> 0;
-  }
-
-  /** Uniform in [0, 1). */
-  next(): number {
-    this.state = (this.state + 0x6d2b79f5) >>> 0;
-    let t = this.state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  }
-
-  /** Integer in [0, n). */
-  int(n: number): number {
-    return Math.floor(this.next() * n);
-  }
-
-  /** Integer in [lo, hi]. */
-  range(lo: number, hi: number): number {
-    return lo + this.int(hi - lo + 1);
-  }
-
-  chance(p: number): boolean {
-    return this.next() < p;
-  }
-
-  pick<T>(items: readonly T[]): T {
-    const item = items[this.int(items.length)];
-    if (item === undefined) throw new Error('pick from an empty list');
-    return item;
-  }
-
+/** The shared seeded PRNG plus what fuzzing draws: bytes and hostile strings. */
+export class Rng extends Prng {
   bytes(n: number): Uint8Array {
     const out = new Uint8Array(n);
-    for (let i = 0; i < n; i++) out[i] = this.int(256);
+    for (let i = 0; i < n; i++) out[i] = this.below(256);
     return out;
   }
 
   /** A string of `n` characters: printable ASCII, control characters, non-ASCII or lone surrogates. */
   string(n: number): string {
-    const kind = this.int(4);
+    const kind = this.below(4);
     let s = '';
     for (let i = 0; i < n; i++) {
-      if (kind === 0) s += String.fromCharCode(this.range(0x20, 0x7e));
-      else if (kind === 1) s += String.fromCharCode(this.range(0, 0x1f));
-      else if (kind === 2) s += String.fromCodePoint(this.range(0x80, 0x10ffff));
-      else s += String.fromCharCode(this.range(0xd800, 0xdfff));
+      if (kind === 0) s += String.fromCharCode(this.between(0x20, 0x7e));
+      else if (kind === 1) s += String.fromCharCode(this.between(0, 0x1f));
+      else if (kind === 2) s += String.fromCodePoint(this.between(0x80, 0x10ffff));
+      else s += String.fromCharCode(this.between(0xd800, 0xdfff));
     }
     return s;
   }
@@ -105,7 +71,7 @@ export async function fuzz(
 export type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
 
 function randomScalar(rng: Rng): Json {
-  switch (rng.int(8)) {
+  switch (rng.below(8)) {
     case 0:
       return null;
     case 1:
@@ -115,13 +81,13 @@ function randomScalar(rng: Rng): Json {
     case 3:
       return '';
     case 4:
-      return rng.string(rng.range(1, 40));
+      return rng.string(rng.between(1, 40));
     case 5:
       return [];
     case 6:
       return {};
     default:
-      return 'x'.repeat(rng.range(100, 5000));
+      return 'x'.repeat(rng.between(100, 5000));
   }
 }
 
@@ -145,11 +111,11 @@ function paths(
  */
 export function mutateJson(rng: Rng, doc: Json): Json {
   let root: Json = structuredClone(doc);
-  const n = rng.range(1, 4);
+  const n = rng.between(1, 4);
   for (let m = 0; m < n; m++) {
     const all = paths(root);
     const path = rng.pick(all);
-    const op = rng.int(5);
+    const op = rng.below(5);
     if (path.length === 0) {
       if (op === 0) root = randomScalar(rng);
       continue;
@@ -172,11 +138,11 @@ export function mutateJson(rng: Rng, doc: Json): Json {
       else if (op === 1) parent.push(randomScalar(rng));
       else if (op === 2) {
         const item = parent[key] ?? null;
-        for (let i = 0; i < rng.range(10, 2000); i++) parent.push(item);
+        for (let i = 0; i < rng.between(10, 2000); i++) parent.push(item);
       } else parent[key] = randomScalar(rng);
     } else if (!Array.isArray(parent) && typeof key === 'string') {
       if (op === 0) delete parent[key];
-      else if (op === 1) parent[rng.string(rng.range(1, 12))] = randomScalar(rng);
+      else if (op === 1) parent[rng.string(rng.between(1, 12))] = randomScalar(rng);
       else parent[key] = randomScalar(rng);
     }
   }
@@ -186,15 +152,15 @@ export function mutateJson(rng: Rng, doc: Json): Json {
 /** Text with random bytes flipped, cut short, or with garbage spliced in. */
 export function mutateText(rng: Rng, text: string): string {
   const chars = [...text];
-  const n = rng.range(1, 6);
+  const n = rng.between(1, 6);
   for (let m = 0; m < n && chars.length > 0; m++) {
-    const at = rng.int(chars.length);
-    switch (rng.int(4)) {
+    const at = rng.below(chars.length);
+    switch (rng.below(4)) {
       case 0:
-        chars.splice(at, rng.range(1, 20));
+        chars.splice(at, rng.between(1, 20));
         break;
       case 1:
-        chars.splice(at, 0, ...rng.string(rng.range(1, 20)));
+        chars.splice(at, 0, ...rng.string(rng.between(1, 20)));
         break;
       case 2:
         chars[at] = rng.pick([

@@ -1,5 +1,6 @@
-// A small seeded PRNG (mulberry32): the oracle's runs must replay exactly from
-// a printed seed, which Math.random cannot do.
+// A small seeded PRNG (mulberry32) for the tests that must replay exactly from a
+// printed seed, which Math.random cannot do: the convergence oracle
+// (test/oracle) and the fuzz tests (test/fuzz, support/fuzz.ts).
 export class Prng {
   private state: number;
 
@@ -16,9 +17,14 @@ export class Prng {
     return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
   }
 
+  /** An integer in [0, n). */
+  below(n: number): number {
+    return Math.floor(this.next() * n);
+  }
+
   /** An integer in [lo, hi]. */
-  int(lo: number, hi: number): number {
-    return lo + Math.floor(this.next() * (hi - lo + 1));
+  between(lo: number, hi: number): number {
+    return lo + this.below(hi - lo + 1);
   }
 
   chance(p: number): boolean {
