@@ -244,8 +244,19 @@ export class OracleClient {
     return out;
   }
 
-  /** Follows the references: subscribes to new names, unsubscribes (and forgets) dropped ones. */
+  /**
+   * Follows the references: subscribes to new names, unsubscribes (and forgets)
+   * dropped ones, until nothing changes. A dropped Cluster drops its endpoints
+   * in the same turn, as grpc-js's dependency manager does: the server owes no
+   * response to an unsubscription (Delta) or to a narrowed SotW request whose
+   * remaining resources are unchanged, so nothing else would prompt it.
+   */
   private resubscribe(): void {
+    while (this.resubscribeOnce()) {}
+  }
+
+  /** One pass in dependency order; whether any subscription changed. */
+  private resubscribeOnce(): boolean {
     for (const [t, names] of this.wanted()) {
       const st = this.state(t);
       const added = [...names].filter((n) => !st.names.has(n));
@@ -263,7 +274,10 @@ export class OracleClient {
       } else if (this.call instanceof RawDeltaClient) {
         this.call.send({ typeUrl: t, resourceNamesSubscribe: added, resourceNamesUnsubscribe: removed });
       }
+      // What depends on this type is computed afresh from what is held now.
+      return true;
     }
+    return false;
   }
 
   describe(): string {
