@@ -18,6 +18,8 @@ build: deps
 	rm -rf dist
 	npx tsc -p tsconfig.json
 	$(NODE) dist/pkg/ui/bundle.js
+	@# tsc writes files 0644: every bin must be executable for npx and installed packages.
+	chmod +x $$($(NODE) -p "Object.values(require('./package.json').bin).join(' ')")
 
 # A real kube-apiserver, kube-controller-manager and etcd for the Kubernetes tests,
 # built from Go modules (test/cluster/go.mod pins the version). Rebuilt only when

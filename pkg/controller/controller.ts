@@ -309,7 +309,7 @@ export class Controller {
         meshName: o.meshName,
       });
     }
-    // Imported lazily: client-node is large and needs a Node 20 shim (registry/kube/compat.ts).
+    // Imported lazily: client-node is large, and local mode never needs it.
     const { createKubeMode } = await import('../registry/kube/setup.js');
     const { KubeClient } = await import('../registry/kube/client.js');
     const { TokenBucket } = await import('../registry/kube/rate-limiter.js');
