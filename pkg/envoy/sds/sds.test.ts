@@ -70,7 +70,7 @@ test('a certificate not issued yet is omitted', () => {
 
 const TD_PREFIX = [{ san_type: 3, matcher: { prefix: 'spiffe://cluster.local/' } }]; // 3: URI
 
-test('inbound validation (HTTP ports): any identity of the trust domain, in both modes, whatever the policy', () => {
+test('inbound validation (HTTP ports): every identity of the trust domain, in both modes, whatever the policy', () => {
   const name = 'root-cert-for-mtls-inbound:bookstore/bookstore-v1';
   const expected = {
     name,
