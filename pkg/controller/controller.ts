@@ -312,7 +312,7 @@ export class Controller {
     // Imported lazily: client-node is large, and local mode never needs it.
     const { createKubeMode } = await import('../registry/kube/setup.js');
     const { KubeClient } = await import('../registry/kube/client.js');
-    const { TokenBucket } = await import('../registry/kube/rate-limiter.js');
+    const { TokenBucket } = await import('../ratelimit/token-bucket.js');
     const kube = createKubeMode({
       ...(o.kubeconfig !== undefined ? { kubeconfig: o.kubeconfig } : {}),
       ...(o.inCluster ? { inCluster: true } : {}),

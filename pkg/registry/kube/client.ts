@@ -1,7 +1,7 @@
 import http from 'node:http';
 import https from 'node:https';
 import type { KubeConfig } from '@kubernetes/client-node';
-import type { TokenBucket } from './rate-limiter.js';
+import type { TokenBucket } from '../../ratelimit/token-bucket.js';
 
 /** A non-2xx answer from the API server, with the Status it sent when there was one. */
 export class KubeApiError extends Error {

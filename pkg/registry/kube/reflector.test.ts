@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
 import { afterEach, beforeEach, describe, it } from 'node:test';
 import { silentLogger } from '../../logger/logger.js';
+import { TokenBucket } from '../../ratelimit/token-bucket.js';
 import { KubeClient } from './client.js';
-import { TokenBucket } from './rate-limiter.js';
 import { type RawObject, Reflector, type ReflectorOptions } from './reflector.js';
 import { eventually } from './testing/eventually.js';
 import { FakeApiServer, metaField, type Obj } from './testing/fake-apiserver.js';

@@ -1,11 +1,11 @@
 import type { Logger } from '../../logger/logger.js';
+import { TokenBucket } from '../../ratelimit/token-bucket.js';
 import { LoggingProblemReporter, teeReporter } from '../problems.js';
 import type { ProblemReporter } from '../registry.js';
 import type { MeshStore } from '../store.js';
 import { KubeClient } from './client.js';
 import { KubeEventReporter, storeLookup } from './events.js';
 import { type KubeConfig, loadKubeConfig } from './kubeconfig.js';
-import { TokenBucket } from './rate-limiter.js';
 import { KubeRegistry, type KubeRegistryOptions } from './registry.js';
 
 export interface KubeModeOptions {

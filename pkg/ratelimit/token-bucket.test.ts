@@ -1,7 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { Backoff } from './backoff.js';
-import { TokenBucket } from './rate-limiter.js';
+import { TokenBucket } from './token-bucket.js';
 
 describe('TokenBucket', () => {
   it('lets a burst through at once, then paces at qps, in arrival order', async () => {
@@ -45,22 +44,5 @@ describe('TokenBucket', () => {
     ac.abort(new Error('gone'));
     await assert.rejects(waiting, /gone/);
     assert.equal(bucket.waiting, 0);
-  });
-});
-
-describe('Backoff', () => {
-  it('doubles up to the cap with equal jitter and resets', () => {
-    const low = new Backoff({ initialMs: 100, maxMs: 1000 }, () => 0);
-    assert.deepEqual(
-      Array.from({ length: 6 }, () => low.next()),
-      [50, 100, 200, 400, 500, 500],
-    );
-    const high = new Backoff({ initialMs: 100, maxMs: 1000 }, () => 1);
-    assert.deepEqual(
-      Array.from({ length: 6 }, () => high.next()),
-      [100, 200, 400, 800, 1000, 1000],
-    );
-    high.reset();
-    assert.equal(high.next(), 100);
   });
 });
