@@ -46,3 +46,16 @@ describe('TokenBucket', () => {
     assert.equal(bucket.waiting, 0);
   });
 });
+
+describe('TokenBucket.tryTake', () => {
+  it('takes what is there without waiting, and refuses the rest until it refills', () => {
+    let now = 0;
+    const bucket = new TokenBucket(10, 20, () => now);
+    assert.equal(bucket.tryTake(15), true);
+    assert.equal(bucket.tryTake(6), false);
+    assert.equal(bucket.tryTake(5), true);
+    now = 500; // 5 tokens back
+    assert.equal(bucket.tryTake(6), false);
+    assert.equal(bucket.tryTake(5), true);
+  });
+});

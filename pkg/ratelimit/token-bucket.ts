@@ -50,6 +50,17 @@ export class TokenBucket {
     });
   }
 
+  /**
+   * Takes `n` tokens now if there are that many and nobody is waiting; never
+   * waits. For callers that refuse rather than queue (the ADS stream limits).
+   */
+  tryTake(n = 1): boolean {
+    this.refill();
+    if (this.queue.length > 0 || this.tokens < n) return false;
+    this.tokens -= n;
+    return true;
+  }
+
   /** Waiting callers (for tests and metrics). */
   get waiting(): number {
     return this.queue.length;

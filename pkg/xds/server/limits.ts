@@ -3,6 +3,7 @@
 // requests and names, and how large one message may be. A stream over a limit
 // is ended with a status naming the limit; nothing it sent is applied.
 import { status as Status } from '@grpc/grpc-js';
+import { TokenBucket } from '../../ratelimit/token-bucket.js';
 
 export interface StreamLimits {
   /** Resource names one stream may subscribe to per type (SotW: per request; Delta: accumulated). */
@@ -178,42 +179,19 @@ export function decodeWithin<Req>(
   }
 }
 
-/** A synchronous token bucket: `rate` per second, up to `burst` saved. */
-class Bucket {
-  private tokens: number;
-  private last: number;
-  constructor(
-    private readonly rate: number,
-    private readonly burst: number,
-    private readonly now: () => number,
-  ) {
-    this.tokens = burst;
-    this.last = now();
-  }
-
-  take(n: number): boolean {
-    const now = this.now();
-    this.tokens = Math.min(this.burst, this.tokens + ((now - this.last) / 1000) * this.rate);
-    this.last = now;
-    if (this.tokens < n) return false;
-    this.tokens -= n;
-    return true;
-  }
-}
-
 /** Per stream: the request and name rate limits (token buckets). */
 export class RequestBudget {
-  private readonly requests: Bucket;
-  private readonly names: Bucket;
+  private readonly requests: TokenBucket;
+  private readonly names: TokenBucket;
 
   constructor(
     private readonly limits: StreamLimits,
     now: () => number = () => performance.now(),
   ) {
     // Twice the rate at once: a (re)connecting proxy sends one request per type and ACKs in a burst.
-    this.requests = new Bucket(limits.requestsPerSecond, 2 * limits.requestsPerSecond, now);
+    this.requests = new TokenBucket(limits.requestsPerSecond, 2 * limits.requestsPerSecond, now);
     // At least one full subscription of every type fits a burst.
-    this.names = new Bucket(
+    this.names = new TokenBucket(
       limits.namesPerSecond,
       Math.max(limits.namesPerSecond, 5 * limits.maxNamesPerType),
       now,
@@ -222,13 +200,13 @@ export class RequestBudget {
 
   /** Charges one request carrying `names` names; a refusal when the stream is over a rate. */
   take(names: number): Refusal | undefined {
-    if (!this.requests.take(1))
+    if (!this.requests.tryTake(1))
       return {
         code: Status.RESOURCE_EXHAUSTED,
         reason: 'request-rate',
         message: `more than ${this.limits.requestsPerSecond} requests per second on one stream`,
       };
-    if (names > 0 && !this.names.take(names))
+    if (names > 0 && !this.names.tryTake(names))
       return {
         code: Status.RESOURCE_EXHAUSTED,
         reason: 'name-rate',
