@@ -16,6 +16,7 @@ import type { Identity } from '../mesh/identity.js';
 import { MeshMetrics } from '../metrics/metrics.js';
 import type { MeshConfig } from '../model/objects.js';
 import type { KubeClient } from '../registry/kube/client.js';
+import type { StatusWriter } from '../registry/kube/status.js';
 import { LocalRegistry } from '../registry/local/registry.js';
 import { ProblemBook } from '../registry/problem-book.js';
 import { LoggingProblemReporter, teeReporter } from '../registry/problems.js';
@@ -81,7 +82,7 @@ export class Controller {
   private kube: KubeClient | undefined;
   private injection: Injection | undefined;
   /** Kubernetes mode: writes status.conditions (Accepted) of SMI objects and the MeshConfig. */
-  private statusWriter: { schedule(delayMs?: number): void } | undefined;
+  private statusWriter: StatusWriter | undefined;
   private restXds: RestXdsServer | undefined;
   private stopping = false;
   private stopFns: (() => void)[] = [];

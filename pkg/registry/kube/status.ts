@@ -48,6 +48,10 @@ export interface StatusObject {
   accepted?: Omit<AcceptedCondition, 'type'>;
 }
 
+function objectKey(o: { kind?: string; namespace?: string; name?: string }): string {
+  return `${o.kind ?? ''}|${o.namespace ?? ''}/${o.name ?? ''}`;
+}
+
 function sameObject(e: BookEntry, o: StatusObject): boolean {
   return e.kind === o.kind && e.namespace === o.namespace && e.name === o.name;
 }
@@ -186,12 +190,19 @@ export class StatusWriter {
   }
 
   private async writeAll(): Promise<void> {
-    const problems = this.o.problems();
+    // Grouped once per pass: each object then looks at its own problems only.
+    const byObject = new Map<string, BookEntry[]>();
+    for (const e of this.o.problems()) {
+      const k = objectKey(e);
+      const list = byObject.get(k);
+      if (list) list.push(e);
+      else byObject.set(k, [e]);
+    }
     const now = (this.o.now ?? (() => new Date()))();
     let failed = false;
     for (const obj of [...this.o.objects()]) {
       if (this.stopped) return;
-      const condition = desiredAccepted(obj, problems, now);
+      const condition = desiredAccepted(obj, byObject.get(objectKey(obj)) ?? [], now);
       if (!condition) continue;
       try {
         await this.write(obj, condition);
