@@ -8,7 +8,9 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { CoreV1Api, KubeConfig } from '@kubernetes/client-node';
 import { stringify } from 'yaml';
+import type { ObjectKind } from '../../pkg/model/objects.js';
 import { KubeApiError, KubeClient } from '../../pkg/registry/kube/client.js';
+import { watchedTypes } from '../../pkg/registry/kube/types.js';
 import { createNamespace, TEST_NODE } from '../support/kube.js';
 import { prepareMeshCluster } from '../support/kube-registry-fixture.js';
 import { freePorts, spawnNode } from '../support/processes.js';
@@ -134,29 +136,22 @@ export class LocalBackend implements Backend {
   }
 }
 
-const CRD_PATHS: Record<string, string> = {
-  TrafficTarget: '/apis/access.smi-spec.io/v1alpha3',
-  HTTPRouteGroup: '/apis/specs.smi-spec.io/v1alpha4',
-  TCPRoute: '/apis/specs.smi-spec.io/v1alpha4',
-  TrafficSplit: '/apis/split.smi-spec.io/v1alpha4',
-  MeshConfig: '/apis/config.skein.dev/v1alpha1',
-};
-const PLURALS: Record<string, string> = {
-  Namespace: 'namespaces',
-  Service: 'services',
-  Pod: 'pods',
-  ServiceAccount: 'serviceaccounts',
-  TrafficTarget: 'traffictargets',
-  HTTPRouteGroup: 'httproutegroups',
-  TCPRoute: 'tcproutes',
-  TrafficSplit: 'trafficsplits',
-  MeshConfig: 'meshconfigs',
-};
+/** Group/version path and plural per kind, from the collections the registry watches. */
+const COLLECTIONS = new Map(
+  watchedTypes('').map((t) => [
+    t.kind,
+    {
+      base: t.apiVersion.includes('/') ? `/apis/${t.apiVersion}` : `/api/${t.apiVersion}`,
+      plural: t.path.slice(t.path.lastIndexOf('/') + 1),
+    },
+  ]),
+);
 
 function objectPath(o: KubeObj): string {
-  const base = CRD_PATHS[o.kind] ?? '/api/v1';
+  const c = COLLECTIONS.get(o.kind as ObjectKind);
+  if (!c) throw new Error(`no collection for kind ${o.kind}`);
   const ns = o.metadata.namespace ? `/namespaces/${o.metadata.namespace}` : '';
-  return `${base}${ns}/${PLURALS[o.kind] ?? ''}/${o.metadata.name}`;
+  return `${c.base}${ns}/${c.plural}/${o.metadata.name}`;
 }
 
 /** 4xx from the API server: it refused the change (validation, admission, a missing ServiceAccount). */
