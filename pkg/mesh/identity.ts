@@ -24,6 +24,18 @@ export function spiffeId(id: Identity, trustDomain: string): string {
   return `spiffe://${trustDomain}/ns/${id.namespace}/sa/${id.serviceAccount}`;
 }
 
+/**
+ * The SPIFFE ids a caller pins for a service: its identities', sorted and
+ * unique; with none yet (no pods), one that no certificate skein issues
+ * carries. An empty list would accept every certificate of the CA (Envoy with
+ * no SAN matcher; grpc-js-xds likewise, gRFC A29), and removing the pin
+ * instead is no option where a resource cannot be deleted (SotW SDS).
+ */
+export function pinnedSans(ids: readonly Identity[], trustDomain: string, serviceKey: string): string[] {
+  if (ids.length === 0) return [`spiffe://${trustDomain}/skein/no-identity/${serviceKey}`];
+  return [...new Set(ids.map((id) => spiffeId(id, trustDomain)))].sort();
+}
+
 /** OSM-style service identity `<sa>.<ns>.<trust-domain>` (the CN of service certificates). */
 export function serviceIdentityName(id: Identity, trustDomain: string): string {
   return `${id.serviceAccount}.${id.namespace}.${trustDomain}`;

@@ -2,7 +2,7 @@
 // (`<ns>/<svc>|<port>`, the same names the sidecar CDS and the shared EDS use),
 // with gRFC A29 mTLS that pins the server's SPIFFE identities.
 import type { MeshService, MeshServicePort, MeshView, ProxyContext } from '../../catalog/types.js';
-import { spiffeId } from '../../mesh/identity.js';
+import { pinnedSans } from '../../mesh/identity.js';
 import { DiscoveryType, LbPolicy } from '../common/enums.js';
 import { IdentityMemo } from '../common/memo.js';
 import { byName } from '../common/outbound.js';
@@ -12,17 +12,11 @@ import { PROXYLESS_CERT_PROVIDER, upstreamClusterName } from '../names.js';
 import type { GenerationContext, ProtoObject, Resource, ResourceGenerator } from '../types.js';
 import { TypeUrl } from '../types.js';
 
-/**
- * SAN matchers for a service's identities. With no matcher grpc-js accepts any
- * certificate of the CA (grpc-js-xds 1.14 with no SAN matcher, gRFC A29), so a service with no known
- * identity gets one that matches no certificate skein issues.
- */
+/** SAN matchers for a service's identities (pinnedSans: never none, which grpc-js would read as any). */
 function sanMatchers(mesh: MeshView, service: MeshService): ProtoObject[] {
-  const ids = mesh.serviceIdentities(service.key).map((id) => spiffeId(id, mesh.trustDomain));
-  const unique = [...new Set(ids)].sort();
-  if (unique.length === 0)
-    return [{ exact: `spiffe://${mesh.trustDomain}/skein/no-identity/${service.key}` }];
-  return unique.map((exact) => ({ exact }));
+  return pinnedSans(mesh.serviceIdentities(service.key), mesh.trustDomain, service.key).map((exact) => ({
+    exact,
+  }));
 }
 
 export function proxylessCluster(mesh: MeshView, service: MeshService, port: number): ProtoObject {

@@ -2,7 +2,7 @@
 // inbound and outbound mTLS use (names.ts). A proxy only ever gets its own
 // identity's key: names for other identities are never answered.
 import type { InboundRule, ProxyContext } from '../../catalog/types.js';
-import { identityKey, spiffeId } from '../../mesh/identity.js';
+import { identityKey, pinnedSans, spiffeId } from '../../mesh/identity.js';
 import { SanType } from '../common/enums.js';
 import { type InboundPort, inboundPorts, isHttpLike } from '../common/inbound.js';
 import { IdentityMemo } from '../common/memo.js';
@@ -146,13 +146,10 @@ class SecretBuilder {
       const ids = ctx.mesh.serviceIdentities(serviceKey);
       const trustDomain = ctx.mesh.trustDomain;
       return scopeOf(trustDomain, bundle).outbound.get([ids], name, () => {
-        // No identity (no pods) pins a SAN no certificate carries: an empty list would
-        // accept any mesh certificate, and an absent secret is never deleted over SotW,
-        // so a proxy would keep the last identities' context while a new one waits forever.
-        const sans =
-          ids.length === 0
-            ? [`spiffe://${trustDomain}/skein/no-identity/${serviceKey}`]
-            : [...new Set(ids.map((id) => spiffeId(id, trustDomain)))].sort();
+        // Served even with no identity yet (no pods): an absent secret is never deleted
+        // over SotW, so a proxy would keep the last identities' context while a new one
+        // waits forever (pinnedSans says what it pins then).
+        const sans = pinnedSans(ids, trustDomain, serviceKey);
         return validationContext(
           name,
           bundle,
