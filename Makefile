@@ -3,7 +3,7 @@ SHELL := /bin/bash
 NODE ?= node
 STATE ?= .state
 
-.PHONY: all deps build cluster-bin envoyvalidate-bin envoy-bin netns-tools browser helm-bin start demo test test-unit test-e2e oracle lint format bench clean
+.PHONY: all deps build cluster-bin envoyvalidate-bin envoy-bin netns-tools node-tools browser helm-bin start demo test test-unit test-e2e oracle lint format bench clean
 
 all: build
 
@@ -22,9 +22,10 @@ build: deps
 	chmod +x $$($(NODE) -p "Object.values(require('./package.json').bin).join(' ')")
 
 # A real kube-apiserver, kube-controller-manager and etcd for the Kubernetes tests,
-# built from Go modules (test/cluster/go.mod pins the version). Rebuilt only when
-# missing or when the module or its mains change.
-CLUSTER_BINS := $(addprefix test/cluster/bin/,etcd kube-apiserver kube-controller-manager)
+# and kubelet, kube-proxy and kube-scheduler for the test node, built from Go modules
+# (test/cluster/go.mod pins the version). Rebuilt only when missing or when the
+# module or its mains change.
+CLUSTER_BINS := $(addprefix test/cluster/bin/,etcd kube-apiserver kube-controller-manager kubelet kube-proxy kube-scheduler)
 $(CLUSTER_BINS) &: test/cluster/go.mod test/cluster/go.sum test/cluster/build.sh $(wildcard test/cluster/cmd/*/*.go test/cluster/internal/*/*.go)
 	test/cluster/build.sh
 
@@ -59,6 +60,20 @@ netns-tools:
 	  $$sudo apt-get update && $$sudo apt-get install -y $$missing; \
 	fi
 
+# The test node's container runtime (test/support/node.ts): containerd (with ctr),
+# runc and the CNI plugins, from Debian's packages, only when missing.
+node-tools:
+	@missing=""; \
+	[ -x /usr/bin/containerd ] && [ -x /usr/bin/ctr ] || missing="$$missing containerd"; \
+	command -v runc >/dev/null || missing="$$missing runc"; \
+	[ -x /usr/lib/cni/bridge ] || missing="$$missing containernetworking-plugins"; \
+	command -v iptables-save >/dev/null || missing="$$missing iptables"; \
+	command -v conntrack >/dev/null || missing="$$missing conntrack"; \
+	if [ -n "$$missing" ]; then \
+	  sudo=$$([ "$$(id -u)" = 0 ] || echo sudo); \
+	  $$sudo apt-get update && $$sudo apt-get install -y --no-install-recommends $$missing; \
+	fi
+
 # Headless Chromium for the web view's browser tests (test/e2e/ui.test.ts), from
 # Debian's package; playwright-core drives it. Installed only when missing.
 browser:
@@ -83,13 +98,13 @@ demo: build
 	$(NODE) dist/test/demo/main.js
 
 # test/run.ts: `node --test` plus one test cluster shared by every file using acquireCluster().
-test: build cluster-bin envoyvalidate-bin envoy-bin netns-tools helm-bin browser
+test: build cluster-bin envoyvalidate-bin envoy-bin netns-tools node-tools helm-bin browser
 	$(NODE) dist/test/run.js --test-concurrency=2 $$(find dist/pkg dist/cmd -name '*.test.js' | sort) $$(find dist/test -name '*.test.js' | sort)
 
 test-unit: build
 	$(NODE) --test $$(find dist/pkg dist/cmd -name '*.test.js' | sort)
 
-test-e2e: build cluster-bin envoyvalidate-bin envoy-bin netns-tools helm-bin browser
+test-e2e: build cluster-bin envoyvalidate-bin envoy-bin netns-tools node-tools helm-bin browser
 	$(NODE) dist/test/run.js --test-concurrency=1 $$(find dist/test -name '*.test.js' | sort)
 
 # The convergence oracle's long run (test/oracle/, docs/design.md): thousands of random

@@ -4,6 +4,7 @@
 //
 //   mesh-app serve --name bookstore-v1 [--http 8080] [--grpc 9090] [--tcp 7070]
 //   mesh-app client
+//   mesh-app serve ... --control 7777 [--drain-ms 3000]
 //
 // serve: HTTP answers every path with JSON {pod, method, path} (200), `/ready`
 // and `/live` with "ok"; gRPC answers /skein.test.Echo/Who (and any path) with
@@ -18,6 +19,11 @@
 //   {"id":4,"kind":"load-start","call":{one of the above without id/count},"intervalMs":20}
 //   {"id":5,"kind":"load-report"}   counts since the previous report, per outcome
 //   {"id":6,"kind":"load-stop"}
+// --control <port> also takes those commands as `POST /` bodies on that port (one
+// JSON result per response), for a pod the test cannot exec into: the test node's
+// pods, whose control port is excluded from interception by annotation.
+// --drain-ms: on SIGTERM, keep serving that long before exiting, as an app does
+// while its endpoints are withdrawn (the shutdown-ordering tests).
 // Each call's outcome is a string: `<status> <pod>` for HTTP (`200 bookstore-v1`),
 // `OK <pod>` or the gRPC status name, `ok <pod>` or the socket error for TCP.
 import { createServer as createHttpServer, request } from 'node:http';
@@ -47,6 +53,8 @@ const { values, positionals } = parseArgs({
     http: { type: 'string' },
     grpc: { type: 'string' },
     tcp: { type: 'string' },
+    control: { type: 'string' },
+    'drain-ms': { type: 'string', default: '0' },
   },
 });
 
@@ -93,8 +101,34 @@ async function serve(): Promise<void> {
     await new Promise<void>((resolve) => server.listen(port, '0.0.0.0', resolve));
     listening['tcp'] = port;
   }
+  if (values.control) {
+    const port = Number(values.control);
+    const commands = new Commands();
+    const server = createHttpServer((req, res) => {
+      let body = '';
+      req.setEncoding('utf8');
+      req.on('data', (d: string) => {
+        body += d;
+      });
+      req.on('end', () => {
+        void commands
+          .handle({ id: 0, ...(JSON.parse(body) as object) } as Command)
+          .then((out) => res.end(JSON.stringify(out)))
+          .catch((err: unknown) => {
+            res.statusCode = 500;
+            res.end(String(err));
+          });
+      });
+    });
+    await new Promise<void>((resolve) => server.listen(port, '0.0.0.0', resolve));
+    listening['control'] = port;
+  }
   emit({ type: 'listening', name, ...listening });
-  process.on('SIGTERM', () => process.exit(0));
+  const drainMs = Number(values['drain-ms']);
+  process.on('SIGTERM', () => {
+    emit({ type: 'terminating', drainMs });
+    setTimeout(() => process.exit(0), drainMs);
+  });
 }
 
 interface HttpCall {
@@ -219,11 +253,12 @@ type Command =
   | { id: number; kind: 'load-start'; call: Call; intervalMs?: number }
   | { id: number; kind: 'load-report' | 'load-stop' };
 
-async function client(): Promise<void> {
-  let load: Load | undefined;
-  const bodies = () => Object.fromEntries(lastBody);
-  for await (const line of createInterface({ input: process.stdin })) {
-    const cmd = JSON.parse(line) as Command;
+/** One client's state: at most one background load, and the commands that drive it. */
+class Commands {
+  private load: Load | undefined;
+
+  async handle(cmd: Command): Promise<Record<string, unknown>> {
+    const bodies = () => Object.fromEntries(lastBody);
     if (cmd.kind === 'load-start') {
       const l: Load = { stopped: false, counts: {}, done: Promise.resolve() };
       const what = cmd.call;
@@ -233,21 +268,41 @@ async function client(): Promise<void> {
           await new Promise((r) => setTimeout(r, cmd.intervalMs ?? 20));
         }
       })();
-      load = l;
-      emit({ id: cmd.id, started: true });
-    } else if (cmd.kind === 'load-report' || cmd.kind === 'load-stop') {
+      this.load = l;
+      return { id: cmd.id, started: true };
+    }
+    if (cmd.kind === 'load-report' || cmd.kind === 'load-stop') {
+      const load = this.load;
       if (load && cmd.kind === 'load-stop') {
         load.stopped = true;
         await load.done;
       }
-      emit({ id: cmd.id, counts: load?.counts ?? {}, bodies: bodies() });
+      const out = { id: cmd.id, counts: load?.counts ?? {}, bodies: bodies() };
       if (load) load.counts = {};
-      if (cmd.kind === 'load-stop') load = undefined;
-    } else if (cmd.kind === 'http' || cmd.kind === 'grpc' || cmd.kind === 'tcp') {
-      const counts: Record<string, number> = {};
-      for (let i = 0; i < (cmd.count ?? 1); i++) count(counts, await call(cmd));
-      emit({ id: cmd.id, counts, bodies: bodies() });
+      if (cmd.kind === 'load-stop') this.load = undefined;
+      return out;
     }
+    if (cmd.kind !== 'http' && cmd.kind !== 'grpc' && cmd.kind !== 'tcp')
+      throw new Error(`unknown command ${cmd.kind}`);
+    const counts: Record<string, number> = {};
+    for (let i = 0; i < (cmd.count ?? 1); i++) count(counts, await call(cmd));
+    return { id: cmd.id, counts, bodies: bodies() };
+  }
+}
+
+async function client(): Promise<void> {
+  const commands = new Commands();
+  for await (const line of createInterface({ input: process.stdin })) {
+    const cmd = JSON.parse(line) as Command;
+    if (
+      cmd.kind === 'load-start' ||
+      cmd.kind === 'load-report' ||
+      cmd.kind === 'load-stop' ||
+      cmd.kind === 'http' ||
+      cmd.kind === 'grpc' ||
+      cmd.kind === 'tcp'
+    )
+      emit(await commands.handle(cmd));
   }
 }
 

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Builds the test cluster's binaries into test/cluster/bin/: kube-apiserver and
-# kube-controller-manager from k8s.io/kubernetes, and an embedded etcd, at the
-# versions go.mod pins. `make cluster-bin` calls this only when bin/ is missing
+# Builds the test cluster's binaries into test/cluster/bin/: kube-apiserver,
+# kube-controller-manager, and for the test node (test/support/node.ts) kubelet,
+# kube-proxy and kube-scheduler, from k8s.io/kubernetes, and an embedded etcd, at
+# the versions go.mod pins. `make cluster-bin` calls this only when bin/ is missing
 # or go.mod/go.sum/cmd changed; the Go build cache makes a rebuild cheap.
 set -euo pipefail
 cd "$(dirname "$0")"
@@ -18,9 +19,10 @@ for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
 done
 
 mkdir -p bin
-for cmd in etcd kube-apiserver kube-controller-manager; do
+cmds=(etcd kube-apiserver kube-controller-manager kubelet kube-proxy kube-scheduler)
+for cmd in "${cmds[@]}"; do
   echo "building $cmd ($version)" >&2
   go build -p 2 -trimpath -ldflags "$ldflags" -o "bin/$cmd" "./cmd/$cmd"
 done
 # go build leaves an up-to-date output untouched; make compares mtimes.
-touch bin/etcd bin/kube-apiserver bin/kube-controller-manager
+(cd bin && touch "${cmds[@]}")

@@ -5,17 +5,15 @@
 //
 // There is no kubelet and no scheduler: tests create Node objects, give pods
 // spec.nodeName and mark them Running/Ready themselves (see kube.ts).
-import { type ChildProcess, spawn } from 'node:child_process';
 import { generateKeyPairSync, randomBytes } from 'node:crypto';
-import { existsSync, rmSync } from 'node:fs';
 import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { request } from 'node:https';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { KubeConfig } from '@kubernetes/client-node';
 import { BuiltinCA } from '../../pkg/certificate/builtin.js';
+import { type Component, liveDirs, spawnComponent } from './component.js';
 import { freePorts, sleep } from './processes.js';
 
 // dist/test/support/cluster.js → repository root.
@@ -43,6 +41,14 @@ export interface TestClusterOptions {
   controllers?: readonly string[];
   /** Extra kube-apiserver flags (appended, so they win). */
   apiServerArgs?: readonly string[];
+  /**
+   * The address the API server binds and advertises; default 127.0.0.1. A test node
+   * (node.ts) needs one its pods can reach, and the `kubernetes` Service then gets it
+   * as its endpoint (the lease reconciler) so in-cluster clients find the API server.
+   */
+  host?: string;
+  /** Extra kube-controller-manager flags (appended, so they win). */
+  controllerManagerArgs?: readonly string[];
   /** Per component start timeout; default 60 s (a cold kube-apiserver on 2 cores takes ~5-10 s). */
   startTimeoutMs?: number;
   /** Echo component logs to this process's stderr. */
@@ -61,97 +67,18 @@ export interface ClusterEndpoint {
   kubeconfigPath: string;
 }
 
-const LOG_TAIL = 200;
+/** The `kubernetes` Service's ClusterIP: the first address of --service-cluster-ip-range. */
+export const KUBERNETES_SERVICE_IP = '10.96.0.1';
+
+/** Users the node's components (node.ts) authenticate as, each with a kubeconfig of its own. */
+export const COMPONENT_USERS = [
+  'system:node:skein-node',
+  'system:kube-proxy',
+  'system:kube-scheduler',
+] as const;
+export type ComponentUser = (typeof COMPONENT_USERS)[number];
 
 /** One component process: stderr/stdout kept as a bounded tail for error messages. */
-class Component {
-  readonly tail: string[] = [];
-  readonly exited: Promise<void>;
-  private readonly lineWaiters = new Set<(line: string) => void>();
-
-  constructor(
-    readonly name: string,
-    readonly child: ChildProcess,
-    verbose: boolean,
-  ) {
-    const onLine = (line: string) => {
-      this.tail.push(line);
-      if (this.tail.length > LOG_TAIL) this.tail.shift();
-      if (verbose) process.stderr.write(`[${name}] ${line}\n`);
-      for (const w of [...this.lineWaiters]) w(line);
-    };
-    if (child.stdout) createInterface({ input: child.stdout }).on('line', onLine);
-    if (child.stderr) createInterface({ input: child.stderr }).on('line', onLine);
-    this.exited = new Promise((resolve) => child.once('exit', () => resolve()));
-  }
-
-  get running(): boolean {
-    return this.child.exitCode === null && this.child.signalCode === null;
-  }
-
-  describe(): string {
-    return `${this.name} (exit ${this.child.exitCode ?? this.child.signalCode ?? 'none'}); last log lines:\n${this.tail.slice(-30).join('\n')}`;
-  }
-
-  /** The first output line `pick` maps to a value; rejects on exit or timeout. */
-  waitForLine<T>(pick: (line: string) => T | undefined, timeoutMs: number): Promise<T> {
-    return new Promise((resolve, reject) => {
-      const timer = setTimeout(
-        () => fail(new Error(`${this.name} not ready in ${timeoutMs} ms: ${this.describe()}`)),
-        timeoutMs,
-      );
-      const onExit = () => fail(new Error(`${this.name} exited before it was ready: ${this.describe()}`));
-      const waiter = (line: string) => {
-        const value = pick(line);
-        if (value === undefined) return;
-        cleanup();
-        resolve(value);
-      };
-      const cleanup = () => {
-        clearTimeout(timer);
-        this.lineWaiters.delete(waiter);
-        this.child.off('exit', onExit);
-      };
-      const fail = (err: Error) => {
-        cleanup();
-        reject(err);
-      };
-      this.lineWaiters.add(waiter);
-      this.child.once('exit', onExit);
-    });
-  }
-
-  /** SIGTERM, then SIGKILL if it has not exited after `graceMs`. */
-  async stop(graceMs = 10_000): Promise<void> {
-    if (!this.running) return;
-    this.child.kill('SIGTERM');
-    const timer = setTimeout(() => this.child.kill('SIGKILL'), graceMs);
-    await this.exited;
-    clearTimeout(timer);
-  }
-}
-
-/** Every component still running in this process, killed if the process exits without stop(). */
-const live = new Set<Component>();
-const liveDirs = new Set<string>();
-process.once('exit', () => {
-  for (const c of live) c.child.kill('SIGKILL');
-  for (const d of liveDirs) rmSync(d, { recursive: true, force: true });
-});
-
-function spawnComponent(name: string, bin: string, args: string[], verbose: boolean): Component {
-  if (!existsSync(bin)) throw new Error(`${bin} is missing: run \`make cluster-bin\` first`);
-  const child = spawn(bin, args, {
-    // The lifeline: the Go mains exit when stdin reaches EOF, i.e. when this
-    // process dies without stopping them (kill -9, a crashed test runner).
-    stdio: ['pipe', 'pipe', 'pipe'],
-    env: { ...process.env, TESTCLUSTER_LIFELINE: 'stdin' },
-  });
-  const c = new Component(name, child, verbose);
-  live.add(c);
-  void c.exited.then(() => live.delete(c));
-  return c;
-}
 
 export interface HttpResult {
   status: number;
@@ -246,7 +173,7 @@ export class TestCluster implements ClusterEndpoint {
     private readonly ports: { etcd: number; apiServer: number },
     endpoint: Omit<ClusterEndpoint, 'server'>,
   ) {
-    this.server = `https://127.0.0.1:${ports.apiServer}`;
+    this.server = `https://${opts.host ?? '127.0.0.1'}:${ports.apiServer}`;
     this.caPem = endpoint.caPem;
     this.adminToken = endpoint.adminToken;
     this.kubeconfigPath = endpoint.kubeconfigPath;
@@ -259,7 +186,8 @@ export class TestCluster implements ClusterEndpoint {
     try {
       const [etcdPort, apiServerPort] = await freePorts(2);
       if (etcdPort === undefined || apiServerPort === undefined) throw new Error('no free ports');
-      const files = await writeClusterFiles(dir, `https://127.0.0.1:${apiServerPort}`);
+      const host = opts.host ?? '127.0.0.1';
+      const files = await writeClusterFiles(dir, `https://${host}:${apiServerPort}`, host);
       const cluster = new TestCluster(dir, bin, opts, { etcd: etcdPort, apiServer: apiServerPort }, files);
       try {
         await cluster.startEtcd();
@@ -300,6 +228,20 @@ export class TestCluster implements ClusterEndpoint {
     return clusterRequest(this, method, urlPath, this.adminToken, body);
   }
 
+  /** The API server's port (the same after a restart). */
+  get apiServerPort(): number {
+    return this.ports.apiServer;
+  }
+
+  /**
+   * A kubeconfig file for one of the node's components (see COMPONENT_USERS): its
+   * own user name in logs and audit, the powers of system:masters like the controller
+   * manager's (the tests do not exercise the Node authorizer).
+   */
+  componentKubeconfig(user: ComponentUser): string {
+    return path.join(this.dir, `${user.replaceAll(':', '-')}.kubeconfig`);
+  }
+
   /** Last log lines of a component (for assertion messages). */
   logs(component: 'etcd' | 'kube-apiserver' | 'kube-controller-manager'): string[] {
     const c = {
@@ -333,10 +275,11 @@ export class TestCluster implements ClusterEndpoint {
   async startApiServer(): Promise<void> {
     if (this.apiServer?.running) return;
     const d = (f: string) => path.join(this.dir, f);
+    const host = this.opts.host ?? '127.0.0.1';
     const args = [
       `--etcd-servers=http://127.0.0.1:${this.ports.etcd}`,
-      '--bind-address=127.0.0.1',
-      '--advertise-address=127.0.0.1',
+      `--bind-address=${host}`,
+      `--advertise-address=${host}`,
       `--secure-port=${this.ports.apiServer}`,
       `--cert-dir=${d('apiserver-certs')}`,
       `--tls-cert-file=${d('apiserver.crt')}`,
@@ -354,6 +297,9 @@ export class TestCluster implements ClusterEndpoint {
       // 60 s request timeout for clients (the controller manager, tests) to leave.
       '--shutdown-send-retry-after=true',
       '--profiling=false',
+      // A node's pods find the API server through the `kubernetes` Service: the lease
+      // reconciler gives it this server's address as its endpoint.
+      ...(this.opts.host === undefined ? [] : ['--endpoint-reconciler-type=lease']),
       ...(this.opts.apiServerArgs ?? []),
     ];
     this.apiServer = spawnComponent(
@@ -380,6 +326,10 @@ export class TestCluster implements ClusterEndpoint {
       // No serving endpoint: nothing scrapes it, and it would need delegated auth.
       '--secure-port=0',
       '--profiling=false',
+      // What root-ca-cert-publisher puts in every namespace's kube-root-ca.crt ConfigMap,
+      // which a pod's ServiceAccount token volume needs.
+      `--root-ca-file=${path.join(this.dir, 'ca.crt')}`,
+      ...(this.opts.controllerManagerArgs ?? []),
     ];
     this.controllerManager = spawnComponent(
       'kube-controller-manager',
@@ -423,12 +373,23 @@ export class TestCluster implements ClusterEndpoint {
 }
 
 /** Certificates, keys, tokens and kubeconfigs for one cluster, written into `dir`. */
-async function writeClusterFiles(dir: string, server: string): Promise<Omit<ClusterEndpoint, 'server'>> {
+async function writeClusterFiles(
+  dir: string,
+  server: string,
+  host: string,
+): Promise<Omit<ClusterEndpoint, 'server'>> {
   const ca = await BuiltinCA.create({ commonName: 'skein-test-cluster-ca', validityMs: 24 * 60 * 60 * 1000 });
   const serving = await ca.issue({
     commonName: 'kube-apiserver',
-    ipSans: ['127.0.0.1'],
-    dnsSans: ['localhost', 'kubernetes.default.svc'],
+    // In-cluster clients dial the `kubernetes` Service: the first address of the service range.
+    ipSans: [...new Set(['127.0.0.1', host, KUBERNETES_SERVICE_IP])],
+    dnsSans: [
+      'localhost',
+      'kubernetes',
+      'kubernetes.default',
+      'kubernetes.default.svc',
+      'kubernetes.default.svc.cluster.local',
+    ],
     usage: 'server',
     validityMs: 24 * 60 * 60 * 1000,
   });
@@ -443,9 +404,11 @@ async function writeClusterFiles(dir: string, server: string): Promise<Omit<Clus
   // token,user,uid,"group1,group2" — system:masters bypasses RBAC. The controller
   // manager gets its own name (visible in audit/logs) but the same powers, which
   // saves giving each controller a ServiceAccount (--use-service-account-credentials).
+  const componentTokens = COMPONENT_USERS.map((user) => ({ user, token: randomBytes(24).toString('hex') }));
   const tokens = [
     `${adminToken},admin,admin,"system:masters"`,
     `${controllerManagerToken},system:kube-controller-manager,kube-controller-manager,"system:masters"`,
+    ...componentTokens.map(({ user, token }) => `${token},${user},${user},"system:masters"`),
   ].join('\n');
   const kubeconfigPath = path.join(dir, 'admin.kubeconfig');
   await mkdir(path.join(dir, 'apiserver-certs'), { recursive: true });
@@ -463,6 +426,13 @@ async function writeClusterFiles(dir: string, server: string): Promise<Omit<Clus
       path.join(dir, 'controller-manager.kubeconfig'),
       kubeconfigJson(server, ca.trustBundlePem, 'kube-controller-manager', controllerManagerToken),
       { mode: 0o600 },
+    ),
+    ...componentTokens.map(({ user, token }) =>
+      writeFile(
+        path.join(dir, `${user.replaceAll(':', '-')}.kubeconfig`),
+        kubeconfigJson(server, ca.trustBundlePem, user, token),
+        { mode: 0o600 },
+      ),
     ),
   ]);
   return { caPem: ca.trustBundlePem, adminToken, kubeconfigPath };
