@@ -10,6 +10,7 @@ import { ServingRenewal } from '../certificate/serving-renewal.js';
 import { CaBundleSync, type KubeWatchClient } from '../injector/ca-bundle.js';
 import { FileSecretWriter } from '../injector/file-secrets.js';
 import { KubeSecretWriter, StoreOrApiNamespaceReader } from '../injector/kube.js';
+import { chooseDefaultLayout, type LayoutChoice, parseServerVersion } from '../injector/layout.js';
 import { BootstrapSecretGc, KubeBootstrapSecretApi } from '../injector/secret-gc.js';
 import type { SidecarSettings } from '../injector/sidecar-settings.js';
 import {
@@ -53,6 +54,27 @@ export function servingNames(
       ...o.extraSans,
     ]),
   ];
+}
+
+/**
+ * The webhook's default sidecar layout. `auto` in Kubernetes mode reads the API
+ * server's `GET /version` once (the layout must not flip between pods of one
+ * rollout); an error or an unreadable answer means classic, which every
+ * Kubernetes runs. No cluster (local mode): classic unless forced.
+ */
+export async function defaultSidecarLayout(
+  mode: ControllerOptions['nativeSidecars'],
+  kube: Pick<KubeWatchClient, 'request'> | undefined,
+): Promise<LayoutChoice> {
+  if (mode !== 'auto' || !kube) return chooseDefaultLayout(mode, 'none');
+  let body: unknown;
+  try {
+    body = await kube.request('GET', '/version');
+  } catch (err) {
+    return chooseDefaultLayout(mode, { unavailable: err instanceof Error ? err.message : String(err) });
+  }
+  const version = parseServerVersion(body);
+  return chooseDefaultLayout(mode, version ?? { unavailable: `unreadable answer ${JSON.stringify(body)}` });
 }
 
 export interface InjectionOptions {
@@ -122,6 +144,12 @@ export class Injection {
       secrets = new FileSecretWriter(path.join(o.stateDir, 'secrets'));
       namespaces = { get: async (name) => fromStore(name) };
     }
+    const layout = await defaultSidecarLayout(o.nativeSidecars, i.kube);
+    const layoutLog = { nativeSidecars: layout.native, mode: o.nativeSidecars, reason: layout.reason };
+    const layoutMsg = `sidecar layout: ${layout.native ? 'native' : 'classic'}`;
+    // A fallback is a warning: the operator may want to force a layout with --native-sidecars.
+    if (layout.fellBack) log.warn(layoutLog, layoutMsg);
+    else log.info(layoutLog, layoutMsg);
     webhook = new InjectorWebhook({
       tls: { certPem: first.certPem, keyPem: first.keyPem },
       host: o.host,
@@ -131,6 +159,7 @@ export class Injection {
       controlPlaneNamespace: o.namespace,
       controllerServiceName: o.serviceName,
       images: { envoy: o.envoyImage, init: o.initImage },
+      nativeSidecars: layout.native,
       ca: i.ca,
       secrets,
       namespaces,

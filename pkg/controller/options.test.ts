@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { parseControllerArgs, UsageError } from './options.js';
+import { CONTROLLER_USAGE, parseControllerArgs, UsageError } from './options.js';
 
 test('defaults follow OSM ports; the plaintext port is off unless asked for', () => {
   const o = parseControllerArgs(['--local', 'examples/bookstore']);
@@ -185,4 +185,26 @@ test('ADS stream limits: unset unless given, each flag a positive integer', () =
       (e: unknown) =>
         e instanceof UsageError && /--ads-name-rate: .* is not a positive integer/.test(e.message),
     );
+});
+
+test('--native-sidecars: auto by default, always|never, anything else a UsageError; in the help text', () => {
+  const mode = (...flags: string[]) => {
+    const o = parseControllerArgs(['--kubeconfig', 'k', ...flags], {});
+    assert.ok(o !== 'help');
+    return o.nativeSidecars;
+  };
+  assert.equal(mode(), 'auto');
+  assert.equal(mode('--native-sidecars', 'always'), 'always');
+  assert.equal(mode('--native-sidecars=never'), 'never');
+  assert.equal(mode('--native-sidecars', 'auto'), 'auto');
+  for (const bad of ['true', 'Always', ''])
+    assert.throws(() => mode('--native-sidecars', bad), {
+      name: 'UsageError',
+      message: `--native-sidecars: ${JSON.stringify(bad)} is not one of auto, always, never`,
+    });
+  const local = parseControllerArgs(['--local', 'd'], {});
+  assert.ok(local !== 'help');
+  assert.equal(local.nativeSidecars, 'auto', 'local mode resolves auto to classic at start (injection.ts)');
+  assert.match(CONTROLLER_USAGE, /--native-sidecars <mode> +auto\|always\|never/);
+  assert.match(CONTROLLER_USAGE, /skein\.dev\/native-sidecar/);
 });

@@ -1,6 +1,11 @@
 import { isIP } from 'node:net';
 import { parseArgs } from 'node:util';
 import {
+  DEFAULT_NATIVE_SIDECARS_MODE,
+  isNativeSidecarsMode,
+  type NativeSidecarsMode,
+} from '../injector/layout.js';
+import {
   DEFAULT_MESH_NAME,
   PORT_ADS,
   PORT_CONTROLLER_HTTP,
@@ -48,6 +53,12 @@ export interface ControllerOptions {
   /** Images the webhook injects. */
   envoyImage: string;
   initImage: string;
+  /**
+   * Where the webhook puts Envoy: `auto` (native sidecar on Kubernetes >= 1.29,
+   * read from the API server at start; classic in local mode), `always`, `never`.
+   * A pod's `skein.dev/native-sidecar` annotation wins (pkg/injector/layout.ts).
+   */
+  nativeSidecars: NativeSidecarsMode;
   /** How long after admission a bootstrap Secret with no pod is deleted (default 5 min; pkg/injector/secret-gc.ts). */
   bootstrapOrphanGraceMs?: number;
   /** Kubernetes mode: the Secret in the control-plane namespace holding the CA (ca.crt, ca.key). */
@@ -106,6 +117,11 @@ Flags:
                               and the injected bootstrap (default ${DEFAULT_SERVICE_NAME})
   --envoy-image <image>       Envoy image the webhook injects (default ${DEFAULT_ENVOY_IMAGE})
   --init-image <image>        Traffic-redirection init image the webhook injects (default ${DEFAULT_INIT_IMAGE})
+  --native-sidecars <mode>    auto|always|never: inject Envoy as a native sidecar (an init container with
+                              restartPolicy Always, Kubernetes >= 1.29) or as a regular container; auto
+                              asks the API server's version at start, classic if it cannot (default
+                              ${DEFAULT_NATIVE_SIDECARS_MODE}; local mode: classic unless always). The pod annotation
+                              skein.dev/native-sidecar: "true"|"false" wins
   --bootstrap-orphan-grace <dur>
                               Kubernetes mode: delete a bootstrap Secret whose pod never got stored (a later
                               admission step refused it) this long after admission (default 5m)
@@ -190,6 +206,11 @@ export function parseControllerArgs(
       throw new UsageError(`--bootstrap-orphan-grace: ${err instanceof Error ? err.message : String(err)}`);
     }
   }
+  const nativeSidecars = v['native-sidecars'] ?? DEFAULT_NATIVE_SIDECARS_MODE;
+  if (!isNativeSidecarsMode(nativeSidecars))
+    throw new UsageError(
+      `--native-sidecars: ${JSON.stringify(nativeSidecars)} is not one of auto, always, never`,
+    );
   const options: ControllerOptions = {
     ...(v.local !== undefined ? { localDir: v.local } : {}),
     ...(v.kubeconfig !== undefined ? { kubeconfig: v.kubeconfig } : {}),
@@ -207,6 +228,7 @@ export function parseControllerArgs(
     serviceName: nonEmpty('service-name', v['service-name']) ?? DEFAULT_SERVICE_NAME,
     envoyImage: nonEmpty('envoy-image', v['envoy-image']) ?? DEFAULT_ENVOY_IMAGE,
     initImage: nonEmpty('init-image', v['init-image']) ?? DEFAULT_INIT_IMAGE,
+    nativeSidecars,
     caSecret: nonEmpty('ca-secret', v['ca-secret']) ?? DEFAULT_CA_SECRET,
     extraSans: (v['extra-san'] ?? []).map(san),
   };
@@ -263,6 +285,7 @@ function parse(argv: string[]) {
       'service-name': { type: 'string' },
       'envoy-image': { type: 'string' },
       'init-image': { type: 'string' },
+      'native-sidecars': { type: 'string' },
       'ca-secret': { type: 'string' },
       'bootstrap-orphan-grace': { type: 'string' },
       'extra-san': { type: 'string', multiple: true },

@@ -112,6 +112,7 @@ test('the bootstrap and its SDS files survive the Envoy protos and are valid pro
     bootstrap(),
     bootstrap(false),
     bootstrap(false, { xdsTransport: 'delta', maxDownstreamConnections: 7 }),
+    bootstrap(true, { envoyReadiness: true }),
   ];
   for (const b of variants) {
     assert.deepEqual(roundTripProblems(BOOTSTRAP_TYPE_URL, b), []);
@@ -248,6 +249,34 @@ test('probe forwards become listeners on the probe ports that rewrite to the app
   const names = new Set(clusters.map((c) => at(c, 'name')));
   for (const ref of JSON.stringify(listeners).matchAll(/"cluster":"([^"]+)"/g))
     assert.ok(names.has(ref[1] ?? ''), ref[1]);
+});
+
+test("envoyReadiness: a listener on 15900 whose one route reaches admin's /ready; absent unless asked for", () => {
+  const listenersOf = (b: ProtoObject): ProtoValue => at(b, 'static_resources', 'listeners');
+  const ports = (b: ProtoObject): ProtoValue => {
+    const l = listenersOf(b);
+    assert.ok(Array.isArray(l));
+    return l.map((x) => at(x, 'address', 'socket_address', 'port_value'));
+  };
+  assert.deepEqual(ports(bootstrap()), [15010, 15901, 15902, 15904], 'classic bootstraps are unchanged');
+  const b = bootstrap(false, { envoyReadiness: true });
+  assert.deepEqual(ports(b), [15010, 15900]);
+  const ready = byName(listenersOf(b), 'skein-envoy-ready');
+  // Reachable by kubelet from the node: the pod IP, not loopback (admin stays on 127.0.0.1).
+  assert.equal(at(ready, 'address', 'socket_address', 'address'), '0.0.0.0');
+  assert.equal(at(b, 'admin', 'address', 'socket_address', 'address'), '127.0.0.1');
+  assert.deepEqual(
+    at(ready, 'filter_chains', 0, 'filters', 0, 'typed_config', 'route_config', 'virtual_hosts', 0, 'routes'),
+    [
+      {
+        match: { path: '/skein-probe/envoy/ready' },
+        route: { cluster: 'skein-envoy-admin', prefix_rewrite: '/ready' },
+      },
+    ],
+  );
+  assert.ok(byName(at(b, 'static_resources', 'clusters'), 'skein-envoy-admin'));
+  // With app probes too: both, in port order.
+  assert.deepEqual(ports(bootstrap(true, { envoyReadiness: true })), [15010, 15900, 15901, 15902, 15904]);
 });
 
 test('delta transport: DELTA_GRPC, still with the node on the first message only', () => {

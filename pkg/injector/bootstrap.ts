@@ -16,7 +16,7 @@
 import { AnyType, ExtName, socketAddress, typed } from '../envoy/common/xds.js';
 import type { ProtoObject } from '../envoy/types.js';
 import { PORT_ADS, PORT_ENVOY_ADMIN, PORT_PROMETHEUS_LISTENER } from '../mesh/constants.js';
-import { BOOTSTRAP_MOUNT_PATH, SecretKey } from './constants.js';
+import { BOOTSTRAP_MOUNT_PATH, ENVOY_READY_PATH, PORT_ENVOY_READINESS, SecretKey } from './constants.js';
 import type { HttpProbeForward, ProbeForwards, TcpProbeForward } from './probes.js';
 
 export const BOOTSTRAP_TYPE_URL = 'type.googleapis.com/envoy.config.bootstrap.v3.Bootstrap';
@@ -26,6 +26,7 @@ const SECRET_TYPE_URL = 'type.googleapis.com/envoy.extensions.transport_sockets.
 export const ADS_CLUSTER = 'skein-controller';
 export const ADMIN_CLUSTER = 'skein-envoy-admin';
 export const PROMETHEUS_LISTENER = 'skein-prometheus';
+export const ENVOY_READY_LISTENER = 'skein-envoy-ready';
 export const ADS_CERT_SECRET = 'skein-ads-client-cert';
 export const ADS_CA_SECRET = 'skein-ads-ca';
 
@@ -74,6 +75,8 @@ export interface BootstrapOptions {
   xdsTransport?: XdsTransport;
   /** Default DEFAULT_MAX_DOWNSTREAM_CONNECTIONS. */
   maxDownstreamConnections?: number;
+  /** Serve ENVOY_READY_PATH on PORT_ENVOY_READINESS for kubelet's probes of the Envoy container. */
+  envoyReadiness?: boolean;
 }
 
 function file(mountPath: string, key: string): string {
@@ -204,6 +207,20 @@ function probeListeners(http: readonly HttpProbeForward[], tcp: readonly TcpProb
   return listeners;
 }
 
+/**
+ * Kubelet's view of Envoy's readiness. Admin `/ready` answers 200 only in
+ * state LIVE (initial CDS/LDS applied, or their initial_fetch_timeout passed)
+ * and 503 while initialising or draining; admin binds 127.0.0.1, so this
+ * plaintext listener forwards the one path, and nothing else of admin is
+ * exposed. Static listeners start accepting only once Envoy's init completes,
+ * so until then the probe's connection is refused, which fails it too.
+ */
+function envoyReadyListener(): ProtoObject {
+  return httpListener(ENVOY_READY_LISTENER, PORT_ENVOY_READINESS, [
+    { match: { path: ENVOY_READY_PATH }, route: { cluster: ADMIN_CLUSTER, prefix_rewrite: '/ready' } },
+  ]);
+}
+
 /** The overload manager with only the global downstream connection limit (no other monitor or action). */
 function overloadManager(maxConnections: number): ProtoObject {
   return {
@@ -251,6 +268,7 @@ export function envoyBootstrap(o: BootstrapOptions): ProtoObject {
         httpListener(PROMETHEUS_LISTENER, PORT_PROMETHEUS_LISTENER, [
           { match: { path: '/stats/prometheus' }, route: { cluster: ADMIN_CLUSTER } },
         ]),
+        ...(o.envoyReadiness ? [envoyReadyListener()] : []),
         ...probeListeners(probes.http, probes.tcp),
       ],
       clusters: [

@@ -39,6 +39,16 @@ export const PORT_STARTUP_PROBE = 15903;
 export const PORT_HTTPS_PROBE_FIRST = 15904;
 export const PORT_HTTPS_PROBE_LAST = 15999;
 
+/**
+ * Envoy's own readiness, for kubelet's probes of the Envoy container: a static
+ * listener that forwards ENVOY_READY_PATH to the admin interface's `/ready`.
+ * A port of its own, present whenever the Envoy container is probed, because
+ * 15901-15903 exist only when the app has HTTP probes and 15904-15999 belong to
+ * HTTPS/gRPC pass-through; below them so the probe family stays contiguous.
+ */
+export const PORT_ENVOY_READINESS = 15900;
+export const ENVOY_READY_PATH = '/skein-probe/envoy/ready';
+
 /** Pod annotations with per-pod traffic-interception exclusions (comma-separated). */
 export const ANNOTATION_OUTBOUND_PORT_EXCLUSIONS = 'skein.dev/outbound-port-exclusion-list';
 export const ANNOTATION_INBOUND_PORT_EXCLUSIONS = 'skein.dev/inbound-port-exclusion-list';
@@ -49,6 +59,13 @@ export const ANNOTATION_OUTBOUND_IP_RANGE_EXCLUSIONS = 'skein.dev/outbound-ip-ra
  * `sidecar.istio.io/proxyImage`): canary an Envoy upgrade on a few pods.
  */
 export const ANNOTATION_ENVOY_IMAGE = 'skein.dev/envoy-image';
+
+/**
+ * Per-pod sidecar layout, overriding --native-sidecars: `"true"` injects Envoy
+ * as a native sidecar (an init container with restartPolicy Always, KEP-753),
+ * `"false"` as a regular container.
+ */
+export const ANNOTATION_NATIVE_SIDECAR = 'skein.dev/native-sidecar';
 
 /** Pod annotations overriding MeshConfig `spec.sidecar` for one pod's bootstrap. */
 export const ANNOTATION_XDS_TRANSPORT = 'skein.dev/xds-transport';

@@ -196,6 +196,11 @@ const cases: { name: string; packet: Packet; verdict: Verdict }[] = [
     verdict: toInbound,
   },
   { name: 'inbound Prometheus scrape 15010 → proxy directly', packet: inbound(15010), verdict: untouched },
+  {
+    name: "kubelet probing Envoy's readiness 15900 → proxy directly",
+    packet: inbound(15900),
+    verdict: untouched,
+  },
   { name: 'kubelet liveness probe 15901 → proxy directly', packet: inbound(15901), verdict: untouched },
   { name: 'kubelet readiness probe 15902 → proxy directly', packet: inbound(15902), verdict: untouched },
   { name: 'kubelet startup probe 15903 → proxy directly', packet: inbound(15903), verdict: untouched },
@@ -273,7 +278,11 @@ const cases: { name: string; packet: Packet; verdict: Verdict }[] = [
 const probePorts = [PORT_LIVENESS_PROBE, PORT_READINESS_PROBE, PORT_STARTUP_PROBE];
 
 test('rendered rules give every packet its intended verdict, and every rule is needed by some case', () => {
-  const rules = renderIptablesRules({ exclusions, proxyServedPorts: defaultProxyServedPorts(probePorts) });
+  // The native layout's port set (Envoy's readiness port too): every rule of the classic one and one more.
+  const rules = renderIptablesRules({
+    exclusions,
+    proxyServedPorts: defaultProxyServedPorts(probePorts, true),
+  });
   const table = parse(rules);
   const hits = new Set<number>();
   for (const c of cases) assert.deepEqual(evaluate(table, c.packet, hits), c.verdict, c.name);
@@ -292,6 +301,22 @@ test('without exclusion annotations the same ports are intercepted', () => {
   assert.deepEqual(evaluate(table, inbound(8443), hits), toInbound);
   // Probe ports are only excluded when probes were rewritten to them.
   assert.deepEqual(evaluate(table, inbound(15901), hits), toInbound);
+  // Envoy's readiness port only when the Envoy container is probed (the native layout).
+  assert.deepEqual(evaluate(table, inbound(15900), hits), toInbound);
+});
+
+test("Envoy's readiness port is exempt only when asked for; the classic port list is unchanged", () => {
+  assert.deepEqual(defaultProxyServedPorts([15902]), [15010, 15902]);
+  assert.deepEqual(defaultProxyServedPorts([15902], true), [15010, 15900, 15902]);
+  const classic = renderIptablesRules({
+    exclusions: NO_EXCLUSIONS,
+    proxyServedPorts: defaultProxyServedPorts([]),
+  });
+  assert.ok(!classic.includes('--dport 15900'));
+  const native = parse(
+    renderIptablesRules({ exclusions: NO_EXCLUSIONS, proxyServedPorts: defaultProxyServedPorts([], true) }),
+  );
+  assert.deepEqual(evaluate(native, inbound(15900), new Set()), untouched);
 });
 
 test('the rules use skein chains, replace the nat table and end with COMMIT', () => {

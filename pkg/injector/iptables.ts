@@ -3,7 +3,7 @@ import {
   PORT_OUTBOUND_LISTENER,
   PORT_PROMETHEUS_LISTENER,
 } from '../mesh/constants.js';
-import { PROXY_UID } from './constants.js';
+import { PORT_ENVOY_READINESS, PROXY_UID } from './constants.js';
 import type { Exclusions } from './exclusions.js';
 
 export const CHAIN_INBOUND = 'SKEIN_PROXY_INBOUND';
@@ -66,7 +66,11 @@ export function renderIptablesRules(o: IptablesOptions): string {
   return lines.join('\n');
 }
 
-/** Ports served by the proxy to non-mesh callers, always excluded from inbound redirection. */
-export function defaultProxyServedPorts(probePorts: readonly number[]): number[] {
-  return [PORT_PROMETHEUS_LISTENER, ...probePorts];
+/**
+ * Ports served by the proxy to non-mesh callers, excluded from inbound
+ * redirection: Prometheus, the app probes' ports in use, and Envoy's own
+ * readiness port when kubelet probes the Envoy container (native layout).
+ */
+export function defaultProxyServedPorts(probePorts: readonly number[], envoyReadiness = false): number[] {
+  return [PORT_PROMETHEUS_LISTENER, ...(envoyReadiness ? [PORT_ENVOY_READINESS] : []), ...probePorts];
 }

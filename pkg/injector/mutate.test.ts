@@ -308,6 +308,122 @@ test('mutate: a pod without labels, volumes or init containers gets the arrays a
   );
 });
 
+/** The names of `spec.<list>` in a patched pod. */
+function namesOf(patched: Json, list: 'containers' | 'initContainers'): Json[] {
+  const items = get(patched, 'spec', list);
+  assert.ok(Array.isArray(items));
+  return items.map((c) => get(c, 'name'));
+}
+
+test('mutate, native layout: Envoy is an init container after skein-init, restartPolicy Always, probed on 15900', () => {
+  const raw = podJson();
+  const native = mutate(readPod(raw), {
+    ...options,
+    nativeSidecars: true,
+    envoyResources: { limits: { cpu: '1' } },
+  });
+  const classic = mutate(readPod(raw), options);
+  assert.equal(native.layout, 'native');
+  assert.equal(classic.layout, 'classic');
+  const patched = applyPatch(raw, native.patch);
+  // KEP-753: init containers start in order, so the rules exist before Envoy, and Envoy before the app.
+  assert.deepEqual(namesOf(patched, 'initContainers'), ['migrate', 'skein-init', 'envoy']);
+  assert.deepEqual(namesOf(patched, 'containers'), ['app', 'side'], 'no envoy among the containers');
+  const inits = get(patched, 'spec', 'initContainers');
+  const envoy = named(inits, 'envoy');
+  assert.equal(envoy['restartPolicy'], 'Always');
+  const ready = { path: '/skein-probe/envoy/ready', port: 15900, scheme: 'HTTP' };
+  assert.deepEqual(envoy['startupProbe'], {
+    httpGet: ready,
+    periodSeconds: 1,
+    timeoutSeconds: 1,
+    failureThreshold: 120,
+  });
+  assert.deepEqual(envoy['readinessProbe'], {
+    httpGet: ready,
+    periodSeconds: 2,
+    timeoutSeconds: 1,
+    failureThreshold: 3,
+  });
+  assert.equal(envoy['livenessProbe'], undefined, 'a controller outage must not restart Envoy');
+  assert.equal(envoy['lifecycle'], undefined, 'no preStop: kubelet stops Envoy after the app');
+  // Otherwise the same container as the classic layout's.
+  const classicEnvoy = named(get(applyPatch(raw, classic.patch), 'spec', 'containers'), 'envoy');
+  const { restartPolicy, startupProbe, readinessProbe, ...rest } = envoy;
+  assert.deepEqual(rest, { ...classicEnvoy, resources: { limits: { cpu: '1' } } });
+  // The app's probes are rewritten exactly as in the classic layout (same container indexes).
+  const rewrites = (m: typeof native) => m.patch.filter((op) => op.op === 'replace');
+  assert.deepEqual(rewrites(native), rewrites(classic));
+  assert.ok(rewrites(native).length > 0);
+  // Kubelet reaches 15900 from the node: exempt from inbound interception, served by the bootstrap.
+  const returns = (m: typeof native) =>
+    m.iptablesRules.split('\n').filter((l) => l.startsWith('-A SKEIN_PROXY_INBOUND') && l.endsWith('RETURN'));
+  assert.deepEqual(
+    returns(native).filter((l) => !returns(classic).includes(l)),
+    ['-A SKEIN_PROXY_INBOUND -p tcp --dport 15900 -j RETURN'],
+  );
+  const listeners = get(native.bootstrap, 'static_resources', 'listeners');
+  assert.equal(get(named(listeners, 'skein-envoy-ready'), 'address', 'socket_address', 'port_value'), 15900);
+  assert.deepEqual(JSON.parse(native.secret.stringData['bootstrap.json'] ?? ''), native.bootstrap);
+  // Idempotent: Envoy as an init container marks the pod as injected too.
+  assert.deepEqual(decide(readPod(patched), meshed('enabled'), MESH), {
+    inject: false,
+    reason: 'pod already has a sidecar',
+  });
+  const bare = readPod(podJson({ spec: { initContainers: [{ name: 'envoy', image: 'x' }] } }));
+  assert.equal(decide(bare, meshed('enabled'), MESH).inject, false);
+});
+
+test('mutate, native layout: a pod without init containers gets the array with skein-init then envoy', () => {
+  const raw = podJson({ spec: { initContainers: null, containers: [{ name: 'app', image: 'a' }] } });
+  const m = mutate(readPod(raw), { ...options, nativeSidecars: true });
+  const patched = applyPatch(raw, m.patch);
+  assert.deepEqual(namesOf(patched, 'initContainers'), ['skein-init', 'envoy']);
+  assert.deepEqual(namesOf(patched, 'containers'), ['app']);
+  // No app probes: the proxy serves Prometheus and its own readiness, nothing else.
+  assert.deepEqual(
+    m.iptablesRules.split('\n').filter((l) => l.startsWith('-A SKEIN_PROXY_INBOUND') && l.endsWith('RETURN')),
+    [
+      '-A SKEIN_PROXY_INBOUND -p tcp --dport 15010 -j RETURN',
+      '-A SKEIN_PROXY_INBOUND -p tcp --dport 15900 -j RETURN',
+    ],
+  );
+  // skein.dev/envoy-image applies to the init container.
+  const canary = podJson({ annotations: { 'skein.dev/envoy-image': 'envoyproxy/envoy:v1.36.2' } });
+  const inits = get(
+    applyPatch(canary, mutate(readPod(canary), { ...options, nativeSidecars: true }).patch),
+    'spec',
+    'initContainers',
+  );
+  assert.equal(named(inits, 'envoy')['image'], 'envoyproxy/envoy:v1.36.2');
+});
+
+test('mutate: skein.dev/native-sidecar wins over the default; classic is the same patch whichever way it was chosen', () => {
+  const patchOf = (annotations: Record<string, string>, nativeSidecars?: boolean) =>
+    mutate(readPod(podJson({ annotations })), {
+      ...options,
+      ...(nativeSidecars !== undefined ? { nativeSidecars } : {}),
+    });
+  const classic = patchOf({});
+  assert.equal(classic.layout, 'classic', 'classic unless asked for');
+  assert.deepEqual(patchOf({}, false), classic);
+  assert.deepEqual(patchOf({ 'skein.dev/native-sidecar': 'false' }, true).patch, classic.patch);
+  assert.deepEqual(patchOf({ 'skein.dev/native-sidecar': 'false' }, true).secret, classic.secret);
+  const native = patchOf({ 'skein.dev/native-sidecar': 'true' }, false);
+  assert.equal(native.layout, 'native');
+  assert.deepEqual(native.patch, patchOf({ 'skein.dev/native-sidecar': 'true' }, true).patch);
+  for (const bad of ['yes', 'True', '1', '']) {
+    const pod = readPod(podJson({ annotations: { 'skein.dev/native-sidecar': bad } }));
+    const message = `annotation skein.dev/native-sidecar on pod bookstore-<generated> is ${JSON.stringify(bad)}; use "true" or "false"`;
+    // checkPod is what the webhook calls before issuing a certificate.
+    assert.throws(() => checkPod(pod), { name: 'InjectionError', message });
+    assert.throws(() => mutate(pod, { ...options, nativeSidecars: true }), {
+      name: 'InjectionError',
+      message,
+    });
+  }
+});
+
 test('mutate: invalid annotations and unresolvable probe ports are InjectionErrors naming the culprit', () => {
   const bad = podJson({ annotations: { 'skein.dev/inbound-port-exclusion-list': '80,99999' } });
   assert.throws(() => mutate(readPod(bad), options), {

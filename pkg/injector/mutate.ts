@@ -28,6 +28,7 @@ import { badAnnotation, InjectionError } from './errors.js';
 import { parseExclusions } from './exclusions.js';
 import { defaultProxyServedPorts, renderIptablesRules } from './iptables.js';
 import { type JsonPatchOperation, pointer } from './jsonpatch.js';
+import { envoyReadinessProbe, envoyStartupProbe, podLayout, type SidecarLayout } from './layout.js';
 import type { Json, JsonObject, PodInfo } from './pod.js';
 import { planProbes } from './probes.js';
 import { podSidecarSettings, type SidecarSettings } from './sidecar-settings.js';
@@ -60,9 +61,11 @@ export function decide(pod: PodInfo, namespace: NamespaceLike, o: DecideOptions)
   const monitoredBy = namespace.metadata.labels?.[LABEL_MONITORED_BY];
   if (monitoredBy !== o.meshName)
     return { inject: false, reason: `namespace ${ns} is not labelled ${LABEL_MONITORED_BY}=${o.meshName}` };
-  // Idempotence: a re-invoked webhook (reinvocationPolicy, retries) sees its own output.
+  // Idempotence: a re-invoked webhook (reinvocationPolicy, retries) sees its own output,
+  // with Envoy as a container (classic) or an init container (native).
   if (
     pod.containers.some((c) => c.name === ENVOY_CONTAINER_NAME) ||
+    pod.initContainerNames.includes(ENVOY_CONTAINER_NAME) ||
     pod.initContainerNames.includes(INIT_CONTAINER_NAME) ||
     pod.labels[LABEL_PROXY_UUID] !== undefined
   )
@@ -107,6 +110,11 @@ export interface MutateOptions {
   envoyResources?: JsonObject;
   /** The mesh's sidecar settings (MeshConfig `spec.sidecar`); the pod's annotations override them. */
   sidecar?: SidecarSettings;
+  /**
+   * Inject Envoy as a native sidecar (layout.ts) unless the pod's
+   * `skein.dev/native-sidecar` annotation says otherwise. Default false: classic.
+   */
+  nativeSidecars?: boolean;
 }
 
 /** A core/v1 Secret to create (stringData: the API server encodes it). */
@@ -127,6 +135,7 @@ export interface Mutation {
   bootstrap: JsonObject;
   /** What the bootstrap was built with, after the pod's annotations. */
   sidecar: SidecarSettings;
+  layout: SidecarLayout;
 }
 
 /** The proxy certificate CN for a pod: `<uuid>.sidecar.<sa>.<ns>.<trust-domain>`. */
@@ -150,6 +159,7 @@ export function checkPod(pod: PodInfo): void {
   planProbes(pod);
   envoyImageOf(pod, '');
   podSidecarSettings(pod);
+  podLayout(pod, false);
   if (pod.volumeNames.includes(BOOTSTRAP_VOLUME_NAME))
     throw new InjectionError(`pod already has a volume named ${BOOTSTRAP_VOLUME_NAME}`);
 }
@@ -168,7 +178,7 @@ export function envoyImageOf(pod: PodInfo, fallback: string): string {
   return image;
 }
 
-function envoyContainer(pod: PodInfo, o: MutateOptions): JsonObject {
+function envoyContainer(pod: PodInfo, o: MutateOptions, layout: SidecarLayout): JsonObject {
   const c: JsonObject = {
     name: ENVOY_CONTAINER_NAME,
     image: envoyImageOf(pod, o.images.envoy),
@@ -197,6 +207,13 @@ function envoyContainer(pod: PodInfo, o: MutateOptions): JsonObject {
     volumeMounts: [{ name: BOOTSTRAP_VOLUME_NAME, mountPath: BOOTSTRAP_MOUNT_PATH, readOnly: true }],
   };
   if (o.envoyResources) c['resources'] = o.envoyResources;
+  if (layout === 'native') {
+    // KEP-753: an init container with restartPolicy Always is a sidecar; kubelet
+    // holds the app back until its startupProbe passes.
+    c['restartPolicy'] = 'Always';
+    c['startupProbe'] = envoyStartupProbe();
+    c['readinessProbe'] = envoyReadinessProbe();
+  }
   return c;
 }
 
@@ -239,9 +256,12 @@ export function mutate(pod: PodInfo, o: MutateOptions): Mutation {
   const probes = planProbes(pod);
   const commonName = sidecarCommonName(pod, o.proxyUuid, o.trustDomain);
   const sidecar = podSidecarSettings(pod, o.sidecar);
+  const layout = podLayout(pod, o.nativeSidecars ?? false);
+  // Only the native layout probes Envoy itself: classic pods keep their exact rules and bootstrap.
+  const envoyProbed = layout === 'native';
   const iptablesRules = renderIptablesRules({
     exclusions,
-    proxyServedPorts: defaultProxyServedPorts(probes.ports),
+    proxyServedPorts: defaultProxyServedPorts(probes.ports, envoyProbed),
   });
   const bootstrap = envoyBootstrap({
     nodeId: commonName,
@@ -250,6 +270,7 @@ export function mutate(pod: PodInfo, o: MutateOptions): Mutation {
     probes: probes.forwards,
     xdsTransport: sidecar.xdsTransport,
     maxDownstreamConnections: sidecar.maxDownstreamConnections,
+    envoyReadiness: envoyProbed,
   });
   const sds = adsSdsFiles();
   const secretName = bootstrapSecretName(o.proxyUuid);
@@ -281,9 +302,13 @@ export function mutate(pod: PodInfo, o: MutateOptions): Mutation {
       ? { op: 'add', path: pointer('metadata', 'labels', LABEL_PROXY_UUID), value: o.proxyUuid }
       : { op: 'add', path: pointer('metadata', 'labels'), value: { [LABEL_PROXY_UUID]: o.proxyUuid } },
     append(['spec', 'volumes'], pod.hasVolumes, { name: BOOTSTRAP_VOLUME_NAME, secret: { secretName } }),
-    // Last, so earlier init containers keep a network without interception (no proxy runs yet).
+    // After the pod's own, so earlier init containers keep a network without interception (no proxy runs yet).
     append(['spec', 'initContainers'], pod.hasInitContainers, initContainer(o, iptablesRules)),
-    append(['spec', 'containers'], true, envoyContainer(pod, o)),
+    // Native: right after skein-init, so the rules are in place before Envoy and the app start;
+    // the previous operation made sure the array exists.
+    layout === 'native'
+      ? append(['spec', 'initContainers'], true, envoyContainer(pod, o, layout))
+      : append(['spec', 'containers'], true, envoyContainer(pod, o, layout)),
     ...probes.rewrites.map(
       (r): JsonPatchOperation => ({
         op: 'replace',
@@ -292,5 +317,5 @@ export function mutate(pod: PodInfo, o: MutateOptions): Mutation {
       }),
     ),
   ];
-  return { patch, secret, proxyUuid: o.proxyUuid, commonName, iptablesRules, bootstrap, sidecar };
+  return { patch, secret, proxyUuid: o.proxyUuid, commonName, iptablesRules, bootstrap, sidecar, layout };
 }

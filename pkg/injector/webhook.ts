@@ -71,6 +71,11 @@ export interface WebhookOptions {
    * Defaults when absent.
    */
   sidecarSettings?: () => SidecarSettings;
+  /**
+   * Envoy as a native sidecar by default (layout.ts; the controller decides it
+   * once from --native-sidecars and the API server's version). Default false.
+   */
+  nativeSidecars?: boolean;
   ca: Pick<CertificateAuthority, 'issue'>;
   proxyCertValidityMs?: number;
   secrets: SecretWriter;
@@ -265,13 +270,14 @@ export class InjectorWebhook {
         ...(o.envoyLogLevel !== undefined ? { envoyLogLevel: o.envoyLogLevel } : {}),
         ...(o.envoyResources !== undefined ? { envoyResources: o.envoyResources } : {}),
         ...(o.sidecarSettings ? { sidecar: o.sidecarSettings() } : {}),
+        ...(o.nativeSidecars !== undefined ? { nativeSidecars: o.nativeSidecars } : {}),
         proxyUuid,
         certificate: { certPem: cert.certPem, keyPem: cert.keyPem, caPem: cert.caPem },
       });
       // A dry run must have no side effects (the webhook is registered with sideEffects: NoneOnDryRun).
       if (!request.dryRun) await this.#o.secrets.create(m.secret);
       log.info(
-        { proxyUuid, secret: m.secret.metadata.name, dryRun: request.dryRun, ...m.sidecar },
+        { proxyUuid, secret: m.secret.metadata.name, dryRun: request.dryRun, layout: m.layout, ...m.sidecar },
         'injecting sidecar',
       );
       const answer = review({

@@ -18,7 +18,7 @@ import {
   controllerAddress,
   envoyBootstrap,
 } from '../../pkg/injector/bootstrap.js';
-import { SecretKey } from '../../pkg/injector/constants.js';
+import { ENVOY_READY_PATH, SecretKey } from '../../pkg/injector/constants.js';
 import { isJsonObject, type Json } from '../../pkg/injector/pod.js';
 import { get } from '../../pkg/injector/testing/json-path.js';
 import { messageType } from '../../pkg/xds/proto/root.js';
@@ -29,6 +29,7 @@ import {
   envoyValidate,
   loopbackBootstrap,
 } from '../support/envoy-bin.js';
+import { freePorts } from '../support/processes.js';
 import { type RecordedRequest, StubAdsServer } from '../support/stub-ads.js';
 
 const NODE_ID = '6d1f3c58-0b0e-4c8a-9a43-3f6f0c2b9a11.sidecar.bookbuyer.bookbuyer.cluster.local';
@@ -98,8 +99,7 @@ async function runAgainstStub(version: EnvoyVersion, b: Json, tryConnections = f
       // Static listeners start once initialisation is over; Envoy is then LIVE.
       await run.live(5_000);
       const listeners: unknown = JSON.parse(await run.admin('/listeners?format=json'));
-      const listenerPort = prometheusPort(listeners);
-      result.keptOpen = await connectionsKeptOpen(listenerPort, 3);
+      result.keptOpen = await connectionsKeptOpen(listenerPort(listeners, 'skein-prometheus'), 3);
       const stats = await run.stats('downstream_global_cx_overflow');
       // Named by the configured address (port 0 here), like every listener stat.
       result.overflow = stats.get('listener.127.0.0.1_0.downstream_global_cx_overflow');
@@ -112,16 +112,61 @@ async function runAgainstStub(version: EnvoyVersion, b: Json, tryConnections = f
   }
 }
 
-function prometheusPort(listeners: unknown): number {
+/** The port a static listener bound (the loopback bootstrap gives every listener port 0). */
+function listenerPort(listeners: unknown, name: string): number {
   const statuses =
     typeof listeners === 'object' && listeners !== null && 'listener_statuses' in listeners
       ? listeners.listener_statuses
       : undefined;
   assert.ok(Array.isArray(statuses));
-  const text = JSON.stringify(statuses.find((s) => JSON.stringify(s).includes('"skein-prometheus"')));
+  const text = JSON.stringify(statuses.find((s) => JSON.stringify(s).includes(`"${name}"`)));
   const port = Number(/"port_value":(\d+)/.exec(text)?.[1]);
-  assert.ok(port > 0, `no Prometheus listener port in ${JSON.stringify(listeners)}`);
+  assert.ok(port > 0, `no ${name} listener port in ${JSON.stringify(listeners)}`);
   return port;
+}
+
+/**
+ * The native layout's readiness route on a running Envoy: admin on a known free
+ * port and the admin cluster pointed at it (in a pod both are 127.0.0.1:15000).
+ * Returns what kubelet's probe sees while LIVE, for another path, and after
+ * /healthcheck/fail (the DRAINING state).
+ */
+async function readinessRoute(
+  version: EnvoyVersion,
+): Promise<{ live: string; other: number; draining: string }> {
+  const [adminPort = 0] = await freePorts(1);
+  const stub = new StubAdsServer();
+  const adsPort = await stub.start();
+  const lb = loopbackBootstrap(bootstrap({ envoyReadiness: true }), adsPort);
+  const admin = { socket_address: { address: '127.0.0.1', port_value: adminPort } };
+  const clusters = get(lb, 'static_resources', 'clusters');
+  assert.ok(isJsonObject(lb) && isJsonObject(lb['admin']) && Array.isArray(clusters));
+  lb['admin']['address'] = admin;
+  const adminCluster = clusters.find((c) => isJsonObject(c) && c['name'] === 'skein-envoy-admin');
+  assert.ok(isJsonObject(adminCluster));
+  adminCluster['load_assignment'] = {
+    cluster_name: 'skein-envoy-admin',
+    endpoints: [{ lb_endpoints: [{ endpoint: { address: admin } }] }],
+  };
+  const run = await EnvoyProcess.start(version, JSON.stringify(lb));
+  try {
+    await stub.waitFor(initialised);
+    await run.live(5_000);
+    const port = listenerPort(JSON.parse(await run.admin('/listeners?format=json')), 'skein-envoy-ready');
+    const probe = async (p: string) => {
+      const res = await fetch(`http://127.0.0.1:${port}${p}`);
+      return { status: res.status, body: (await res.text()).trim() };
+    };
+    const live = await probe(ENVOY_READY_PATH);
+    const other = (await probe('/stats')).status;
+    const fail = await fetch(`http://127.0.0.1:${adminPort}/healthcheck/fail`, { method: 'POST' });
+    assert.equal(fail.status, 200);
+    const draining = await probe(ENVOY_READY_PATH);
+    return { live: `${live.status} ${live.body}`, other, draining: `${draining.status} ${draining.body}` };
+  } finally {
+    await run.stop();
+    stub.close();
+  }
 }
 
 /** Opens `n` connections one after another and holds them; how many Envoy has not closed 300 ms later. */
@@ -153,6 +198,11 @@ for (const version of ENVOY_VERSIONS) {
         assert.equal(r.code, 0, r.output);
         assert.match(r.output, /configuration '.*' OK/, xdsTransport);
       }
+    });
+
+    test("native layout: the readiness listener answers kubelet with admin's /ready, and only that path", async () => {
+      const r = await readinessRoute(version);
+      assert.deepEqual(r, { live: '200 LIVE', other: 404, draining: '503 DRAINING' });
     });
 
     test('SotW: the node on the first request only; no connection-limit warning; the limit refuses connections', async (t) => {

@@ -28,6 +28,8 @@ test("the injector's sidecar bootstrap and SDS files pass Envoy's validation rul
       probes,
       xdsTransport,
       maxDownstreamConnections: 1000,
+      // The native layout's Envoy readiness listener, in one of the two.
+      envoyReadiness: xdsTransport === 'delta',
     });
     return {
       typeUrl: BOOTSTRAP_TYPE_URL,

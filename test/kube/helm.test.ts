@@ -302,6 +302,10 @@ describe('charts/skein with helm against the real API server', () => {
       /failurePolicy "Maybe": must be Fail or Ignore/,
     );
     await assert.rejects(render('webhook.timeoutSeconds=31'), /timeoutSeconds 31: must be between 1 and 30/);
+    await assert.rejects(
+      render('webhook.nativeSidecars=true'),
+      /webhook.nativeSidecars "true": must be auto, always or never/,
+    );
     await assert.rejects(render('meshName=Not_A_Label'), (err: unknown) => {
       assert.ok(err instanceof HelmError);
       assert.match(err.message, /meshName "Not_A_Label": must be a DNS label/);
@@ -332,6 +336,7 @@ describe('charts/skein with helm against the real API server', () => {
       '--ca-secret=skein-ca',
       '--envoy-image=envoyproxy/envoy:v1.40.0',
       '--init-image=skein/controller:0.1.0',
+      '--native-sidecars=auto',
     ])
       assert.ok(args.includes(a), `args include ${a}: ${JSON.stringify(args)}`);
     assert.equal(at(container, 'image'), 'skein/controller:0.1.0');

@@ -67,6 +67,7 @@ describe('sidecar injection through the real admission chain', { timeout: 120_00
   let webhookPort = 0;
   let httpPort = 0;
   let caPem = '';
+  let kubeconfigPath = '';
 
   const podsPath = (ns: string) => `/api/v1/namespaces/${ns}/pods`;
   const createPod = (ns: string, body: JsonObject): Promise<unknown> =>
@@ -82,6 +83,7 @@ describe('sidecar injection through the real admission chain', { timeout: 120_00
     const cluster = await acquireCluster();
     release = cluster.release;
     const kc = cluster.kubeConfig;
+    kubeconfigPath = cluster.endpoint.kubeconfigPath;
     api = new KubeClient({ kubeConfig: kc });
     const core = kc.makeApiClient(CoreV1Api);
     await prepareMeshCluster(kc, core, CP);
@@ -190,16 +192,28 @@ describe('sidecar injection through the real admission chain', { timeout: 120_00
     const before = { injected: await metric('injected'), skipped: await metric('skipped') };
 
     const stored = await createPod(MESHED, pod('web'));
-    assert.deepEqual(names(at(stored, 'spec', 'containers')), ['app', 'envoy']);
-    assert.deepEqual(names(at(stored, 'spec', 'initContainers')), ['skein-init']);
-    const envoy = at(stored, 'spec', 'containers', 1);
+    // --native-sidecars=auto against this v1.36 API server: Envoy is a native sidecar (KEP-753),
+    // and the API server kept restartPolicy and the probes on the init container.
+    assert.deepEqual(names(at(stored, 'spec', 'containers')), ['app']);
+    assert.deepEqual(names(at(stored, 'spec', 'initContainers')), ['skein-init', 'envoy']);
+    const envoy = at(stored, 'spec', 'initContainers', 1);
+    assert.equal(at(envoy, 'restartPolicy'), 'Always');
     assert.equal(at(envoy, 'securityContext', 'runAsUser'), 1500);
+    assert.deepEqual(at(envoy, 'startupProbe', 'httpGet'), {
+      path: '/skein-probe/envoy/ready',
+      port: 15900,
+      scheme: 'HTTP',
+    });
+    assert.equal(at(envoy, 'startupProbe', 'periodSeconds'), 1);
+    assert.equal(at(envoy, 'startupProbe', 'failureThreshold'), 120);
+    assert.equal(at(envoy, 'readinessProbe', 'httpGet', 'path'), '/skein-probe/envoy/ready');
     const init = at(stored, 'spec', 'initContainers', 0);
     assert.equal(at(init, 'env', 0, 'name'), IPTABLES_RULES_ENV);
     const rules = String(at(init, 'env', 0, 'value'));
     assert.match(rules, /-j REDIRECT --to-ports 15003$/m);
     assert.match(rules, /-j REDIRECT --to-ports 15001$/m);
     assert.match(rules, /--uid-owner 1500 -j RETURN$/m);
+    assert.match(rules, /--dport 15900 -j RETURN$/m);
 
     const uuid = String(at(stored, 'metadata', 'labels', 'skein.dev/proxy-uuid'));
     assert.match(uuid, /^[0-9a-f-]{36}$/);
@@ -220,6 +234,7 @@ describe('sidecar injection through the real admission chain', { timeout: 120_00
       Buffer.from(String(at(secret, 'data', 'bootstrap.json')), 'base64').toString(),
     );
     assert.equal(at(bootstrap, 'node', 'id'), `${uuid}.sidecar.default.${MESHED}.cluster.local`);
+    assert.match(JSON.stringify(at(bootstrap, 'static_resources', 'listeners')), /"skein-envoy-ready"/);
     assert.equal(Buffer.from(String(at(secret, 'data', 'ca.crt')), 'base64').toString(), caPem);
 
     // Injected once, although the webhook saw the injected pod again: from the second entry,
@@ -243,6 +258,88 @@ describe('sidecar injection through the real admission chain', { timeout: 120_00
     assert.deepEqual(at(review, 'response'), { uid: 'again', allowed: true });
     assert.equal(await metric('skipped'), skipped + 1);
     assert.equal(await metric('error'), 0);
+  });
+
+  test('auto chose native from the API server version; skein.dev/native-sidecar: "false" gives the classic layout', async () => {
+    assert.ok(controller);
+    const line = controller.lines.find((l) => l['msg'] === 'sidecar layout: native');
+    assert.match(String(line?.['reason']), /^auto: Kubernetes v1\.\d+\.\d+\S* >= 1\.29$/);
+    const classic = await createPod(MESHED, pod('classic', { 'skein.dev/native-sidecar': 'false' }));
+    assert.deepEqual(names(at(classic, 'spec', 'containers')), ['app', 'envoy']);
+    assert.deepEqual(names(at(classic, 'spec', 'initContainers')), ['skein-init']);
+    const envoy = at(classic, 'spec', 'containers', 1);
+    assert.equal(at(envoy, 'restartPolicy'), undefined);
+    assert.equal(at(envoy, 'startupProbe'), undefined);
+    assert.doesNotMatch(String(at(classic, 'spec', 'initContainers', 0, 'env', 0, 'value')), /15900/);
+    // Probe rewrites are the same in both layouts.
+    assert.equal(at(classic, 'spec', 'containers', 0, 'readinessProbe', 'httpGet', 'port'), 15902);
+    await assert.rejects(
+      createPod(MESHED, pod('bad-layout', { 'skein.dev/native-sidecar': 'yes' })),
+      (err) => {
+        assert.ok(err instanceof KubeApiError);
+        assert.equal(err.status, 400);
+        assert.match(
+          err.message,
+          /annotation skein.dev\/native-sidecar on pod bad-layout is "yes"; use "true" or "false"/,
+        );
+        return true;
+      },
+    );
+  });
+
+  test('a replica started with --native-sidecars=never injects the classic layout', async () => {
+    assert.ok(caPem, 'needs the CA from the first test');
+    const [port = 0] = await freePorts(1);
+    const never = await startKubeController({
+      kubeconfigPath,
+      meshName: MESH,
+      namespace: CP,
+      stateDirPrefix: 'skein-injection-never-',
+      args: ['--webhook-port', String(port), '--extra-san', '127.0.0.1', '--native-sidecars', 'never'],
+    });
+    try {
+      const line = never.process.lines.find((l) => String(l['msg']).startsWith('sidecar layout:'));
+      assert.equal(line?.['msg'], 'sidecar layout: classic');
+      assert.equal(line?.['reason'], '--native-sidecars=never');
+      // Straight to this replica's webhook (the configuration points at the other one); a dry
+      // run, so no Secret. The same CA: replicas share the skein-ca Secret.
+      const object = {
+        ...pod('never'),
+        metadata: { name: 'never', namespace: MESHED, labels: { app: 'never' } },
+      };
+      const review = await postReview(port, caPem, {
+        apiVersion: 'admission.k8s.io/v1',
+        kind: 'AdmissionReview',
+        request: {
+          uid: 'never',
+          kind: { group: '', version: 'v1', kind: 'Pod' },
+          operation: 'CREATE',
+          namespace: MESHED,
+          dryRun: true,
+          object,
+        },
+      });
+      assert.equal(at(review, 'response', 'allowed'), true);
+      const patch: unknown = JSON.parse(
+        Buffer.from(String(at(review, 'response', 'patch')), 'base64').toString(),
+      );
+      assert.ok(Array.isArray(patch));
+      const added = patch
+        .filter((op) => at(op, 'op') === 'add')
+        .map((op) => [at(op, 'path'), at(op, 'value', 'name')]);
+      assert.deepEqual(
+        added.filter(
+          ([path]) =>
+            String(path).startsWith('/spec/initContainers') || String(path).startsWith('/spec/containers'),
+        ),
+        [
+          ['/spec/initContainers', undefined],
+          ['/spec/containers/-', 'envoy'],
+        ],
+      );
+    } finally {
+      await never.stop();
+    }
   });
 
   test('unlabelled namespaces and pods that disable injection are untouched; a bad annotation is refused', async () => {

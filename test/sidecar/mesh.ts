@@ -122,6 +122,9 @@ export class SidecarMesh {
           ...['--host', gw, '--ads-port', '15128', '--http-port', String(httpPort)],
           ...['--webhook-port', String(webhookPort), '--extra-san', gw],
           ...['--envoy-image', envoyImage(ENVOY_NEWEST), '--min-push-interval', '50ms', '--debug'],
+          // PodRunner runs init containers to completion and probes only spec.containers: it has
+          // no native sidecars (KEP-753) yet, so these pods keep the classic layout.
+          ...['--native-sidecars', 'never'],
           // SKEIN_TEST_LOG_LEVEL=debug keeps every push and issuance in the controller's captured lines.
           ...['--log-level', process.env['SKEIN_TEST_LOG_LEVEL'] ?? 'info'],
         ],

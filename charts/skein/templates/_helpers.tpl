@@ -73,6 +73,9 @@ app.kubernetes.io/component: controller
 {{- if not (has .Values.webhook.failurePolicy (list "Fail" "Ignore")) -}}
 {{- fail (printf "webhook.failurePolicy %q: must be Fail or Ignore" .Values.webhook.failurePolicy) -}}
 {{- end -}}
+{{- if not (has .Values.webhook.nativeSidecars (list "auto" "always" "never")) -}}
+{{- fail (printf "webhook.nativeSidecars %q: must be auto, always or never" .Values.webhook.nativeSidecars) -}}
+{{- end -}}
 {{- $t := int .Values.webhook.timeoutSeconds -}}
 {{- if or (lt $t 1) (gt $t 30) -}}
 {{- fail (printf "webhook.timeoutSeconds %v: must be between 1 and 30" .Values.webhook.timeoutSeconds) -}}
