@@ -1,5 +1,9 @@
-# The skein controller image (the chart's images.controller). Not built by the tests.
+# The skein controller image (the chart's images.controller), for people who have Docker:
 #   docker build -t skein/controller:$(node -p 'require("./package.json").version') .
+# `make image` builds the same image without Docker (cmd/skein-image: Debian and npm
+# packages, docs/design.md "Images"); test/image/dockerfile.test.ts checks that this
+# file's final stage (ENTRYPOINT, USER, WORKDIR, ENV, EXPOSE, COPY destinations, the
+# apt packages) and that builder describe the same image.
 FROM node:20-slim AS build
 WORKDIR /src
 COPY package.json package-lock.json ./
@@ -27,4 +31,4 @@ COPY charts/skein/crds ./charts/skein/crds
 # the chart mounts writable emptyDirs on /var/lib/skein (--state-dir) and /tmp.
 USER 1000:1000
 EXPOSE 15128 9090 9091 15127
-ENTRYPOINT ["node", "/app/dist/cmd/skein-controller/main.js"]
+ENTRYPOINT ["/usr/local/bin/node", "/app/dist/cmd/skein-controller/main.js"]

@@ -3,7 +3,7 @@ SHELL := /bin/bash
 NODE ?= node
 STATE ?= .state
 
-.PHONY: all deps build cluster-bin envoyvalidate-bin envoy-bin netns-tools node-tools browser helm-bin start demo test test-unit test-e2e oracle lint format bench clean
+.PHONY: all deps build cluster-bin envoyvalidate-bin envoy-bin netns-tools node-tools browser helm-bin image-tools image test-images start demo test test-unit test-e2e oracle lint format bench clean
 
 all: build
 
@@ -89,6 +89,28 @@ $(HELM_BIN): test/helm/build.sh
 
 helm-bin: $(HELM_BIN)
 
+# What cmd/skein-image needs besides node and npm: apt's package lists (for
+# apt-get download), strip (binutils) for the Node binary, tar; go for the pause
+# image. From Debian's packages, only when missing.
+image-tools:
+	@missing=""; \
+	command -v strip >/dev/null || missing="$$missing binutils"; \
+	command -v tar >/dev/null || missing="$$missing tar"; \
+	sudo=$$([ "$$(id -u)" = 0 ] || echo sudo); \
+	if [ -n "$$missing" ] || ! apt-cache show --no-all-versions libc6 >/dev/null 2>&1; then $$sudo apt-get update; fi; \
+	if [ -n "$$missing" ]; then $$sudo apt-get install -y $$missing; fi
+
+# The controller image (also the init image) as an OCI archive, without Docker:
+# out/images/controller.oci.tar, docker.io/skein/controller:<package.json version>.
+# Prints its digest, sizes and Debian package versions. Downloads are cached in out/images/cache/.
+image: build image-tools
+	$(NODE) dist/cmd/skein-image/main.js controller
+
+# The test node's images: Envoy (envoyproxy/envoy:v1.40.0, test-only), the test
+# workloads (skein/test-app) and the pod sandbox (skein.test/pause:1).
+test-images: build envoy-bin image-tools
+	$(NODE) dist/cmd/skein-image/main.js envoy app pause
+
 # Runs the controller on the bundled example mesh; no cluster needed.
 start: build
 	$(NODE) dist/cmd/skein-controller/main.js --local examples/bookstore --state-dir $(STATE) --host 127.0.0.1 --insecure-ads-port 15129
@@ -98,13 +120,13 @@ demo: build
 	$(NODE) dist/test/demo/main.js
 
 # test/run.ts: `node --test` plus one test cluster shared by every file using acquireCluster().
-test: build cluster-bin envoyvalidate-bin envoy-bin netns-tools node-tools helm-bin browser
+test: build cluster-bin envoyvalidate-bin envoy-bin netns-tools node-tools helm-bin browser image test-images
 	$(NODE) dist/test/run.js --test-concurrency=2 $$(find dist/pkg dist/cmd -name '*.test.js' | sort) $$(find dist/test -name '*.test.js' | sort)
 
 test-unit: build
 	$(NODE) --test $$(find dist/pkg dist/cmd -name '*.test.js' | sort)
 
-test-e2e: build cluster-bin envoyvalidate-bin envoy-bin netns-tools node-tools helm-bin browser
+test-e2e: build cluster-bin envoyvalidate-bin envoy-bin netns-tools node-tools helm-bin browser image test-images
 	$(NODE) dist/test/run.js --test-concurrency=1 $$(find dist/test -name '*.test.js' | sort)
 
 # The convergence oracle's long run (test/oracle/, docs/design.md): thousands of random

@@ -70,8 +70,26 @@ async function preflight(ctx: RunContext): Promise<Kube> {
   return kube;
 }
 
+/**
+ * The chart values that make `ref` (registry/repo[:tag], e.g. what `make image`
+ * produced, pushed) the controller image. The init image follows: it defaults
+ * to the controller's, which carries iptables. No tag means the chart's appVersion.
+ */
+export function imageValues(ref: string): Values {
+  if (ref.includes('@')) throw new UsageError(`--image ${ref}: the chart takes repository:tag, not a digest`);
+  // A colon after the last slash starts the tag; one before it is a registry port.
+  const colon = ref.lastIndexOf(':');
+  const hasTag = colon > ref.lastIndexOf('/');
+  const repository = hasTag ? ref.slice(0, colon) : ref;
+  const tag = hasTag ? ref.slice(colon + 1) : '';
+  if (!repository || (hasTag && !tag) || /\s/.test(ref))
+    throw new UsageError(`--image ${ref}: not an image reference`);
+  return { images: { controller: { repository, tag } } };
+}
+
 export function installValues(ctx: Pick<RunContext, 'flags'>): Values {
-  const values: Values = {};
+  const image = ctx.flags.string('image');
+  const values: Values = image !== undefined ? imageValues(image) : {};
   const mesh = ctx.flags.string('mesh-name');
   if (mesh !== undefined) values['meshName'] = mesh;
   if (ctx.flags.has('permissive')) values['permissive'] = ctx.flags.boolean('permissive');
@@ -189,6 +207,13 @@ Helm 3 must be on PATH, or named by $${HELM_ENV}.`,
       description: 'Permissive traffic policy: every meshed service may reach every other',
     },
     {
+      name: 'image',
+      type: 'string',
+      valueName: 'ref',
+      description:
+        'Controller image (and so the init image), e.g. registry.example:5000/skein/controller:0.1.0 (default docker.io/skein/controller:<appVersion>)',
+    },
+    {
       name: 'set',
       type: 'strings',
       valueName: 'key=value',
@@ -221,6 +246,7 @@ Helm 3 must be on PATH, or named by $${HELM_ENV}.`,
     'skein install',
     'skein install --mesh-name prod --permissive',
     'skein install --set replicas=2 --set webhook.failurePolicy=Ignore',
+    'skein install --image registry.example:5000/skein/controller:0.1.0',
   ],
   run: install,
 };

@@ -1,0 +1,3 @@
+module skein.test/pause
+
+go 1.21
