@@ -22,6 +22,9 @@
 // --control <port> also takes those commands as `POST /` bodies on that port (one
 // JSON result per response), for a pod the test cannot exec into: the test node's
 // pods, whose control port is excluded from interception by annotation.
+// --first-call <url>: one HTTP GET the moment the app starts, before anything else,
+// as an app that calls a dependency at start-up; `{"kind":"first-call"}` returns its
+// outcome (the sidecar-ordering tests).
 // --drain-ms: on SIGTERM, keep serving that long before exiting, as an app does
 // while its endpoints are withdrawn (the shutdown-ordering tests).
 // Each call's outcome is a string: `<status> <pod>` for HTTP (`200 bookstore-v1`),
@@ -55,6 +58,7 @@ const { values, positionals } = parseArgs({
     tcp: { type: 'string' },
     control: { type: 'string' },
     'drain-ms': { type: 'string', default: '0' },
+    'first-call': { type: 'string' },
   },
 });
 
@@ -62,8 +66,13 @@ function emit(line: Record<string, unknown>): void {
   process.stdout.write(`${JSON.stringify(line)}\n`);
 }
 
+/** The --first-call outcome, started before the app listens. */
+let firstCall: Promise<string> | undefined;
+
 async function serve(): Promise<void> {
   const name = values.name;
+  const first = values['first-call'];
+  if (first) firstCall = call({ kind: 'http', url: first });
   const listening: Record<string, number> = {};
   if (values.http) {
     const port = Number(values.http);
@@ -251,7 +260,8 @@ interface Load {
 type Command =
   | ({ id: number; count?: number } & Call)
   | { id: number; kind: 'load-start'; call: Call; intervalMs?: number }
-  | { id: number; kind: 'load-report' | 'load-stop' };
+  | { id: number; kind: 'load-report' | 'load-stop' }
+  | { id: number; kind: 'first-call' };
 
 /** One client's state: at most one background load, and the commands that drive it. */
 class Commands {
@@ -271,6 +281,7 @@ class Commands {
       this.load = l;
       return { id: cmd.id, started: true };
     }
+    if (cmd.kind === 'first-call') return { id: cmd.id, outcome: firstCall ? await firstCall : 'none' };
     if (cmd.kind === 'load-report' || cmd.kind === 'load-stop') {
       const load = this.load;
       if (load && cmd.kind === 'load-stop') {

@@ -11,8 +11,8 @@ import { request } from 'node:http';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
-import { helmUpgradeInstall } from '../../pkg/install/helm.js';
 import { waitForController } from '../../pkg/install/controller-ready.js';
+import { helmUpgradeInstall } from '../../pkg/install/helm.js';
 import { KubeApiError, KubeClient } from '../../pkg/registry/kube/client.js';
 import { parseEnvoyStats } from '../support/envoy-bin.js';
 import { waitFor } from '../support/kube.js';
@@ -135,7 +135,10 @@ export class NodeMesh {
           template: {
             metadata: {
               labels: w.labels,
-              annotations: { 'skein.dev/inbound-port-exclusion-list': String(CONTROL_PORT), ...w.annotations },
+              annotations: {
+                'skein.dev/inbound-port-exclusion-list': String(CONTROL_PORT),
+                ...w.annotations,
+              },
             },
             spec: {
               serviceAccountName: w.serviceAccount,
@@ -147,7 +150,16 @@ export class NodeMesh {
                   name: 'app',
                   image: APP_IMAGE,
                   imagePullPolicy: 'Never',
-                  args: ['mesh-app', 'serve', '--name', w.name, ...SERVE, '--control', String(CONTROL_PORT), ...drain],
+                  args: [
+                    'mesh-app',
+                    'serve',
+                    '--name',
+                    w.name,
+                    ...SERVE,
+                    '--control',
+                    String(CONTROL_PORT),
+                    ...drain,
+                  ],
                   ports: [{ name: 'http', containerPort: HTTP_PORT }],
                   readinessProbe: { httpGet: { path: '/ready', port: 'http' }, periodSeconds: 1 },
                   livenessProbe: { httpGet: { path: '/live', port: 'http' }, periodSeconds: 2 },
@@ -187,19 +199,28 @@ export class NodeMesh {
 
   /** Runs one mesh-app client command in the pod (its control port), through its sidecar. */
   async call(pod: PodView, cmd: Obj, ms = 60_000): Promise<Outcomes> {
-    const out = (await postJson(pod.ip, CONTROL_PORT, cmd, ms)) as { counts?: Obj; bodies?: Obj };
+    const out = (await this.command(pod, cmd, ms)) as { counts?: Obj; bodies?: Obj };
     return {
       counts: (out.counts ?? {}) as Record<string, number>,
       bodies: (out.bodies ?? {}) as Record<string, string>,
     };
   }
 
+  /** Any mesh-app control command; its JSON answer as is. */
+  command(pod: PodView, cmd: Obj, ms = 60_000): Promise<unknown> {
+    return postJson(pod.ip, CONTROL_PORT, cmd, ms);
+  }
+
   /** GET on the pod's Envoy admin (127.0.0.1:15000 in the pod), from inside its network namespace. */
   async envoyAdmin(pod: PodView, urlPath: string): Promise<string> {
     const pid = await podPid(pod.uid);
-    const { stdout } = await run('nsenter', ['-t', String(pid), '-n', 'curl', '-sf', `http://127.0.0.1:15000${urlPath}`], {
-      maxBuffer: 64 * 1024 * 1024,
-    });
+    const { stdout } = await run(
+      'nsenter',
+      ['-t', String(pid), '-n', 'curl', '-sf', `http://127.0.0.1:15000${urlPath}`],
+      {
+        maxBuffer: 64 * 1024 * 1024,
+      },
+    );
     return stdout;
   }
 
@@ -220,7 +241,9 @@ export class NodeMesh {
     const name = String((body['metadata'] as { name: string }).name);
     const base = `/apis/${group}/${version}/namespaces/${ns}/${plural}`;
     try {
-      const current = (await this.api.request('GET', `${base}/${name}`)) as { metadata: { resourceVersion: string } };
+      const current = (await this.api.request('GET', `${base}/${name}`)) as {
+        metadata: { resourceVersion: string };
+      };
       const meta = { ...(body['metadata'] as object), resourceVersion: current.metadata.resourceVersion };
       await this.api.request('PUT', `${base}/${name}`, { body: { ...body, metadata: meta } });
     } catch (err) {
@@ -290,7 +313,9 @@ function postJson(host: string, port: number, body: unknown, ms: number): Promis
         text += d;
       });
       res.on('end', () =>
-        res.statusCode === 200 ? resolve(JSON.parse(text)) : reject(new Error(`control ${res.statusCode}: ${text}`)),
+        res.statusCode === 200
+          ? resolve(JSON.parse(text))
+          : reject(new Error(`control ${res.statusCode}: ${text}`)),
       );
     });
     req.on('timeout', () => req.destroy(new Error(`control call to ${host}:${port} timed out`)));

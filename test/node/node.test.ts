@@ -1,21 +1,60 @@
-// The test node itself (test/support/node.ts): a real kubelet + containerd joined
-// to a real API server runs a pod to Ready, the pod gets an address on the node's
-// bridge, a pod reaches the API server through the `kubernetes` Service (kube-proxy)
-// and names resolve (the DNS stand-in), and stop() leaves nothing on the host.
+// Pods for real: the test node (test/support/node.ts, a real kubelet + containerd +
+// runc + CNI bridge, kube-proxy and kube-scheduler) runs skein installed by the real
+// Helm chart from the image `make image` builds, and ordinary Deployments injected by
+// its webhook, with the Envoy image `make test-images` builds. Every traffic assertion
+// is on calls that left one pod's app, crossed its Envoy (put there by the init
+// container's iptables rules), mTLS, and the destination's Envoy.
+//
+// Topology (namespace shop): bookstore (apex) split over bookstore-v1 (native sidecar
+// layout, the default on this v1.36 cluster) and bookstore-v2 (classic layout, by
+// annotation), each serving HTTP, gRPC and TCP; callers bookbuyer (allowed by a
+// TrafficTarget on some routes) and bookthief (not).
+//
+// One node per machine, so one file: the node's own checks come first.
 import assert from 'node:assert/strict';
+import { X509Certificate } from 'node:crypto';
+import { readFile } from 'node:fs/promises';
 import { after, before, describe, test } from 'node:test';
 import { waitFor } from '../support/kube.js';
+import { eventually } from '../support/kube-registry-fixture.js';
 import { NODE_IP, NodeCluster, nodeHostLeftovers } from '../support/node.js';
 import { nodeImages } from '../support/node-images.js';
+import { sleep } from '../support/processes.js';
+import { APP_IMAGE, CONTROL_PORT, GRPC_PORT, HTTP_PORT, NodeMesh, type PodView, TCP_PORT } from './mesh.js';
 
-describe('test node', { timeout: 300_000 }, () => {
+const skip = process.getuid?.() !== 0 ? 'needs root (a kubelet, containerd, iptables)' : false;
+const verbose = process.env['SKEIN_NODE_VERBOSE'] === '1';
+
+function sum(counts: Record<string, number>, prefix: string): number {
+  return Object.entries(counts).reduce((n, [k, v]) => (k.startsWith(prefix) ? n + v : n), 0);
+}
+const total = (counts: Record<string, number>) => sum(counts, '');
+const SMI = ['specs.smi-spec.io', 'v1alpha4'] as const;
+
+/** Processes of a pod's container, found by the kubelet's cgroup path (pod<uid>) and command. */
+async function podProcess(pod: PodView, comm: string): Promise<number> {
+  const { readdir } = await import('node:fs/promises');
+  for (const entry of await readdir('/proc')) {
+    const pid = Number(entry);
+    if (!Number.isInteger(pid)) continue;
+    const cgroup = await readFile(`/proc/${pid}/cgroup`, 'utf8').catch(() => '');
+    if (!cgroup.includes(`pod${pod.uid}`)) continue;
+    const name = (await readFile(`/proc/${pid}/comm`, 'utf8').catch(() => '')).trim();
+    if (name === comm) return pid;
+  }
+  throw new Error(`no ${comm} process in pod ${pod.name}`);
+}
+
+async function uidOf(pid: number): Promise<number> {
+  const status = await readFile(`/proc/${pid}/status`, 'utf8');
+  return Number(/^Uid:\s+(\d+)/m.exec(status)?.[1]);
+}
+
+describe('the test node', { skip, timeout: 900_000 }, () => {
   let node: NodeCluster;
 
   before(async () => {
-    node = await NodeCluster.start({
-      images: nodeImages(),
-      verbose: process.env['SKEIN_NODE_VERBOSE'] === '1',
-    });
+    node = await NodeCluster.start({ images: nodeImages(), verbose });
     process.stderr.write(`test node up: ${JSON.stringify(node.timings)}\n`);
   });
 
@@ -24,32 +63,449 @@ describe('test node', { timeout: 300_000 }, () => {
     assert.deepEqual(await nodeHostLeftovers(), [], 'the node left things on the host');
   });
 
-  test('a pod runs to Ready with an address on the node bridge', async () => {
+  test('a pod runs to Ready with an address on the node bridge, and reaches the API server by its Service', async () => {
     const t0 = Date.now();
     await node.cluster.request('POST', '/api/v1/namespaces/default/pods', {
       apiVersion: 'v1',
       kind: 'Pod',
       metadata: { name: 'sleeper' },
-      spec: {
-        automountServiceAccountToken: false,
-        containers: [{ name: 'sleep', image: 'skein.test/pause:1', imagePullPolicy: 'Never' }],
-      },
+      spec: { containers: [{ name: 'sleep', image: 'skein.test/pause:1', imagePullPolicy: 'Never' }] },
     });
-    let podIP = '';
+    let pod: { status?: { podIP?: string; conditions?: { type: string; status: string }[] } } = {};
     await waitFor(
       'pod sleeper Ready',
       async () => {
-        const res = await node.cluster.get('/api/v1/namespaces/default/pods/sleeper');
-        const p = JSON.parse(res.body) as {
-          status?: { podIP?: string; conditions?: { type: string; status: string }[] };
-        };
-        podIP = p.status?.podIP ?? '';
-        return p.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') ?? false;
+        pod = JSON.parse((await node.cluster.get('/api/v1/namespaces/default/pods/sleeper')).body);
+        return pod.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') ?? false;
       },
       60_000,
     );
-    process.stderr.write(`pod Ready in ${Date.now() - t0} ms at ${podIP}\n`);
-    assert.match(podIP, /^10\.88\./);
-    assert.notEqual(podIP, NODE_IP);
+    const ip = pod.status?.podIP ?? '';
+    process.stderr.write(`pod Ready in ${Date.now() - t0} ms at ${ip}\n`);
+    assert.match(ip, /^10\.88\./);
+    assert.notEqual(ip, NODE_IP);
+  });
+
+  describe('skein from its image, installed by the chart, meshing Deployments', () => {
+    let mesh: NodeMesh;
+    const ns = 'shop';
+    const host = () => `bookstore.${ns}.svc.cluster.local`;
+    const store = () => `http://${host()}:${HTTP_PORT}`;
+    const one = async (app: string) => {
+      const [p] = await mesh.waitReady(app);
+      assert.ok(p, app);
+      return p;
+    };
+
+    async function split(v1: number, v2: number): Promise<void> {
+      await mesh.apply('split.smi-spec.io', 'v1alpha4', 'trafficsplits', {
+        apiVersion: 'split.smi-spec.io/v1alpha4',
+        kind: 'TrafficSplit',
+        metadata: { name: 'bookstore-split', namespace: ns },
+        spec: {
+          service: 'bookstore',
+          backends: [
+            { service: 'bookstore-v1', weight: v1 },
+            { service: 'bookstore-v2', weight: v2 },
+          ],
+        },
+      });
+    }
+
+    before(async () => {
+      const t0 = Date.now();
+      const lines: string[] = [];
+      mesh = await NodeMesh.install(node, {
+        meshName: 'skein',
+        namespace: ns,
+        // Short-lived workload certificates, so they rotate several times during the run.
+        values: { certificateValidity: '16s' },
+        onLine: (l) => lines.push(l),
+      }).catch((err: unknown) => {
+        throw new Error(`${(err as Error).message}\nhelm: ${lines.slice(-20).join('\n')}`);
+      });
+      process.stderr.write(`controller pod Ready ${Date.now() - t0} ms after helm started\n`);
+      for (const sa of ['bookstore', 'bookbuyer', 'bookthief']) await mesh.createServiceAccount(sa);
+      await mesh.createService('bookstore', { svc: 'bookstore' });
+      await mesh.createService('bookstore-v1', { app: 'bookstore-v1' });
+      await mesh.createService('bookstore-v2', { app: 'bookstore-v2' });
+      await mesh.apply(...SMI, 'httproutegroups', {
+        apiVersion: 'specs.smi-spec.io/v1alpha4',
+        kind: 'HTTPRouteGroup',
+        metadata: { name: 'bookstore-routes', namespace: ns },
+        spec: {
+          matches: [
+            { name: 'books', pathRegex: '/books.*', methods: ['GET'] },
+            { name: 'who', pathRegex: '/skein\\.test\\.Echo/.*', methods: ['POST'] },
+          ],
+        },
+      });
+      await mesh.apply(...SMI, 'tcproutes', {
+        apiVersion: 'specs.smi-spec.io/v1alpha4',
+        kind: 'TCPRoute',
+        metadata: { name: 'echo', namespace: ns },
+        spec: { matches: { ports: [TCP_PORT] } },
+      });
+      await mesh.apply('access.smi-spec.io', 'v1alpha3', 'traffictargets', {
+        apiVersion: 'access.smi-spec.io/v1alpha3',
+        kind: 'TrafficTarget',
+        metadata: { name: 'bookbuyer-to-bookstore', namespace: ns },
+        spec: {
+          destination: { kind: 'ServiceAccount', name: 'bookstore', namespace: ns },
+          sources: [{ kind: 'ServiceAccount', name: 'bookbuyer', namespace: ns }],
+          rules: [
+            { kind: 'HTTPRouteGroup', name: 'bookstore-routes', matches: ['books', 'who'] },
+            { kind: 'TCPRoute', name: 'echo' },
+          ],
+        },
+      });
+      await split(50, 50);
+      const classic = { 'skein.dev/native-sidecar': 'false' };
+      const t1 = Date.now();
+      await mesh.deploy({
+        name: 'bookstore-v1',
+        serviceAccount: 'bookstore',
+        labels: { app: 'bookstore-v1', svc: 'bookstore' },
+        replicas: 2,
+        drainMs: 3000,
+      });
+      await mesh.deploy({
+        name: 'bookstore-v2',
+        serviceAccount: 'bookstore',
+        labels: { app: 'bookstore-v2', svc: 'bookstore' },
+        annotations: classic,
+        replicas: 2,
+        drainMs: 3000,
+      });
+      await mesh.deploy({ name: 'bookbuyer', serviceAccount: 'bookbuyer', labels: { app: 'bookbuyer' } });
+      await mesh.deploy({ name: 'bookthief', serviceAccount: 'bookthief', labels: { app: 'bookthief' } });
+      for (const [app, n] of [
+        ['bookstore-v1', 2],
+        ['bookstore-v2', 2],
+        ['bookbuyer', 1],
+        ['bookthief', 1],
+      ] as const)
+        await mesh.waitReady(app, n);
+      process.stderr.write(`6 meshed pods Ready ${Date.now() - t1} ms after their Deployments\n`);
+    });
+
+    test('the kubelet ran what the webhook injected: init rules, Envoy as UID 1500 in either layout, the bootstrap Secret, probes through Envoy', async () => {
+      const native = await one('bookbuyer');
+      const [classic] = await mesh.pods('bookstore-v2');
+      assert.ok(classic);
+      const names = (list: unknown) => ((list ?? []) as { name: string }[]).map((c) => c.name);
+      // Native: Envoy among the init containers (restartPolicy Always), started, never done.
+      assert.deepEqual(names(native.spec['initContainers']), ['skein-init', 'envoy']);
+      assert.deepEqual(names(native.spec['containers']), ['app']);
+      const initStatus = native.status['initContainerStatuses'] as {
+        name: string;
+        started?: boolean;
+        state?: { terminated?: { exitCode: number }; running?: unknown };
+      }[];
+      assert.equal(initStatus.find((c) => c.name === 'skein-init')?.state?.terminated?.exitCode, 0);
+      assert.ok(initStatus.find((c) => c.name === 'envoy')?.state?.running, JSON.stringify(initStatus));
+      // Classic: Envoy beside the app.
+      assert.deepEqual(names(classic.spec['initContainers']), ['skein-init']);
+      assert.deepEqual(names(classic.spec['containers']).sort(), ['app', 'envoy']);
+      for (const p of [native, classic]) {
+        const envoy = await podProcess(p, 'envoy');
+        assert.equal(await uidOf(envoy), 1500, `${p.name}: Envoy's UID`);
+        assert.equal(
+          await uidOf(await podProcess(p, 'node')),
+          1000,
+          `${p.name}: the app's UID (the image's user)`,
+        );
+        // The kubelet mounted the bootstrap Secret where the injected args point.
+        const bootstrap = JSON.parse(
+          await readFile(`/proc/${envoy}/root/etc/skein/bootstrap.json`, 'utf8'),
+        ) as {
+          node?: { id?: string };
+        };
+        assert.match(
+          String(bootstrap.node?.id),
+          new RegExp(`\\.sidecar\\.${p.name.startsWith('bookbuyer') ? 'bookbuyer' : 'bookstore'}\\.${ns}\\.`),
+        );
+        // The init container's nat rules are in the pod's network namespace (legacy backend, as the image's iptables).
+        const { execFile } = await import('node:child_process');
+        const nat = await new Promise<string>((resolve, reject) =>
+          execFile('nsenter', ['-t', String(envoy), '-n', 'iptables-legacy-save', '-t', 'nat'], (err, out) =>
+            err ? reject(err) : resolve(out),
+          ),
+        );
+        assert.match(nat, /--uid-owner 1500/);
+        assert.match(nat, /REDIRECT --to-ports 15001/);
+        // The kubelet's probes went through the rewritten port to the app (the pod is Ready).
+        const app = (p.spec['containers'] as { name: string; readinessProbe?: { httpGet?: unknown } }[]).find(
+          (c) => c.name === 'app',
+        );
+        assert.deepEqual(app?.readinessProbe?.httpGet, {
+          path: '/skein-probe/app/readiness',
+          port: 15902,
+          scheme: 'HTTP',
+        });
+        assert.ok(p.ready, `${p.name} Ready`);
+      }
+      // The controller pod found the API server through the `kubernetes` Service (kube-proxy).
+      const [controller] = await mesh.controllerPods();
+      assert.ok(controller?.ready, 'controller pod Ready');
+      const env = (controller.spec['containers'] as { image: string }[])[0];
+      assert.equal(env?.image, 'skein/controller:0.1.0');
+    });
+
+    test('SMI allow: HTTP, gRPC and TCP through both layouts; the 50/50 split within ±15 points', async () => {
+      const buyer = await one('bookbuyer');
+      await eventually('bookbuyer reaches bookstore over HTTP', async () => {
+        const r = await mesh.call(buyer, { kind: 'http', url: `${store()}/books`, count: 5 });
+        assert.equal(sum(r.counts, '200 '), 5, JSON.stringify(r));
+      });
+      const r = await mesh.call(buyer, { kind: 'http', url: `${store()}/books/1`, count: 200 });
+      assert.equal(sum(r.counts, '200 '), 200, JSON.stringify(r.counts));
+      // Binomial(200, 0.5): sd ≈ 3.5 points, so ±15 points is over 4 sd.
+      const v1 = (r.counts['200 bookstore-v1'] ?? 0) / 200;
+      assert.ok(v1 >= 0.35 && v1 <= 0.65, `v1 share ${v1} (${JSON.stringify(r.counts)})`);
+      const g = await mesh.call(buyer, { kind: 'grpc', target: `${host()}:${GRPC_PORT}`, count: 40 });
+      assert.equal(sum(g.counts, 'OK bookstore-v'), 40, JSON.stringify(g.counts));
+      const t = await mesh.call(buyer, { kind: 'tcp', host: host(), port: TCP_PORT, count: 40 });
+      assert.equal(sum(t.counts, 'ok bookstore-v'), 40, JSON.stringify(t.counts));
+      assert.ok(
+        (t.counts['ok bookstore-v1'] ?? 0) > 0 && (t.counts['ok bookstore-v2'] ?? 0) > 0,
+        JSON.stringify(t.counts),
+      );
+      // mTLS between the sidecars, as the destinations' Envoys count it.
+      let handshakes = 0;
+      for (const p of [...(await mesh.pods('bookstore-v1')), ...(await mesh.pods('bookstore-v2'))])
+        for (const [k, v] of await mesh.envoyStats(p, 'ssl.handshake'))
+          if (k.startsWith('listener.') && k.endsWith('ssl.handshake')) handshakes += v;
+      assert.ok(handshakes >= 40, `TLS handshakes on the bookstores' inbound listeners: ${handshakes}`);
+    });
+
+    test('SMI deny: an unlisted identity, and a route the HTTPRouteGroup does not match', async () => {
+      const thief = await one('bookthief');
+      const buyer = await one('bookbuyer');
+      const t = await mesh.call(thief, { kind: 'http', url: `${store()}/books`, count: 4 });
+      assert.equal(t.counts['403'] ?? 0, 4, JSON.stringify(t));
+      const admin = await mesh.call(buyer, { kind: 'http', url: `${store()}/admin`, count: 2 });
+      assert.equal(admin.counts['403'] ?? 0, 2, JSON.stringify(admin));
+      assert.match(
+        admin.bodies['403'] ?? '',
+        /^skein: RBAC denied: no TrafficTarget allows spiffe:\/\/cluster\.local\/ns\/shop\/sa\/bookbuyer/,
+      );
+      const tt = await mesh.call(thief, { kind: 'tcp', host: host(), port: TCP_PORT, count: 3 });
+      assert.equal(sum(tt.counts, 'ok '), 0, JSON.stringify(tt.counts));
+    });
+
+    test('permissive and SMI mode switch at runtime', async () => {
+      const thief = await one('bookthief');
+      await mesh.patchMeshConfig({ traffic: { permissive: true } });
+      await eventually('bookthief allowed in permissive mode', async () => {
+        const r = await mesh.call(thief, { kind: 'http', url: `${store()}/admin`, count: 4 });
+        assert.equal(sum(r.counts, '200 '), 4, JSON.stringify(r));
+      });
+      await mesh.patchMeshConfig({ traffic: { permissive: false } });
+      await eventually('bookthief denied again in SMI mode', async () => {
+        const r = await mesh.call(thief, { kind: 'http', url: `${store()}/books`, count: 4 });
+        assert.equal(r.counts['403'] ?? 0, 4, JSON.stringify(r));
+      });
+    });
+
+    test('workload certificates rotate under load with zero failed requests', async () => {
+      const buyer = await one('bookbuyer');
+      const serial = async (p: PodView) => {
+        const dump = JSON.parse(await mesh.envoyAdmin(p, '/config_dump?resource=dynamic_active_secrets')) as {
+          configs?: {
+            name?: string;
+            secret?: {
+              tls_certificate?: { certificate_chain?: { inline_bytes?: string; inline_string?: string } };
+            };
+          }[];
+        };
+        const chain = (dump.configs ?? []).find((c) => c.name?.startsWith('service-cert:'))?.secret
+          ?.tls_certificate?.certificate_chain;
+        return new X509Certificate(
+          chain?.inline_string ?? Buffer.from(chain?.inline_bytes ?? '', 'base64').toString(),
+        ).serialNumber;
+      };
+      const before = await serial(buyer);
+      await mesh.call(buyer, {
+        kind: 'load-start',
+        call: { kind: 'http', url: `${store()}/books` },
+        intervalMs: 10,
+      });
+      // 16 s certificates renew every ~8 s: two renewals within 40 s.
+      const seen = new Set([before]);
+      await eventually(
+        'bookbuyer held three certificates',
+        async () => {
+          seen.add(await serial(buyer));
+          assert.ok(seen.size >= 3, `serials so far: ${[...seen].join(', ')}`);
+        },
+        60_000,
+      );
+      const load = await mesh.call(buyer, { kind: 'load-stop' });
+      assert.ok(total(load.counts) > 300, JSON.stringify(load.counts));
+      assert.equal(
+        sum(load.counts, '200 '),
+        total(load.counts),
+        `failures under rotation: ${JSON.stringify(load.counts)}`,
+      );
+    });
+
+    test('the controller pod restarts: traffic continues meanwhile, and a change made meanwhile applies after', async () => {
+      const buyer = await one('bookbuyer');
+      const [old] = await mesh.controllerPods();
+      assert.ok(old);
+      await mesh.call(buyer, {
+        kind: 'load-start',
+        call: { kind: 'http', url: `${store()}/books` },
+        intervalMs: 20,
+      });
+      await mesh.api.request('DELETE', `/api/v1/namespaces/${mesh.controlPlane}/pods/${old.name}`);
+      await split(100, 0);
+      const t0 = Date.now();
+      await eventually(
+        'a new controller pod Ready',
+        async () => {
+          const pods = await mesh.controllerPods();
+          assert.ok(
+            pods.some((p) => p.name !== old.name && p.ready && !p.deleting),
+            JSON.stringify(pods.map((p) => [p.name, p.ready])),
+          );
+        },
+        90_000,
+      );
+      process.stderr.write(`replacement controller pod Ready in ${Date.now() - t0} ms\n`);
+      await eventually(
+        'the split change reaches bookbuyer after the restart',
+        async () => {
+          await mesh.call(buyer, { kind: 'load-report' });
+          await sleep(1000);
+          const r = await mesh.call(buyer, { kind: 'load-report' });
+          assert.ok(
+            total(r.counts) > 10 && (r.counts['200 bookstore-v1'] ?? 0) === total(r.counts),
+            JSON.stringify(r.counts),
+          );
+        },
+        60_000,
+      );
+      const rest = await mesh.call(buyer, { kind: 'load-stop' });
+      assert.equal(sum(rest.counts, '200 '), total(rest.counts), JSON.stringify(rest.counts));
+      await split(50, 50);
+    });
+
+    test("native sidecars: the app's first request succeeds, and its calls while it drains after SIGTERM too; classic fails both", async () => {
+      const firstCall = `${store()}/books/first`;
+      const deployCaller = (name: string, annotations: Record<string, string>) =>
+        mesh.api.request('POST', `/apis/apps/v1/namespaces/${ns}/deployments`, {
+          body: {
+            metadata: { name, labels: { app: name } },
+            spec: {
+              selector: { matchLabels: { app: name } },
+              template: {
+                metadata: {
+                  labels: { app: name },
+                  annotations: {
+                    'skein.dev/inbound-port-exclusion-list': String(CONTROL_PORT),
+                    ...annotations,
+                  },
+                },
+                spec: {
+                  serviceAccountName: 'bookbuyer',
+                  terminationGracePeriodSeconds: 20,
+                  containers: [
+                    {
+                      name: 'app',
+                      image: APP_IMAGE,
+                      imagePullPolicy: 'Never',
+                      args: [
+                        ...['mesh-app', 'serve', '--name', name, '--control', String(CONTROL_PORT)],
+                        ...['--first-call', firstCall, '--drain-ms', '6000'],
+                      ],
+                    },
+                  ],
+                },
+              },
+            },
+          },
+        });
+      await deployCaller('first-native', {});
+      await deployCaller('first-classic', { 'skein.dev/native-sidecar': 'false' });
+      const native = await one('first-native');
+      const classic = await one('first-classic');
+      // No readiness probe: Ready as soon as the app container started, maybe before it listens.
+      const command = async (p: PodView, cmd: Record<string, unknown>) => {
+        let out: unknown;
+        await eventually(`${p.name} control port`, async () => {
+          out = await mesh.command(p, cmd);
+        });
+        return out as { outcome?: string; counts?: Record<string, number> };
+      };
+      const first = {
+        native: String((await command(native, { kind: 'first-call' })).outcome),
+        classic: String((await command(classic, { kind: 'first-call' })).outcome),
+      };
+      // Deleted: the kubelet sends the app SIGTERM and it drains 6 s, calling bookstore meanwhile.
+      const whileDraining = async (p: PodView) => {
+        await mesh.deletePod(p);
+        await waitFor(
+          'pod terminating',
+          async () =>
+            (await mesh.pods(p.name.replace(/-[^-]+-[^-]+$/, ''))).some(
+              (x) => x.name === p.name && x.deleting,
+            ),
+          10_000,
+        );
+        await sleep(1500);
+        const r = await command(p, { kind: 'http', url: `${store()}/books`, count: 20 });
+        return r.counts ?? {};
+      };
+      const draining = { native: await whileDraining(native), classic: await whileDraining(classic) };
+      process.stderr.write(`app start and drain: ${JSON.stringify({ first, draining })}\n`);
+      assert.match(first.native, /^200 bookstore-v[12]$/, `native layout's first request: ${first.native}`);
+      assert.equal(
+        sum(draining.native, '200 '),
+        20,
+        `native layout, calls while draining: ${JSON.stringify(draining.native)}`,
+      );
+      // The classic layout's Envoy got SIGTERM with the app and is gone: the same calls fail,
+      // which shows the test can tell the layouts apart.
+      assert.equal(
+        sum(draining.classic, '200 '),
+        0,
+        `classic layout, calls while draining: ${JSON.stringify(draining.classic)}`,
+      );
+    });
+
+    test('a terminating backend pod drains without failed requests while its endpoints are withdrawn, in either layout', async () => {
+      const buyer = await one('bookbuyer');
+      const drain = async (app: string) => {
+        const [victim] = await mesh.waitReady(app, 2);
+        assert.ok(victim);
+        const url = `http://${app}.${ns}.svc.cluster.local:${HTTP_PORT}/books`;
+        await mesh.call(buyer, { kind: 'load-start', call: { kind: 'http', url }, intervalMs: 10 });
+        await sleep(1000);
+        const t0 = Date.now();
+        await mesh.deletePod(victim);
+        await waitFor(
+          'the deleted pod gone',
+          async () => !(await mesh.pods(app)).some((p) => p.name === victim.name),
+          60_000,
+        );
+        const goneMs = Date.now() - t0;
+        await mesh.waitReady(app, 2);
+        await sleep(1000);
+        const r = await mesh.call(buyer, { kind: 'load-stop' });
+        return { counts: r.counts, goneMs };
+      };
+      const native = await drain('bookstore-v1');
+      const classic = await drain('bookstore-v2');
+      process.stderr.write(`backend termination under load: ${JSON.stringify({ native, classic })}\n`);
+      for (const [layout, r] of [
+        ['native', native],
+        ['classic', classic],
+      ] as const) {
+        assert.ok(total(r.counts) > 100, `${layout}: ${JSON.stringify(r)}`);
+        assert.equal(sum(r.counts, '200 '), total(r.counts), `${layout}: ${JSON.stringify(r.counts)}`);
+      }
+    });
   });
 });

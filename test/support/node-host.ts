@@ -153,7 +153,13 @@ export async function cleanupNodeHost(): Promise<void> {
     kill(pids, round === 0 ? 'SIGTERM' : 'SIGKILL');
     await sleep(round === 0 ? 1000 : 300);
   }
-  kill([...(await podProcesses()), ...(await pidsMentioning(NODE_DIR))], 'SIGKILL');
+  // SIGKILLed processes take a moment to be reaped; mounts and cgroups stay busy until then.
+  for (let i = 0; i < 50; i++) {
+    const left = [...(await podProcesses()), ...(await pidsMentioning(NODE_DIR))];
+    if (left.length === 0) break;
+    kill(left, 'SIGKILL');
+    await sleep(100);
+  }
 
   // containerd's CRI names pod network namespaces cni-<uuid>; `ip netns del` unmounts and unlinks.
   if (existsSync(NETNS_DIR))
