@@ -9,10 +9,12 @@
 // is ready (acquireCluster waits for it). The cluster is always stopped, and
 // the exit code is the test runner's.
 import { spawn } from 'node:child_process';
+import { existsSync } from 'node:fs';
 import { mkdtemp, rename, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { type ClusterEndpoint, SHARED_CLUSTER_ENV, TestCluster } from './support/cluster.js';
+import { cleanupNodeHost, NODE_DIR } from './support/node-host.js';
 
 const dir = await mkdtemp(path.join(tmpdir(), 'skein-test-run-'));
 const stateFile = path.join(dir, 'cluster.json');
@@ -56,5 +58,11 @@ const code = await new Promise<number>((resolve) =>
   child.once('exit', (c, signal) => resolve(c ?? (signal ? 1 : 0))),
 );
 await (await cluster)?.stop();
+// A test file that starts the test node (test/node/) cleans up after itself, but not when
+// it is killed: what it left (containers, mounts, chains, the bridge) goes now.
+if (existsSync(NODE_DIR))
+  await cleanupNodeHost().catch((err: unknown) =>
+    process.stderr.write(`test/run: node cleanup: ${String(err)}\n`),
+  );
 await rm(dir, { recursive: true, force: true });
 process.exit(code);

@@ -105,9 +105,17 @@ async function osLayer(ctx: Context): Promise<{ layer: Layer; debs: Deb[] }> {
   const entries = fromPackages.filter((e) => !names.has(e.path)).concat(ours);
   // dash's postinst makes /bin/sh; without it, do it here.
   if (!entries.some((e) => e.path === 'bin/sh')) entries.push(symlink('bin/sh', 'dash'));
-  const layer = await writeLayer(withParents(entries), ctx.epoch, ctx.layerCache, 'debian packages');
+  const layer = await writeLayer(withParents(entries), BASE_LAYER_MTIME, ctx.layerCache, 'debian packages');
   return { layer, debs };
 }
+
+/**
+ * The mtime of every file in the layers that follow only their packages (Debian, Node,
+ * node_modules): a constant, not the commit time, so a new commit that leaves the
+ * packages alone reuses those layers' digests and a registry pull fetches only the
+ * app layer. (The app layer keeps SOURCE_DATE_EPOCH.)
+ */
+export const BASE_LAYER_MTIME = 0;
 
 async function nodeLayer(ctx: Context): Promise<{ layer: Layer; version: string }> {
   const version = await nodeVersion(path.join(ctx.cache, 'npm'));
@@ -115,7 +123,7 @@ async function nodeLayer(ctx: Context): Promise<{ layer: Layer; version: string 
   const size = (await stat(bin)).size;
   const entries: TarEntry[] = [{ path: 'usr/local/bin/node', type: 'file', mode: 0o755, source: bin, size }];
   return {
-    layer: await writeLayer(withParents(entries), ctx.epoch, ctx.layerCache, `node ${version}`),
+    layer: await writeLayer(withParents(entries), BASE_LAYER_MTIME, ctx.layerCache, `node ${version}`),
     version,
   };
 }
@@ -123,7 +131,7 @@ async function nodeLayer(ctx: Context): Promise<{ layer: Layer; version: string 
 async function modulesLayer(ctx: Context): Promise<Layer> {
   const modules = await productionModules(ctx.repo, path.join(ctx.cache, 'npm'));
   const entries = await walk(modules, 'app/node_modules', keepModuleFile);
-  return writeLayer(withParents(entries), ctx.epoch, ctx.layerCache, 'production node_modules');
+  return writeLayer(withParents(entries), BASE_LAYER_MTIME, ctx.layerCache, 'production node_modules');
 }
 
 const os = (ctx: Context) => {

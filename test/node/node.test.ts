@@ -427,10 +427,16 @@ describe('the test node', { skip, timeout: 900_000 }, () => {
             },
           },
         });
+      // One at a time, so each start-up is timed alone: Deployment created → pod Ready.
+      const startMs: Record<string, number> = {};
+      let t0 = Date.now();
       await deployCaller('first-native', {});
-      await deployCaller('first-classic', { 'skein.dev/native-sidecar': 'false' });
       const native = await one('first-native');
+      startMs['native'] = Date.now() - t0;
+      t0 = Date.now();
+      await deployCaller('first-classic', { 'skein.dev/native-sidecar': 'false' });
       const classic = await one('first-classic');
+      startMs['classic'] = Date.now() - t0;
       // No readiness probe: Ready as soon as the app container started, maybe before it listens.
       const command = async (p: PodView, cmd: Record<string, unknown>) => {
         let out: unknown;
@@ -444,7 +450,9 @@ describe('the test node', { skip, timeout: 900_000 }, () => {
         classic: String((await command(classic, { kind: 'first-call' })).outcome),
       };
       // Deleted: the kubelet sends the app SIGTERM and it drains 6 s, calling bookstore meanwhile.
+      const stopMs: Record<string, number> = {};
       const whileDraining = async (p: PodView) => {
+        const t = Date.now();
         await mesh.deletePod(p);
         await waitFor(
           'pod terminating',
@@ -456,10 +464,18 @@ describe('the test node', { skip, timeout: 900_000 }, () => {
         );
         await sleep(1500);
         const r = await command(p, { kind: 'http', url: `${store()}/books`, count: 20 });
+        const app = p.name.replace(/-[^-]+-[^-]+$/, '');
+        await waitFor(
+          'the pod gone',
+          async () => !(await mesh.pods(app)).some((x) => x.name === p.name),
+          30_000,
+        );
+        stopMs[app] = Date.now() - t;
         return r.counts ?? {};
       };
       const draining = { native: await whileDraining(native), classic: await whileDraining(classic) };
-      process.stderr.write(`app start and drain: ${JSON.stringify({ first, draining })}\n`);
+      process.stderr.write(`deleted → gone, 6 s drain: ${JSON.stringify(stopMs)}\n`);
+      process.stderr.write(`app start and drain: ${JSON.stringify({ startMs, first, draining })}\n`);
       assert.match(first.native, /^200 bookstore-v[12]$/, `native layout's first request: ${first.native}`);
       assert.equal(
         sum(draining.native, '200 '),

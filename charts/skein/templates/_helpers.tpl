@@ -74,7 +74,7 @@ app.kubernetes.io/component: controller
 {{- fail (printf "webhook.failurePolicy %q: must be Fail or Ignore" .Values.webhook.failurePolicy) -}}
 {{- end -}}
 {{- if not (has .Values.webhook.nativeSidecars (list "auto" "always" "never")) -}}
-{{- fail (printf "webhook.nativeSidecars %q: must be auto, always or never" .Values.webhook.nativeSidecars) -}}
+{{- fail (printf "webhook.nativeSidecars %q: must be auto, always or never" (toString .Values.webhook.nativeSidecars)) -}}
 {{- end -}}
 {{- $t := int .Values.webhook.timeoutSeconds -}}
 {{- if or (lt $t 1) (gt $t 30) -}}
