@@ -7,10 +7,10 @@ import { randomBytes } from 'node:crypto';
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { after, before, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 import { defaultProxyServedPorts, renderIptablesRules } from '../../pkg/injector/iptables.js';
 import { IPTABLES_RULES_ENV } from '../../pkg/injector/mutate.js';
-import { inRoot, type OciConfig, run, type Summary, summary, unpack } from './images.js';
+import { inRoot, run, type Summary, summary, unpack, unpackedInSuite } from './images.js';
 
 /** The budget for the controller image's layers, uncompressed (docs/design.md, "Images"). */
 const BUDGET = 150e6;
@@ -23,31 +23,28 @@ describe('the controller image', {
   timeout: 120_000,
 }, () => {
   const s = found as Summary;
-  let dir = '';
-  let config: OciConfig;
-  let rootfs = '';
-  before(async () => {
-    dir = await mkdtemp(path.join(tmpdir(), 'skein-image-'));
-    ({ config, rootfs } = await unpack(s.file, dir));
-  });
-  after(() => rm(dir, { recursive: true, force: true }));
+  const image = unpackedInSuite(() => s.file, 'skein-image-');
 
   test('runs as 1000:1000, a user /etc/passwd knows, with its labels', async () => {
-    assert.equal(config.config.User, '1000:1000');
-    assert.equal(config.architecture, 'amd64');
-    assert.match(await readFile(path.join(rootfs, 'etc/passwd'), 'utf8'), /^skein:x:1000:1000:/m);
-    assert.match(await readFile(path.join(rootfs, 'etc/group'), 'utf8'), /^skein:x:1000:/m);
-    const labels = config.config.Labels ?? {};
+    assert.equal(image.config.config.User, '1000:1000');
+    assert.equal(image.config.architecture, 'amd64');
+    assert.match(await readFile(path.join(image.rootfs, 'etc/passwd'), 'utf8'), /^skein:x:1000:1000:/m);
+    assert.match(await readFile(path.join(image.rootfs, 'etc/group'), 'utf8'), /^skein:x:1000:/m);
+    const labels = image.config.config.Labels ?? {};
     assert.equal(labels['org.opencontainers.image.version'], s.ref.split(':').at(-1));
     assert.match(labels['org.opencontainers.image.revision'] ?? '', /^[0-9a-f]{40}$|^unknown$/);
     assert.match(labels['dev.skein.debian-packages'] ?? '', /libc6=\S+ .*iptables=\S+/);
   });
 
   test('node, the skein CLI and iptables run inside it', async () => {
-    assert.match((await inRoot(rootfs, ['/usr/local/bin/node', '--version'])).stdout, /^v20\./);
-    const version = await inRoot(rootfs, ['/usr/local/bin/node', '/app/dist/cmd/skein/main.js', 'version']);
+    assert.match((await inRoot(image.rootfs, ['/usr/local/bin/node', '--version'])).stdout, /^v20\./);
+    const version = await inRoot(image.rootfs, [
+      '/usr/local/bin/node',
+      '/app/dist/cmd/skein/main.js',
+      'version',
+    ]);
     assert.match(version.stdout, /^skein \d+\.\d+\.\d+/);
-    const ipt = await inRoot(rootfs, [
+    const ipt = await inRoot(image.rootfs, [
       '/bin/sh',
       '-c',
       'iptables-restore --version; iptables-save --version',
@@ -65,7 +62,12 @@ describe('the controller image', {
     });
     // pkg/injector/mutate.ts's initContainer command, verbatim but for the env var's name.
     const command = `printf '%s\\n' "$${IPTABLES_RULES_ENV}" | iptables-restore && iptables-save -t nat`;
-    const { stdout } = await inRoot(rootfs, ['/bin/sh', '-c', command], { [IPTABLES_RULES_ENV]: rules }, ns);
+    const { stdout } = await inRoot(
+      image.rootfs,
+      ['/bin/sh', '-c', command],
+      { [IPTABLES_RULES_ENV]: rules },
+      ns,
+    );
     assert.match(stdout, /-A SKEIN_PROXY_REDIRECT -p tcp -j REDIRECT --to-ports 15001/);
     assert.match(stdout, /-m owner --uid-owner 1500 -j RETURN/);
     assert.match(stdout, /--dport 8081 -j RETURN/);

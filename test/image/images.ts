@@ -2,8 +2,10 @@
 // test-images` left in out/images/, unpacked with GNU tar (a reader
 // independent of pkg/oci's) into a root filesystem a test can chroot into.
 import { execFile } from 'node:child_process';
-import { access, mkdir, readFile } from 'node:fs/promises';
+import { access, mkdir, mkdtemp, readFile, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { after, before } from 'node:test';
 import { promisify } from 'node:util';
 import { repoRoot } from '../support/local-mesh.js';
 
@@ -155,4 +157,33 @@ export function parseDockerfile(text: string): DockerStage {
     }
   }
   return stage;
+}
+
+/**
+ * The suite's unpacked image: unpacked in a `before` hook of the calling suite, removed
+ * in its `after`; read `config` and `rootfs` inside tests.
+ */
+export function unpackedInSuite(
+  archive: () => string,
+  prefix: string,
+): { readonly config: OciConfig; readonly rootfs: string } {
+  let dir = '';
+  let unpacked: { config: OciConfig; rootfs: string } | undefined;
+  before(async () => {
+    dir = await mkdtemp(path.join(tmpdir(), prefix));
+    unpacked = await unpack(archive(), dir);
+  });
+  after(() => rm(dir, { recursive: true, force: true }));
+  const get = () => {
+    if (!unpacked) throw new Error("the image is unpacked in the suite's before hook");
+    return unpacked;
+  };
+  return {
+    get config() {
+      return get().config;
+    },
+    get rootfs() {
+      return get().rootfs;
+    },
+  };
 }

@@ -13,9 +13,9 @@ import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { waitForController } from '../../pkg/install/controller-ready.js';
 import { helmUpgradeInstall } from '../../pkg/install/helm.js';
-import { KubeApiError, KubeClient } from '../../pkg/registry/kube/client.js';
+import { KubeClient } from '../../pkg/registry/kube/client.js';
 import { parseEnvoyStats } from '../support/envoy-bin.js';
-import { waitFor } from '../support/kube.js';
+import { applyCustomObject, waitFor } from '../support/kube.js';
 import type { NodeCluster } from '../support/node.js';
 
 const run = promisify(execFile);
@@ -61,8 +61,6 @@ export interface Outcomes {
 type Obj = Record<string, unknown>;
 
 export class NodeMesh {
-  private meshConfig: Obj = {};
-
   private constructor(
     readonly node: NodeCluster,
     readonly api: KubeClient,
@@ -238,23 +236,11 @@ export class NodeMesh {
 
   /** Creates or replaces a namespaced custom object. */
   async apply(group: string, version: string, plural: string, body: Obj, ns = this.namespace): Promise<void> {
-    const name = String((body['metadata'] as { name: string }).name);
-    const base = `/apis/${group}/${version}/namespaces/${ns}/${plural}`;
-    try {
-      const current = (await this.api.request('GET', `${base}/${name}`)) as {
-        metadata: { resourceVersion: string };
-      };
-      const meta = { ...(body['metadata'] as object), resourceVersion: current.metadata.resourceVersion };
-      await this.api.request('PUT', `${base}/${name}`, { body: { ...body, metadata: meta } });
-    } catch (err) {
-      if (!(err instanceof KubeApiError && err.status === 404)) throw err;
-      await this.api.request('POST', base, { body });
-    }
+    await applyCustomObject(this.api, group, version, plural, body, ns);
   }
 
   /** Merges `patch` into the chart's MeshConfig spec. */
   async patchMeshConfig(patch: Obj): Promise<void> {
-    this.meshConfig = { ...this.meshConfig, ...patch };
     await this.api.request(
       'PATCH',
       `/apis/config.skein.dev/v1alpha1/namespaces/${this.controlPlane}/meshconfigs/${this.meshName}`,

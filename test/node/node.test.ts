@@ -15,7 +15,7 @@ import assert from 'node:assert/strict';
 import { X509Certificate } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import { after, before, describe, test } from 'node:test';
-import { waitFor } from '../support/kube.js';
+import { bookstoreSplit, waitFor } from '../support/kube.js';
 import { eventually } from '../support/kube-registry-fixture.js';
 import { NODE_IP, NodeCluster, nodeHostLeftovers } from '../support/node.js';
 import { nodeImages } from '../support/node-images.js';
@@ -98,18 +98,7 @@ describe('the test node', { skip, timeout: 900_000 }, () => {
     };
 
     async function split(v1: number, v2: number): Promise<void> {
-      await mesh.apply('split.smi-spec.io', 'v1alpha4', 'trafficsplits', {
-        apiVersion: 'split.smi-spec.io/v1alpha4',
-        kind: 'TrafficSplit',
-        metadata: { name: 'bookstore-split', namespace: ns },
-        spec: {
-          service: 'bookstore',
-          backends: [
-            { service: 'bookstore-v1', weight: v1 },
-            { service: 'bookstore-v2', weight: v2 },
-          ],
-        },
-      });
+      await mesh.apply('split.smi-spec.io', 'v1alpha4', 'trafficsplits', bookstoreSplit(ns, v1, v2));
     }
 
     before(async () => {

@@ -14,6 +14,7 @@ import assert from 'node:assert/strict';
 import { randomBytes, X509Certificate } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
 import { ENVOY_NEWEST, ENVOY_OLDEST } from '../support/envoy-bin.js';
+import { bookstoreSplit } from '../support/kube.js';
 import { eventually } from '../support/kube-registry-fixture.js';
 import type { RunningPod } from '../support/pod-runner.js';
 import { sleep } from '../support/processes.js';
@@ -72,18 +73,12 @@ describe('real Envoy sidecars through the real admission chain', { skip, timeout
   const initialTxBytes = new Map<string, number>();
 
   async function split(v1: number, v2: number): Promise<void> {
-    await mesh.apply('split.smi-spec.io', 'v1alpha4', 'trafficsplits', {
-      apiVersion: 'split.smi-spec.io/v1alpha4',
-      kind: 'TrafficSplit',
-      metadata: { name: 'bookstore-split', namespace: mesh.namespace },
-      spec: {
-        service: 'bookstore',
-        backends: [
-          { service: 'bookstore-v1', weight: v1 },
-          { service: 'bookstore-v2', weight: v2 },
-        ],
-      },
-    });
+    await mesh.apply(
+      'split.smi-spec.io',
+      'v1alpha4',
+      'trafficsplits',
+      bookstoreSplit(mesh.namespace, v1, v2),
+    );
   }
 
   before(async () => {

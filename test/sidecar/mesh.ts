@@ -10,7 +10,7 @@ import { CoreV1Api } from '@kubernetes/client-node';
 import { KubeApiError, KubeClient } from '../../pkg/registry/kube/client.js';
 import { acquireCluster } from '../support/cluster.js';
 import { ENVOY_NEWEST, ENVOY_OLDEST, envoyBinary, hasEnvoy } from '../support/envoy-bin.js';
-import { createNamespace } from '../support/kube.js';
+import { applyCustomObject, createNamespace } from '../support/kube.js';
 import { type KubeController, startKubeController } from '../support/kube-controller.js';
 import { eventually, prepareMeshCluster } from '../support/kube-registry-fixture.js';
 import { PodNetwork, run } from '../support/pod-network.js';
@@ -302,19 +302,8 @@ export class SidecarMesh {
     plural: string,
     body: Record<string, unknown>,
     ns = this.namespace,
-  ) {
-    const name = String((body['metadata'] as { name: string }).name);
-    const base = `/apis/${group}/${version}/namespaces/${ns}/${plural}`;
-    try {
-      const current = (await this.api.request('GET', `${base}/${name}`)) as {
-        metadata: { resourceVersion: string };
-      };
-      const meta = { ...(body['metadata'] as object), resourceVersion: current.metadata.resourceVersion };
-      await this.api.request('PUT', `${base}/${name}`, { body: { ...body, metadata: meta } });
-    } catch (err) {
-      if (!(err instanceof KubeApiError && err.status === 404)) throw err;
-      await this.api.request('POST', base, { body });
-    }
+  ): Promise<void> {
+    await applyCustomObject(this.api, group, version, plural, body, ns);
   }
 
   /** The mesh's MeshConfig spec (replaced whole). */

@@ -198,3 +198,45 @@ export async function applyCrds(kc: KubeConfig): Promise<void> {
     });
   }
 }
+
+/**
+ * Creates or replaces (with its current resourceVersion) a namespaced custom object
+ * at `apis/<group>/<version>/namespaces/<ns>/<plural>`.
+ */
+export async function applyCustomObject(
+  api: KubeClient,
+  group: string,
+  version: string,
+  plural: string,
+  body: Record<string, unknown>,
+  ns: string,
+): Promise<void> {
+  const name = String((body['metadata'] as { name: string }).name);
+  const base = `/apis/${group}/${version}/namespaces/${ns}/${plural}`;
+  try {
+    const current = (await api.request('GET', `${base}/${name}`)) as {
+      metadata: { resourceVersion: string };
+    };
+    const meta = { ...(body['metadata'] as object), resourceVersion: current.metadata.resourceVersion };
+    await api.request('PUT', `${base}/${name}`, { body: { ...body, metadata: meta } });
+  } catch (err) {
+    if (!(err instanceof KubeApiError && err.status === 404)) throw err;
+    await api.request('POST', base, { body });
+  }
+}
+
+/** The tests' TrafficSplit of `bookstore` over bookstore-v1 and bookstore-v2. */
+export function bookstoreSplit(ns: string, v1: number, v2: number): Record<string, unknown> {
+  return {
+    apiVersion: 'split.smi-spec.io/v1alpha4',
+    kind: 'TrafficSplit',
+    metadata: { name: 'bookstore-split', namespace: ns },
+    spec: {
+      service: 'bookstore',
+      backends: [
+        { service: 'bookstore-v1', weight: v1 },
+        { service: 'bookstore-v2', weight: v2 },
+      ],
+    },
+  };
+}
