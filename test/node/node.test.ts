@@ -178,6 +178,20 @@ describe('the test node', { skip, timeout: 900_000 }, () => {
       process.stderr.write(`6 meshed pods Ready ${Date.now() - t1} ms after their Deployments\n`);
     });
 
+    after(async () => {
+      // Container restarts (a liveness probe that timed out on a loaded machine, a crash) explain
+      // failed calls that the assertions alone would not.
+      const restarts: Record<string, number> = {};
+      for (const app of ['bookstore-v1', 'bookstore-v2', 'bookbuyer', 'bookthief'])
+        for (const p of (await mesh?.pods(app)) ?? [])
+          for (const c of [
+            ...((p.status['containerStatuses'] ?? []) as { name: string; restartCount: number }[]),
+            ...((p.status['initContainerStatuses'] ?? []) as { name: string; restartCount: number }[]),
+          ])
+            if (c.restartCount > 0) restarts[`${p.name}/${c.name}`] = c.restartCount;
+      process.stderr.write(`container restarts during the suite: ${JSON.stringify(restarts)}\n`);
+    });
+
     test('the kubelet ran what the webhook injected: init rules, Envoy as UID 1500 in either layout, the bootstrap Secret, probes through Envoy', async () => {
       const native = await one('bookbuyer');
       const [classic] = await mesh.pods('bookstore-v2');
