@@ -442,6 +442,15 @@ describe('charts/skein with helm against the real API server', () => {
       { verb: 'delete', resource: 'secrets', namespace: other, name: 'skein-bootstrap-x' },
       { verb: 'get', resource: 'secrets', namespace: ns, name: 'skein-ca' },
       { verb: 'update', resource: 'secrets', namespace: ns, name: 'skein-ca' },
+      // Leader election (pkg/leader): one Lease in the control-plane namespace.
+      { verb: 'create', resource: 'leases', group: 'coordination.k8s.io', namespace: ns },
+      ...['get', 'update'].map((verb) => ({
+        verb,
+        resource: 'leases',
+        group: 'coordination.k8s.io',
+        namespace: ns,
+        name: 'skein-controller-leader',
+      })),
       ...['patch', 'list', 'watch'].map((verb) => ({
         verb,
         resource: 'mutatingwebhookconfigurations',
@@ -467,6 +476,15 @@ describe('charts/skein with helm against the real API server', () => {
       { verb: 'watch', resource: 'secrets' },
       { verb: 'patch', resource: 'secrets', namespace: other, name: 'skein-bootstrap-x' },
       { verb: 'update', resource: 'secrets', namespace: ns, name: 'not-the-ca' },
+      { verb: 'update', resource: 'leases', group: 'coordination.k8s.io', namespace: ns, name: 'another' },
+      { verb: 'create', resource: 'leases', group: 'coordination.k8s.io', namespace: other },
+      {
+        verb: 'delete',
+        resource: 'leases',
+        group: 'coordination.k8s.io',
+        namespace: ns,
+        name: 'skein-controller-leader',
+      },
       { verb: 'list', resource: 'meshconfigs', group: 'config.skein.dev', namespace: other },
       { verb: 'update', resource: 'meshconfigs', group: 'config.skein.dev', namespace: ns },
       { verb: 'create', resource: 'traffictargets', group: 'access.smi-spec.io', namespace: other },
