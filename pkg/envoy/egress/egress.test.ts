@@ -62,7 +62,7 @@ test('http egress: RBAC on the Host header, routes from the HTTPRouteGroup, a ST
   const hcm = at(list(chain, 'filters')[0], 'typed_config');
   assert.equal(at(hcm, 'stat_prefix'), 'egress_80');
   const rbac = at(byNameIn(list(hcm, 'http_filters'), 'envoy.filters.http.rbac'), 'typed_config');
-  assert.equal(at(rbac, 'rules_stat_prefix'), 'egress_');
+  assert.equal(at(rbac, 'rules_stat_prefix'), 'egress');
   const route = named(gen(sidecarRdsGenerator, mesh, 'bookbuyer-1'), 'rds-egress.80');
   const vh = list(route, 'virtual_hosts')[0];
   assert.deepEqual(at(vh, 'domains'), ['api.example.com', 'api.example.com:80']);

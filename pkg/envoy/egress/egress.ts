@@ -3,7 +3,7 @@
 //
 // - http:   a filter chain on the destination port (+ addresses) and the
 //           http_inspector's protocols; an RBAC filter lets only the allowed
-//           Host headers through (the rest: 403, `http.egress_<port>.rbac.egress_denied`),
+//           Host headers through (the rest: 403, `http.egress_<port>.rbac.egress.denied`),
 //           routes by Host to a STRICT_DNS cluster per host:port, so a request
 //           goes to the host it names, whatever address the app dialled.
 // - https:  a chain on port + SNI (tls_inspector) (+ addresses) → tcp_proxy to
@@ -80,8 +80,8 @@ function hostRbac(p: EgressHttpPort): ProtoObject {
     name: ExtName.HttpRbac,
     typed_config: typed(AnyType.HttpRbac, {
       rules: { action: RbacAction.ALLOW, policies },
-      // → http.egress_<port>.rbac.egress_allowed / egress_denied
-      rules_stat_prefix: 'egress_',
+      // Envoy appends a dot: http.egress_<port>.rbac.egress.allowed / .denied
+      rules_stat_prefix: 'egress',
     }),
   };
 }
