@@ -159,12 +159,6 @@ export interface MeshConfigSpec {
     permissive?: boolean;
     /** Lets traffic to destinations outside the mesh out unchanged (passthrough). Default false. */
     enableEgress?: boolean;
-    /** CIDRs whose outbound traffic bypasses the sidecar (merged with the pod annotation at admission). */
-    outboundIPRangeExclusionList?: string[];
-    /** Ports whose outbound traffic bypasses the sidecar. */
-    outboundPortExclusionList?: number[];
-    /** Ports whose inbound traffic bypasses the sidecar. */
-    inboundPortExclusionList?: number[];
   };
   certificate?: {
     /** Validity of proxy and service certificates, a Go-style duration ("24h", "90m"). */

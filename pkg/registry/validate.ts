@@ -1,7 +1,7 @@
 // Checks beyond the schemas: rules that span fields, which an OpenAPI schema
 // cannot express. Shared by both registries; a reference to an object that does
 // not exist is never a problem here (the policy engine handles missing refs).
-import { egressProblems, parseIpRange } from '../catalog/egress.js';
+import { egressProblems } from '../catalog/egress.js';
 import { parseDuration } from '../mesh/duration.js';
 import type {
   AnyObject,
@@ -147,11 +147,5 @@ function meshConfigProblems(mc: MeshConfig): string[] {
   };
   check('spec.certificate.validity', mc.spec.certificate?.validity, true);
   check('spec.xds.minPushInterval', mc.spec.xds?.minPushInterval, false);
-  (mc.spec.traffic?.outboundIPRangeExclusionList ?? []).forEach((r, i) => {
-    const range = parseIpRange(r);
-    // The exclusions become IPv4 iptables rules (injector/exclusions.ts).
-    if (!range || range.address.includes(':'))
-      out.push(`spec.traffic.outboundIPRangeExclusionList[${i}]: ${JSON.stringify(r)} is not an IPv4 CIDR`);
-  });
   return out;
 }
