@@ -134,12 +134,31 @@ export interface TrafficSplitSpec {
 }
 export type TrafficSplit = KubeObject<'TrafficSplit', TrafficSplitSpec>;
 
+// ---- skein Egress (policy.skein.dev/v1alpha1; OSM's Egress field for field) ----
+
+export type EgressProtocol = 'http' | 'https' | 'tcp' | 'tcp-server-first';
+export interface EgressPort {
+  number: number;
+  protocol: EgressProtocol;
+}
+export interface EgressSpec {
+  sources: { kind: 'ServiceAccount'; name: string; namespace: string }[];
+  hosts?: string[];
+  /** CIDRs. */
+  ipAddresses?: string[];
+  ports: EgressPort[];
+  matches?: { apiGroup?: string; kind: 'HTTPRouteGroup'; name: string }[];
+}
+export type Egress = KubeObject<'Egress', EgressSpec>;
+
 // ---- skein MeshConfig (config.skein.dev/v1alpha1) -----------------------------
 
 export interface MeshConfigSpec {
   traffic?: {
     /** Permissive: every meshed service may reach every other. Default false (SMI mode). */
     permissive?: boolean;
+    /** Lets traffic to destinations outside the mesh out unchanged (passthrough). Default false. */
+    enableEgress?: boolean;
   };
   certificate?: {
     /** Validity of proxy and service certificates, a Go-style duration ("24h", "90m"). */
@@ -173,6 +192,7 @@ export type AnyObject =
   | HTTPRouteGroup
   | TCPRoute
   | TrafficSplit
+  | Egress
   | MeshConfig;
 
 export type ObjectKind = AnyObject['kind'];
@@ -187,6 +207,7 @@ export const OBJECT_KINDS: readonly ObjectKind[] = [
   'HTTPRouteGroup',
   'TCPRoute',
   'TrafficSplit',
+  'Egress',
   'MeshConfig',
 ];
 

@@ -1,6 +1,7 @@
 // Checks beyond the schemas: rules that span fields, which an OpenAPI schema
 // cannot express. Shared by both registries; a reference to an object that does
 // not exist is never a problem here (the policy engine handles missing refs).
+import { egressProblems } from '../catalog/egress.js';
 import { parseDuration } from '../mesh/duration.js';
 import type {
   AnyObject,
@@ -25,6 +26,8 @@ export function semanticProblems(obj: AnyObject): string[] {
       return serviceProblems(obj);
     case 'MeshConfig':
       return meshConfigProblems(obj);
+    case 'Egress':
+      return egressProblems(obj);
     default:
       return [];
   }
