@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import protobuf from 'protobufjs';
+import { fromObjectForm } from '../envoy/testing/json-form.js';
 import { roundTripProblems } from '../envoy/testing/roundtrip.js';
 import type { ProtoObject, ProtoValue } from '../envoy/types.js';
 import { messageType } from '../xds/proto/root.js';
@@ -71,10 +72,15 @@ function byName(list: ProtoValue, name: string): ProtoObject {
   return found;
 }
 
+const DURATION = '.google.protobuf.Duration';
+/** A Duration in proto3 JSON: seconds with up to nine fractional digits and an `s`. */
+const DURATION_JSON = /^\d+(\.\d{1,9})?s$/;
+
 /**
  * The bootstrap is written as JSON for Envoy: only valid if no field holds a
- * well-known type whose proto3 JSON differs from fromObject form (Duration,
- * wrappers, Struct, Timestamp...), and enums are names.
+ * well-known type whose proto3 JSON differs from fromObject form (wrappers,
+ * Struct, Timestamp...) — except Durations, written as proto3 JSON strings
+ * ("0.25s") — and enums are names.
  */
 function jsonProblems(type: protobuf.Type, value: ProtoValue, path: string, out: string[]): void {
   if (!isObj(value)) return;
@@ -96,7 +102,12 @@ function jsonProblems(type: protobuf.Type, value: ProtoValue, path: string, out:
         ? Object.values(v)
         : [v];
     for (const item of items) {
-      if (rt instanceof protobuf.Type) {
+      if (rt instanceof protobuf.Type && rt.fullName === DURATION) {
+        if (typeof item !== 'string' || !DURATION_JSON.test(item))
+          out.push(
+            `${path}.${key}: a Duration must be proto3 JSON like "0.25s", not ${JSON.stringify(item)}`,
+          );
+      } else if (rt instanceof protobuf.Type) {
         if (rt.fullName.startsWith('.google.protobuf.') && rt.fullName !== '.google.protobuf.Any')
           out.push(`${path}.${key}: ${rt.fullName} has a different JSON form`);
         jsonProblems(rt, item, `${path}.${key}`, out);
@@ -115,7 +126,7 @@ test('the bootstrap and its SDS files survive the Envoy protos and are valid pro
     bootstrap(true, { envoyReadiness: true }),
   ];
   for (const b of variants) {
-    assert.deepEqual(roundTripProblems(BOOTSTRAP_TYPE_URL, b), []);
+    assert.deepEqual(roundTripProblems(BOOTSTRAP_TYPE_URL, fromObjectForm(BOOTSTRAP_TYPE_URL, b)), []);
     const problems: string[] = [];
     jsonProblems(messageType(BOOTSTRAP_TYPE_URL), b, 'Bootstrap', problems);
     assert.deepEqual(problems, []);

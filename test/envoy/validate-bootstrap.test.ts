@@ -2,6 +2,7 @@
 // resources next to it) passes Envoy's own validation rules.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
+import { fromObjectForm } from '../../pkg/envoy/testing/json-form.js';
 import {
   adsSdsFiles,
   BOOTSTRAP_TYPE_URL,
@@ -33,7 +34,8 @@ test("the injector's sidecar bootstrap and SDS files pass Envoy's validation rul
     });
     return {
       typeUrl: BOOTSTRAP_TYPE_URL,
-      bytes: encodeMessage(BOOTSTRAP_TYPE_URL, bootstrap),
+      // Envoy reads the bootstrap as proto3 JSON: its Durations are strings there.
+      bytes: encodeMessage(BOOTSTRAP_TYPE_URL, fromObjectForm(BOOTSTRAP_TYPE_URL, bootstrap)),
       label: `bootstrap ${xdsTransport}`,
     };
   });
