@@ -14,7 +14,8 @@
 // chain (tcp_proxy to the endpoint-less blackhole cluster: closed).
 import type { IpRange } from '../../catalog/egress.js';
 import type { HTTPMatch } from '../../model/objects.js';
-import { ComparisonOp, DiscoveryType, RbacAction } from '../common/enums.js';
+import { DiscoveryType, RbacAction } from '../common/enums.js';
+import { localReplyBody } from '../common/local-reply.js';
 import { AnyType, adsConfigSource, durationSeconds, ExtName, socketAddress, typed } from '../common/xds.js';
 import { BLACKHOLE_CLUSTER, PASSTHROUGH_CLUSTER } from '../names.js';
 import { headerRegexToSafeRegex, pathRegexToSafeRegex } from '../rbac/rbac.js';
@@ -87,28 +88,11 @@ function hostRbac(p: EgressHttpPort): ProtoObject {
 }
 
 function deniedReply(port: number): ProtoObject {
-  return {
-    mappers: [
-      {
-        filter: {
-          status_code_filter: {
-            comparison: {
-              op: ComparisonOp.EQ,
-              // RuntimeUInt32 requires a runtime key (PGV min_len 1); nothing sets it.
-              value: { default_value: 403, runtime_key: 'skein.local_reply.status_403' },
-            },
-          },
-        },
-        body_format_override: {
-          text_format_source: {
-            inline_string:
-              `skein: egress to %REQ(:authority)% on port ${port} is not allowed for this proxy` +
-              ' (SMI mode: no Egress lets its identity reach this host and path; %RESPONSE_CODE_DETAILS%)\n',
-          },
-        },
-      },
-    ],
-  };
+  return localReplyBody(
+    403,
+    `skein: egress to %REQ(:authority)% on port ${port} is not allowed for this proxy` +
+      ' (SMI mode: no Egress lets its identity reach this host and path; %RESPONSE_CODE_DETAILS%)\n',
+  );
 }
 
 function httpChain(p: EgressHttpPort): ProtoObject {

@@ -5,8 +5,9 @@
 import type { MeshService, MeshView, ProxyContext } from '../../catalog/types.js';
 import { PORT_INBOUND_LISTENER, PORT_OUTBOUND_LISTENER } from '../../mesh/constants.js';
 import { type Identity, identityKey } from '../../mesh/identity.js';
-import { ComparisonOp, TrafficDirection } from '../common/enums.js';
+import { TrafficDirection } from '../common/enums.js';
 import { type InboundPort, inboundPorts, inboundRulesOf, isHttpLike } from '../common/inbound.js';
+import { localReplyBody } from '../common/local-reply.js';
 import { IdentityMemo } from '../common/memo.js';
 import { byName, type OutboundPlan, type OutboundPort, proxyOutboundPlan } from '../common/outbound.js';
 import { downstreamTlsSocket } from '../common/tls.js';
@@ -55,30 +56,6 @@ function httpConnectionManager(
       http_filters: [...httpFilters, { name: ExtName.Router, typed_config: typed(AnyType.Router) }],
       ...extra,
     }),
-  };
-}
-
-/**
- * An HCM `local_reply_config` giving Envoy's own replies of one status this
- * body (substitution format). Only local replies are rewritten, never the
- * app's responses.
- */
-function localReplyBody(status: number, body: string): ProtoObject {
-  return {
-    mappers: [
-      {
-        filter: {
-          status_code_filter: {
-            comparison: {
-              op: ComparisonOp.EQ,
-              // RuntimeUInt32 requires a runtime key (PGV min_len 1); nothing sets it.
-              value: { default_value: status, runtime_key: `skein.local_reply.status_${status}` },
-            },
-          },
-        },
-        body_format_override: { text_format_source: { inline_string: body } },
-      },
-    ],
   };
 }
 
