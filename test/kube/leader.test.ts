@@ -94,9 +94,10 @@ describe('leader election with a real Lease', { timeout: 120_000 }, () => {
     await release?.();
   });
 
-  test('one leader among two candidates; a graceful stop releases the Lease and the other leads within a retry period', async () => {
-    const a = candidate(kc, ns, 'graceful', 'a');
-    const b = candidate(kc, ns, 'graceful', 'b');
+  /** Candidate a (through `aConfig`) leads, then b campaigns and, a renewing, does not lead. */
+  async function leaderAndFollower(aConfig: KubeConfig, lease: string): Promise<[Candidate, Candidate]> {
+    const a = candidate(aConfig, ns, lease, 'a');
+    const b = candidate(kc, ns, lease, 'b');
     cleanups.push(
       () => a.elector.stop(),
       () => b.elector.stop(),
@@ -107,6 +108,11 @@ describe('leader election with a real Lease', { timeout: 120_000 }, () => {
     await sleep(4 * FAST.retryPeriodMs);
     assert.equal(b.elector.isLeader, false, 'b must not lead while a renews');
     assert.equal(a.elector.isLeader, true);
+    return [a, b];
+  }
+
+  test('one leader among two candidates; a graceful stop releases the Lease and the other leads within a retry period', async () => {
+    const [a, b] = await leaderAndFollower(kc, 'graceful');
     const stoppedAt = performance.now();
     await a.elector.stop();
     await eventually('b leads after the release', () => assert.equal(b.elector.isLeader, true), 10_000);
@@ -125,17 +131,7 @@ describe('leader election with a real Lease', { timeout: 120_000 }, () => {
   test('a partitioned leader steps down before its Lease can be taken over; the other takes over after it expires', async () => {
     const proxy = await cuttableProxy(new URL(endpoint.server));
     cleanups.push(() => proxy.close());
-    const a = candidate(kubeConfigFor({ ...endpoint, server: proxy.url }), ns, 'partition', 'a');
-    const b = candidate(kc, ns, 'partition', 'b');
-    cleanups.push(
-      () => a.elector.stop(),
-      () => b.elector.stop(),
-    );
-    a.elector.start();
-    await eventually('a leads', () => assert.equal(a.elector.isLeader, true), 10_000);
-    b.elector.start();
-    await sleep(4 * FAST.retryPeriodMs);
-    assert.equal(b.elector.isLeader, false);
+    const [a, b] = await leaderAndFollower(kubeConfigFor({ ...endpoint, server: proxy.url }), 'partition');
     const cutAt = performance.now();
     proxy.cut();
     await eventually('a steps down', () => assert.equal(a.elector.isLeader, false), 10_000);
