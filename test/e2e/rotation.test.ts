@@ -27,6 +27,8 @@ describe('certificate rotation', () => {
   let mesh: LocalMesh;
   before(async () => {
     mesh = await LocalMesh.start({
+      // Every log line the controller can write, for the key-material check below.
+      extraArgs: ['--log-level', 'trace'],
       prepare: async (dir) => {
         const file = path.join(dir, 'meshconfig.yaml');
         const text = await readFile(file, 'utf8');
@@ -80,5 +82,16 @@ describe('certificate rotation', () => {
       next = await serial();
     }
     assert.notEqual(next, first, 'the workload certificate file was not rotated');
+  });
+
+  test('no log line of the controller carries key material, at trace level, after issuing and rotating', () => {
+    const lines = [...mesh.controller.lines.map((l) => JSON.stringify(l)), ...mesh.controller.stderr];
+    assert.ok(lines.length > 20, `only ${lines.length} log lines`);
+    assert.ok(
+      lines.some((l) => /rotat/i.test(l)),
+      'the run rotated certificates (so the check covers issuance and rotation)',
+    );
+    const leaks = lines.filter((l) => /PRIVATE KEY|BEGIN EC|BEGIN RSA/.test(l));
+    assert.deepEqual(leaks, []);
   });
 });
