@@ -625,7 +625,8 @@ describe('the test node', { skip, timeout: 900_000 }, () => {
         ['native', native],
         ['classic', classic],
       ] as const) {
-        assert.ok(total(r.counts) > 100, `${layout}: ${JSON.stringify(r)}`);
+        // At a 10 ms interval over ~5 s: hundreds of calls on an idle machine, fewer under CI load.
+        assert.ok(total(r.counts) > 50, `${layout}: ${JSON.stringify(r)}`);
         assert.equal(sum(r.counts, '200 '), total(r.counts), `${layout}: ${JSON.stringify(r.counts)}`);
       }
     });
