@@ -18,6 +18,7 @@ export const STATUS_KINDS: readonly ObjectKind[] = Object.freeze([
   'HTTPRouteGroup',
   'TCPRoute',
   'TrafficSplit',
+  'IngressBackend',
   'MeshConfig',
 ]);
 
