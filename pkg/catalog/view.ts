@@ -12,6 +12,7 @@ import {
 } from '../model/objects.js';
 import type { MeshStore } from '../registry/store.js';
 import { derive } from './derive.js';
+import { compileEgresses, type EgressRule, egressBySource } from './egress.js';
 import { compileIngress, type IngressPort, ingressPortKey } from './ingress.js';
 import { selectMeshConfig } from './meshconfig.js';
 import { compareStrings, PodIndex, selectorMatches } from './pods.js';
@@ -122,6 +123,19 @@ export function meshConfigOf(view: MeshView): MeshConfig | undefined {
   return view instanceof CatalogView ? view.meshConfig : undefined;
 }
 
+/**
+ * The Egress rules of one source identity (catalog/egress.ts), empty when
+ * none; the same array for the life of the view.
+ */
+export function egressRulesOf(view: MeshView, source: Identity): readonly EgressRule[] {
+  return view instanceof CatalogView ? (view.egress.get(identityKey(source)) ?? EMPTY) : EMPTY;
+}
+
+/** MeshConfig spec.traffic.enableEgress: destinations outside the mesh pass through. */
+export function egressEnabled(view: MeshView): boolean {
+  return meshConfigOf(view)?.spec.traffic?.enableEgress === true;
+}
+
 const EMPTY: readonly never[] = Object.freeze([]);
 
 class CatalogView implements MeshView {
@@ -140,6 +154,8 @@ class CatalogView implements MeshView {
   /** Compiled TrafficTargets by destination identity key (`ns/sa`), in origin order. */
   private readonly targetsByDest = new Map<string, CompiledTarget[]>();
   private readonly splits: SplitTable;
+  /** Egress rules by source identity key. */
+  readonly egress: ReadonlyMap<string, readonly EgressRule[]>;
 
   /** Answers shared with the views before and after this one (stable.ts). */
   readonly lineage: ViewLineage;
@@ -238,6 +254,12 @@ class CatalogView implements MeshView {
       ),
     };
     this.splits = mergeSplits(store.list('TrafficSplit').filter(inMesh), (k) => services.has(k), problems);
+    const egresses = compileEgresses(
+      store.list('Egress').filter(inMesh),
+      (ns, name) => (monitored.has(ns) ? store.get('HTTPRouteGroup', `${ns}/${name}`) : undefined),
+      problems,
+    );
+    this.egress = egressBySource(egresses, problems);
     this.problems = Object.freeze(problems.items);
 
     const sources = new Set<string>();

@@ -16,6 +16,8 @@ import { CertificateManager } from '../certificate/manager.js';
 import { ServingRenewal } from '../certificate/serving-renewal.js';
 import { meshGenerators } from '../envoy/generators.js';
 import { HealthServer } from '../health/server.js';
+import type { LeaseElector } from '../leader/elector.js';
+import type { Leadership } from '../leader/leadership.js';
 import type { Logger } from '../logger/logger.js';
 import type { Identity } from '../mesh/identity.js';
 import { MeshMetrics } from '../metrics/metrics.js';
@@ -88,6 +90,9 @@ export class Controller {
   private injection: Injection | undefined;
   /** Kubernetes mode: writes status.conditions (Accepted) of SMI objects and the MeshConfig. */
   private statusWriter: StatusWriter | undefined;
+  private elector: LeaseElector | undefined;
+  /** Kubernetes mode with --leader-elect: singleton work runs only while the Lease is ours. */
+  private readonly leadership: Leadership = leadershipOf(this);
   private restXds: RestXdsServer | undefined;
   private stopping = false;
   private stopFns: (() => void)[] = [];
@@ -99,6 +104,12 @@ export class Controller {
     this.log = logger;
     this.bus = new AnnouncementBus({ logger: logger.child({ component: 'announcements' }) });
     this.problems = new ProblemLog(logger.child({ component: 'policy' }));
+  }
+
+  /** Whether the elector holds the Lease; undefined without election (a lone controller leads). */
+  get electorLeads(): boolean | undefined {
+    if (!this.opts.leaderElection) return undefined;
+    return this.elector?.isLeader ?? false;
   }
 
   /** The current MeshView, rebuilt lazily when the store has moved on. */
@@ -297,12 +308,16 @@ export class Controller {
         // Read at each admission: a MeshConfig change applies to pods created afterwards.
         sidecarSettings: () => this.currentSettings().sidecar,
         logger: log,
+        leadership: this.leadership,
       });
       result.webhook = this.injection.port;
     }
     // Local workload files and bootstraps stand in for what the injector gives pods in
     // Kubernetes; --workload-files asks for them in Kubernetes mode too (workloads run outside).
     if (o.localDir || o.workloadFiles) await this.startLocalWorkloads(ports.insecurePort);
+    // Campaign once everything the singleton work touches exists.
+    this.metrics.leader.set(this.leadership.isLeader ? 1 : 0);
+    this.elector?.start();
     log.info(
       {
         ...result,
@@ -347,7 +362,28 @@ export class Controller {
       store: this.store,
       logger: log,
       alsoReport: this.problemBook,
+      leadership: this.leadership,
     });
+    if (o.leaderElection) {
+      const { LeaseElector } = await import('../leader/elector.js');
+      const t = o.leaderElection;
+      this.elector = new LeaseElector({
+        // A hung request must not outlast a retry: the renew deadline counts from the last success.
+        client: new KubeClient({ kubeConfig: kube.kubeConfig, requestTimeoutMs: 2 * t.retryPeriodMs }),
+        namespace: o.namespace,
+        name: LEADER_LEASE_NAME,
+        leaseDurationMs: t.leaseDurationMs,
+        renewDeadlineMs: t.renewDeadlineMs,
+        retryPeriodMs: t.retryPeriodMs,
+        logger: log.child({ component: 'leader-election' }),
+        onStartedLeading: () => {
+          this.metrics.leader.set(1);
+          this.injection?.leadershipGained();
+          this.statusWriter?.schedule(0);
+        },
+        onStoppedLeading: () => this.metrics.leader.set(0),
+      });
+    }
     // Policy problems become Events on the objects too.
     this.problems = new ProblemLog(log.child({ component: 'policy' }), kube.events);
     // ...and an Accepted condition in each SMI object's and the MeshConfig's status, through
@@ -357,6 +393,7 @@ export class Controller {
       client: new KubeClient({ kubeConfig: kube.kubeConfig, limiter: new TokenBucket(5, 20) }),
       logger: log.child({ component: 'status' }),
       objects: () => kube.registry.statusObjects(),
+      leadership: this.leadership,
       problems: () => {
         this.currentView(); // policy problems are those of the current view
         return this.problemBook.entries();
@@ -413,6 +450,8 @@ export class Controller {
 
   async stop(): Promise<void> {
     this.stopping = true;
+    // First: the Lease released, a successor takes the singleton work within a retry period.
+    await this.elector?.stop();
     this.bus.stop();
     for (const fn of this.stopFns.splice(0)) fn();
     await this.injection?.stop();
@@ -541,4 +580,16 @@ export class Controller {
     if (!this.workloads) return;
     await this.workloads.sync(this.store.list('Pod'), this.currentView());
   }
+}
+
+/** The controller's leadership, read when asked: the elector's, or always when there is none. */
+/** The Lease the replicas of one control-plane namespace compete for. */
+export const LEADER_LEASE_NAME = 'skein-controller-leader';
+
+function leadershipOf(c: { readonly electorLeads: boolean | undefined }): Leadership {
+  return {
+    get isLeader(): boolean {
+      return c.electorLeads ?? true;
+    },
+  };
 }

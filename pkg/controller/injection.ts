@@ -3,6 +3,7 @@
 // before expiry), the InjectorWebhook with Kubernetes (or local-mode)
 // Secret/Namespace access, and in Kubernetes mode the caBundle of the
 // MutatingWebhookConfiguration kept equal to the CA.
+
 import path from 'node:path';
 import type { BuiltinCA } from '../certificate/builtin.js';
 import { DEFAULT_SERVER_CERT_VALIDITY_MS } from '../certificate/builtin.js';
@@ -19,6 +20,7 @@ import {
   type SecretWriter,
   type WebhookObserver,
 } from '../injector/webhook.js';
+import type { Leadership } from '../leader/leadership.js';
 import type { Logger } from '../logger/logger.js';
 import { LABEL_PROXY_UUID } from '../mesh/constants.js';
 import type { MeshStore } from '../registry/store.js';
@@ -90,6 +92,8 @@ export interface InjectionOptions {
   logger: Logger;
   /** Serving certificate lifetime (default 1 year; renewed at 2/3 of it). */
   servingValidityMs?: number;
+  /** Kubernetes mode: caBundle upkeep and Secret collection follow it (pkg/leader). */
+  leadership?: Leadership;
 }
 
 export class Injection {
@@ -128,6 +132,7 @@ export class Injection {
         api: new KubeBootstrapSecretApi(i.kube),
         logger: log,
         ...(o.bootstrapOrphanGraceMs !== undefined ? { orphanGraceMs: o.bootstrapOrphanGraceMs } : {}),
+        ...(i.leadership ? { leadership: i.leadership } : {}),
       });
       secretGc = gc;
       const writer = new KubeSecretWriter(i.kube);
@@ -182,11 +187,18 @@ export class Injection {
         name: o.webhookConfigName,
         caBundlePem: () => i.ca.trustBundlePem,
         logger: log,
+        ...(i.leadership ? { leadership: i.leadership } : {}),
       });
       caBundle.start();
     }
     log.info({ port, sans: names }, 'sidecar-injection webhook serving');
     return new Injection(port, webhook, renewal, caBundle, secretGc);
+  }
+
+  /** This replica became leader: reconcile the caBundle now, collect what it saw as a follower. */
+  leadershipGained(): void {
+    this.caBundle?.resync();
+    this.secretGc?.leadershipGained();
   }
 
   /** The CA bundle changed (a CA rotation): re-patch the webhook configuration now. */

@@ -208,3 +208,37 @@ test('--native-sidecars: auto by default, always|never, anything else a UsageErr
   assert.match(CONTROLLER_USAGE, /--native-sidecars <mode> +auto\|always\|never/);
   assert.match(CONTROLLER_USAGE, /skein\.dev\/native-sidecar/);
 });
+
+test('leader election: on by default in Kubernetes mode with client-go timings, off in local mode or with --leader-elect=false', () => {
+  const kube = parseControllerArgs(['--kubeconfig', 'k']);
+  assert.ok(kube !== 'help');
+  assert.deepEqual(kube.leaderElection, {
+    leaseDurationMs: 15_000,
+    renewDeadlineMs: 10_000,
+    retryPeriodMs: 2_000,
+  });
+  const local = parseControllerArgs(['--local', 'dir']);
+  assert.ok(local !== 'help');
+  assert.equal(local.leaderElection, undefined);
+  const off = parseControllerArgs(['--kubeconfig', 'k', '--leader-elect', 'false']);
+  assert.ok(off !== 'help');
+  assert.equal(off.leaderElection, undefined);
+  const fast = parseControllerArgs([
+    ...['--kubeconfig', 'k', '--leader-elect-lease-duration', '3s'],
+    ...['--leader-elect-renew-deadline', '2s', '--leader-elect-retry-period', '500ms'],
+  ]);
+  assert.ok(fast !== 'help');
+  assert.deepEqual(fast.leaderElection, { leaseDurationMs: 3000, renewDeadlineMs: 2000, retryPeriodMs: 500 });
+  assert.throws(
+    () => parseControllerArgs(['--kubeconfig', 'k', '--leader-elect', 'yes']),
+    /not true or false/,
+  );
+  assert.throws(
+    () => parseControllerArgs(['--kubeconfig', 'k', '--leader-elect-renew-deadline', '20s']),
+    /renew-deadline must be shorter than --leader-elect-lease-duration/,
+  );
+  assert.throws(
+    () => parseControllerArgs(['--kubeconfig', 'k', '--leader-elect-retry-period', '9s']),
+    /retry-period .* must be shorter than --leader-elect-renew-deadline/,
+  );
+});

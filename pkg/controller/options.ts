@@ -67,7 +67,25 @@ export interface ControllerOptions {
   extraSans: string[];
   /** Per-ADS-stream limits given as flags; the rest take DEFAULT_STREAM_LIMITS. */
   adsLimits?: Partial<StreamLimits>;
+  /**
+   * Kubernetes mode: singleton work (caBundle, Events, status, Secret collection) only on
+   * the replica holding the Lease (pkg/leader); undefined = off (local mode, --leader-elect=false).
+   */
+  leaderElection?: LeaderElectionTimings;
 }
+
+export interface LeaderElectionTimings {
+  leaseDurationMs: number;
+  renewDeadlineMs: number;
+  retryPeriodMs: number;
+}
+
+/** client-go's defaults (tools/leaderelection): 15 s lease, 10 s renew deadline, 2 s retry. */
+export const DEFAULT_LEADER_ELECTION: LeaderElectionTimings = {
+  leaseDurationMs: 15_000,
+  renewDeadlineMs: 10_000,
+  retryPeriodMs: 2_000,
+};
 
 /** The --ads-* limit flags and the StreamLimits field each sets. */
 const LIMIT_FLAGS = {
@@ -125,6 +143,11 @@ Flags:
   --bootstrap-orphan-grace <dur>
                               Kubernetes mode: delete a bootstrap Secret whose pod never got stored (a later
                               admission step refused it) this long after admission (default 5m)
+  --leader-elect <bool>       Kubernetes mode: run the singleton work (caBundle upkeep, Events, status,
+                              bootstrap Secret collection) only on the replica holding the Lease
+                              skein-controller-leader; every replica serves xDS (default true)
+  --leader-elect-lease-duration <dur>, --leader-elect-renew-deadline <dur>, --leader-elect-retry-period <dur>
+                              The election's timings (default 15s, 10s, 2s, as client-go's)
   --ca-secret <name>          Kubernetes mode: Secret in the control-plane namespace holding the CA; created
                               when missing, shared by every replica (default ${DEFAULT_CA_SECRET})
   --extra-san <name>          Extra IP or DNS name for the serving certificates (repeatable)
@@ -260,6 +283,35 @@ export function parseControllerArgs(
     limits[field] = n;
   }
   if (Object.keys(limits).length > 0) options.adsLimits = limits;
+  const elect = v['leader-elect'] ?? 'true';
+  if (elect !== 'true' && elect !== 'false')
+    throw new UsageError(`--leader-elect: ${JSON.stringify(elect)} is not true or false`);
+  if (elect === 'true' && v.local === undefined) {
+    const timing = (flag: string, fallback: number): number => {
+      const text = v[flag as 'leader-elect-lease-duration'];
+      if (text === undefined) return fallback;
+      try {
+        return parseDuration(text);
+      } catch (err) {
+        throw new UsageError(`--${flag}: ${err instanceof Error ? err.message : String(err)}`);
+      }
+    };
+    const t: LeaderElectionTimings = {
+      leaseDurationMs: timing('leader-elect-lease-duration', DEFAULT_LEADER_ELECTION.leaseDurationMs),
+      renewDeadlineMs: timing('leader-elect-renew-deadline', DEFAULT_LEADER_ELECTION.renewDeadlineMs),
+      retryPeriodMs: timing('leader-elect-retry-period', DEFAULT_LEADER_ELECTION.retryPeriodMs),
+    };
+    // client-go's rules: the leader must give up before the Lease can be taken over.
+    if (!(t.renewDeadlineMs < t.leaseDurationMs))
+      throw new UsageError(
+        '--leader-elect-renew-deadline must be shorter than --leader-elect-lease-duration',
+      );
+    if (!(t.retryPeriodMs * 1.2 < t.renewDeadlineMs))
+      throw new UsageError(
+        '--leader-elect-retry-period (x1.2 jitter) must be shorter than --leader-elect-renew-deadline',
+      );
+    options.leaderElection = t;
+  }
   return options;
 }
 
@@ -288,6 +340,10 @@ function parse(argv: string[]) {
       'native-sidecars': { type: 'string' },
       'ca-secret': { type: 'string' },
       'bootstrap-orphan-grace': { type: 'string' },
+      'leader-elect': { type: 'string' },
+      'leader-elect-lease-duration': { type: 'string' },
+      'leader-elect-renew-deadline': { type: 'string' },
+      'leader-elect-retry-period': { type: 'string' },
       'extra-san': { type: 'string', multiple: true },
       debug: { type: 'boolean' },
       'rest-xds-port': { type: 'string' },

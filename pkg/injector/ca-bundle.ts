@@ -5,7 +5,9 @@
 // list it by name, fix every webhook entry whose caBundle differs, then watch
 // and fix again on every change. A missing object or missing RBAC is logged
 // and retried with backoff; it never stops the controller.
+
 import { setTimeout as sleep } from 'node:timers/promises';
+import { ALWAYS_LEADER, type Leadership } from '../leader/leadership.js';
 import type { Logger } from '../logger/logger.js';
 import { Backoff, type BackoffOptions } from '../registry/kube/backoff.js';
 import type { Query } from '../registry/kube/client.js';
@@ -36,6 +38,8 @@ export interface CaBundleSyncOptions {
   backoff?: BackoffOptions;
   /** Server-side watch timeout (default 300-600 s, jittered); the watch is then re-opened. */
   watchTimeoutSeconds?: number;
+  /** Only the leader patches (it watches either way); call resync() when it becomes leader. */
+  leadership?: Leadership;
 }
 
 export type CaBundleState = 'starting' | 'current' | 'missing' | 'failing';
@@ -188,6 +192,11 @@ export class CaBundleSync {
   async #reconcile(config: unknown, signal: AbortSignal): Promise<void> {
     const want = Buffer.from(this.#o.caBundlePem()).toString('base64');
     const stale = staleWebhooks(config, want);
+    if (stale.length > 0 && !(this.#o.leadership ?? ALWAYS_LEADER).isLeader) {
+      // Every replica watches; only the leader writes (resync() when it becomes one).
+      this.#log.debug({ webhooks: stale }, 'caBundle stale; the leader patches it');
+      return;
+    }
     if (stale.length > 0) {
       // Strategic merge on `webhooks` (merge key: name) touches only caBundle of the
       // named entries; entries added concurrently (e.g. by helm) are left alone.

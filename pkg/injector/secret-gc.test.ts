@@ -173,3 +173,51 @@ test('KubeBootstrapSecretApi: DELETE by name; existence from a label-selected po
     { labelSelector: `skein.dev/proxy-uuid=${UUID}`, limit: 1 },
   ]);
 });
+
+test("a follower remembers pod deletions and collects them once it leads; its own admissions' Secrets whatever the leadership", async () => {
+  const store = new MeshStore();
+  const api = new FakeApi();
+  const leadership = { isLeader: false };
+  gc = new BootstrapSecretGc({
+    store,
+    api,
+    logger: silentLogger(),
+    retryBaseMs: 5,
+    orphanGraceMs: 10,
+    leadership,
+  });
+  gc.start();
+  store.upsert(pod('web', { 'skein.dev/proxy-uuid': UUID }));
+  store.delete('Pod', 'shop/web');
+  gc.created('shop', OTHER);
+  await settle();
+  // Only this replica knows the admission: collected now. The pod deletion every replica saw waits.
+  assert.deepEqual(api.deletes, [`shop/skein-bootstrap-${OTHER}`]);
+  assert.equal(gc.backlog, 1);
+  leadership.isLeader = true;
+  gc.leadershipGained();
+  await api.calls(4);
+  await settle();
+  assert.deepEqual(api.deletes, [`shop/skein-bootstrap-${OTHER}`, `shop/skein-bootstrap-${UUID}`]);
+  assert.equal(gc.backlog, 0);
+});
+
+test('a follower forgets the oldest pod deletions beyond its backlog bound', async () => {
+  const store = new MeshStore();
+  const api = new FakeApi();
+  gc = new BootstrapSecretGc({
+    store,
+    api,
+    logger: silentLogger(),
+    leadership: { isLeader: false },
+    followerBacklog: 2,
+  });
+  gc.start();
+  for (const id of [UUID, OTHER, '22222222-3333-4444-8555-666666666666']) {
+    store.upsert(pod(`p-${id}`, { 'skein.dev/proxy-uuid': id }));
+    store.delete('Pod', `shop/p-${id}`);
+  }
+  await settle();
+  assert.equal(gc.backlog, 2);
+  assert.deepEqual(api.lists, [], 'a follower asks the API nothing');
+});

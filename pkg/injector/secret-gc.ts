@@ -7,6 +7,7 @@
 // a pod gone, and, for Secrets this replica created, once a grace period after
 // admission finds no pod at all (a later admission plugin or the storage
 // refused it, so the pod never existed).
+import { ALWAYS_LEADER, type Leadership } from '../leader/leadership.js';
 import type { Logger } from '../logger/logger.js';
 import { LABEL_PROXY_UUID } from '../mesh/constants.js';
 import type { Pod } from '../model/objects.js';
@@ -78,6 +79,16 @@ export interface BootstrapSecretGcOptions {
   retryBaseMs?: number;
   /** Secrets handled at once (default 4); the rest wait in a queue. */
   concurrency?: number;
+  /**
+   * Pod deletions are seen by every replica; only the leader collects them. A follower
+   * keeps the last ones (up to `followerBacklog`) and hands them to the queue when it
+   * becomes leader (leadershipGained), so a deletion the old leader had not finished
+   * is still collected. Secrets of this replica's own admissions are collected here
+   * whatever the leadership: no other replica knows them. Default: always leader.
+   */
+  leadership?: Leadership;
+  /** Pod deletions a follower remembers (default 10,000; oldest forgotten first). */
+  followerBacklog?: number;
 }
 
 interface Job {
@@ -86,6 +97,8 @@ interface Job {
   /** Why: shown in logs. */
   cause: string;
   attempt: number;
+  /** A pod deletion every replica saw (leader's work), not this replica's own admission. */
+  shared: boolean;
 }
 
 export const DEFAULT_ORPHAN_GRACE_MS = 5 * 60_000;
@@ -95,7 +108,10 @@ export const DEFAULT_ORPHAN_GRACE_MS = 5 * 60_000;
  * Never throws: a failure is logged, retried with backoff, then given up.
  */
 export class BootstrapSecretGc {
-  readonly #o: Required<Omit<BootstrapSecretGcOptions, 'store' | 'api' | 'logger'>>;
+  readonly #o: Required<Omit<BootstrapSecretGcOptions, 'store' | 'api' | 'logger' | 'leadership'>>;
+  readonly #leadership: Leadership;
+  /** A follower's pod deletions, `<ns>/<uuid>` → job, oldest first. */
+  readonly #backlog = new Map<string, Job>();
   readonly #log: Logger;
   readonly #queue: Job[] = [];
   /** `<ns>/<uuid>` queued, running or waiting to retry: one job per Secret. */
@@ -111,7 +127,9 @@ export class BootstrapSecretGc {
       maxAttempts: opts.maxAttempts ?? 5,
       retryBaseMs: opts.retryBaseMs ?? 1000,
       concurrency: opts.concurrency ?? 4,
+      followerBacklog: opts.followerBacklog ?? 10_000,
     };
+    this.#leadership = opts.leadership ?? ALWAYS_LEADER;
     this.#log = opts.logger.child({ component: 'bootstrap-secret-gc' });
   }
 
@@ -123,7 +141,13 @@ export class BootstrapSecretGc {
   created(namespace: string, proxyUuid: string): void {
     if (this.#stopped) return;
     this.#later(this.#o.orphanGraceMs, () =>
-      this.#enqueue({ namespace, proxyUuid, cause: 'admission without a stored pod', attempt: 1 }),
+      this.#enqueue({
+        namespace,
+        proxyUuid,
+        cause: 'admission without a stored pod',
+        attempt: 1,
+        shared: false,
+      }),
     );
   }
 
@@ -135,6 +159,18 @@ export class BootstrapSecretGc {
     this.#timers.clear();
     this.#queue.length = 0;
     await Promise.all(this.#running);
+  }
+
+  /** This replica became leader: the pod deletions it saw as a follower are collected now. */
+  leadershipGained(): void {
+    const jobs = [...this.#backlog.values()];
+    this.#backlog.clear();
+    for (const job of jobs) this.#enqueue(job);
+  }
+
+  /** Pod deletions remembered as a follower (tests and debugging). */
+  get backlog(): number {
+    return this.#backlog.size;
   }
 
   /** Secrets queued, running or waiting to retry (for tests and debugging). */
@@ -150,7 +186,7 @@ export class BootstrapSecretGc {
     if (proxyUuid === undefined || namespace === undefined) return;
     // A store deletion is not always a pod deletion (its namespace left the mesh, an update made
     // it invalid): the job asks the API whether a pod still carries the UUID before deleting.
-    this.#enqueue({ namespace, proxyUuid, cause: `pod ${pod.metadata.name} gone`, attempt: 1 });
+    this.#enqueue({ namespace, proxyUuid, cause: `pod ${pod.metadata.name} gone`, attempt: 1, shared: true });
   }
 
   #enqueue(job: Job): void {
@@ -160,6 +196,10 @@ export class BootstrapSecretGc {
       return;
     }
     const id = `${job.namespace}/${job.proxyUuid}`;
+    if (job.shared && !this.#leadership.isLeader) {
+      this.#remember(id, job);
+      return;
+    }
     if (this.#pending.has(id)) return;
     this.#pending.add(id);
     this.#queue.push(job);
@@ -178,8 +218,24 @@ export class BootstrapSecretGc {
     }
   }
 
+  #remember(id: string, job: Job): void {
+    this.#backlog.delete(id);
+    this.#backlog.set(id, job);
+    while (this.#backlog.size > this.#o.followerBacklog) {
+      const oldest = this.#backlog.keys().next().value;
+      if (oldest === undefined) break;
+      this.#backlog.delete(oldest);
+    }
+  }
+
   async #run(job: Job): Promise<void> {
     const id = `${job.namespace}/${job.proxyUuid}`;
+    if (job.shared && !this.#leadership.isLeader) {
+      // Leadership lost while it waited: the next leader collects it (it saw the deletion too).
+      this.#pending.delete(id);
+      this.#remember(id, job);
+      return;
+    }
     const name = bootstrapSecretName(job.proxyUuid);
     const fields = { namespace: job.namespace, secret: name, cause: job.cause, attempt: job.attempt };
     try {

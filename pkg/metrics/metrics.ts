@@ -31,6 +31,7 @@ export class MeshMetrics {
   readonly announcements: Counter<'kind'>;
   readonly announcementsCoalesced: Counter;
   readonly watchRestarts: Counter<'type' | 'reason'>;
+  readonly leader: Gauge;
   readonly registryEvents: Counter<'kind' | 'type'>;
   readonly certificatesIssued: Counter;
   readonly certificatesRotated: Counter;
@@ -89,6 +90,11 @@ export class MeshMetrics {
     this.announcementsCoalesced = new Counter({
       name: 'skein_announcements_coalesced_total',
       help: 'Announcements folded into a push already pending for a proxy (counted per proxy), instead of a push of their own.',
+      registers,
+    });
+    this.leader = new Gauge({
+      name: 'skein_leader',
+      help: 'Whether this replica runs the singleton work (holds the leader Lease): 1 or 0. Every replica serves xDS.',
       registers,
     });
     this.watchRestarts = new Counter({

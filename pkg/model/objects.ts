@@ -182,12 +182,31 @@ export interface IngressBackendSpec {
 }
 export type IngressBackend = KubeObject<'IngressBackend', IngressBackendSpec>;
 
+// ---- skein Egress (policy.skein.dev/v1alpha1; OSM's Egress field for field) ----
+
+export type EgressProtocol = 'http' | 'https' | 'tcp' | 'tcp-server-first';
+export interface EgressPort {
+  number: number;
+  protocol: EgressProtocol;
+}
+export interface EgressSpec {
+  sources: { kind: 'ServiceAccount'; name: string; namespace: string }[];
+  hosts?: string[];
+  /** CIDRs. */
+  ipAddresses?: string[];
+  ports: EgressPort[];
+  matches?: { apiGroup?: string; kind: 'HTTPRouteGroup'; name: string }[];
+}
+export type Egress = KubeObject<'Egress', EgressSpec>;
+
 // ---- skein MeshConfig (config.skein.dev/v1alpha1) -----------------------------
 
 export interface MeshConfigSpec {
   traffic?: {
     /** Permissive: every meshed service may reach every other. Default false (SMI mode). */
     permissive?: boolean;
+    /** Lets traffic to destinations outside the mesh out unchanged (passthrough). Default false. */
+    enableEgress?: boolean;
   };
   certificate?: {
     /** Validity of proxy and service certificates, a Go-style duration ("24h", "90m"). */
@@ -234,6 +253,7 @@ export type AnyObject =
   | TrafficSplit
   | Ingress
   | IngressBackend
+  | Egress
   | MeshConfig;
 
 export type ObjectKind = AnyObject['kind'];
@@ -250,6 +270,7 @@ export const OBJECT_KINDS: readonly ObjectKind[] = [
   'TrafficSplit',
   'Ingress',
   'IngressBackend',
+  'Egress',
   'MeshConfig',
 ];
 

@@ -1,8 +1,9 @@
 // Checks beyond the schemas: rules that span fields, which an OpenAPI schema
 // cannot express. Shared by both registries; a reference to an object that does
 // not exist is never a problem here (the policy engine handles missing refs).
-
 import { isIP } from 'node:net';
+
+import { egressProblems } from '../catalog/egress.js';
 import { parseDuration } from '../mesh/duration.js';
 import type {
   AnyObject,
@@ -30,6 +31,8 @@ export function semanticProblems(obj: AnyObject): string[] {
       return meshConfigProblems(obj);
     case 'IngressBackend':
       return ingressBackendProblems(obj);
+    case 'Egress':
+      return egressProblems(obj);
     default:
       return [];
   }

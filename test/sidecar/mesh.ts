@@ -75,6 +75,8 @@ export const TCP_PORT = 7070;
 
 export class SidecarMesh {
   private readonly services = new Map<string, string>();
+  /** Names outside the mesh (egress destinations): name → address, in every pod's /etc/hosts. */
+  readonly outsideHosts = new Map<string, string>();
   private meshConfig: Record<string, unknown> = {};
   private constructor(
     readonly api: KubeClient,
@@ -203,6 +205,7 @@ export class SidecarMesh {
     const lines = ['127.0.0.1 localhost', `${this.network.gatewayIp} ${this.controllerHost}`];
     for (const [name, ip] of this.services)
       lines.push(`${ip} ${name}.${this.namespace}.svc.cluster.local ${name}.${this.namespace}.svc ${name}`);
+    for (const [name, ip] of this.outsideHosts) lines.push(`${ip} ${name}`);
     return `${lines.join('\n')}\n`;
   }
 

@@ -10,6 +10,8 @@ import { IdentityMemo } from '../common/memo.js';
 import { byName, proxyOutboundPlan, type UpstreamCluster } from '../common/outbound.js';
 import { upstreamTlsSocket } from '../common/tls.js';
 import { adsConfigSource, durationSeconds, http2ProtocolOptions, socketAddress } from '../common/xds.js';
+import { egressDnsCluster } from '../egress/egress.js';
+import { egressPlan } from '../egress/plan.js';
 import { BLACKHOLE_CLUSTER, PASSTHROUGH_CLUSTER } from '../names.js';
 import { type ProtoObject, type Resource, type ResourceGenerator, TypeUrl } from '../types.js';
 
@@ -60,6 +62,8 @@ export function localCluster(name: string, port: MeshServicePort): ProtoObject {
 // change leaves every cluster message — and its encoding — as it was.
 const upstreamClusters = new IdentityMemo<ProtoObject>();
 const localClusters = new IdentityMemo<ProtoObject>();
+// Egress clusters depend on the host and port alone (their name): shared by every proxy.
+const egressClusters = new Map<string, ProtoObject>();
 let passthrough: ProtoObject | undefined;
 let blackhole: ProtoObject | undefined;
 
@@ -114,6 +118,22 @@ export const sidecarCdsGenerator: ResourceGenerator = {
     } else {
       blackhole ??= blackholeCluster();
       add(blackhole, BLACKHOLE_CLUSTER);
+      // SMI mode: the identity's Egress destinations (egress/egress.ts).
+      const egress = egressPlan(ctx.mesh, proxy.identity);
+      if (egress.passthrough || egress.originalDst) {
+        passthrough ??= passthroughCluster();
+        add(passthrough, PASSTHROUGH_CLUSTER);
+      }
+      for (const c of egress.passthrough ? [] : egress.clusters) {
+        let message = egressClusters.get(c.name);
+        if (!message) {
+          message = egressDnsCluster(c);
+          // Bounded like the plan interner: an evicted message is only rebuilt.
+          if (egressClusters.size >= 4096) egressClusters.clear();
+          egressClusters.set(c.name, message);
+        }
+        add(message, c.name);
+      }
     }
     return byName(out);
   },

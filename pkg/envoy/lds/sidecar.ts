@@ -11,6 +11,8 @@ import { IdentityMemo } from '../common/memo.js';
 import { byName, type OutboundPlan, type OutboundPort, proxyOutboundPlan } from '../common/outbound.js';
 import { downstreamTlsSocket } from '../common/tls.js';
 import { AnyType, adsConfigSource, durationSeconds, ExtName, socketAddress, typed } from '../common/xds.js';
+import { egressListenerPart, egressTlsInspector } from '../egress/egress.js';
+import { type EgressPlan, egressPlan, NO_EGRESS } from '../egress/plan.js';
 import {
   BLACKHOLE_CLUSTER,
   INBOUND_LISTENER,
@@ -178,7 +180,7 @@ function httpInspector(offPorts: readonly number[]): ProtoObject {
  * once a port matches, port-less chains are out, so each port with IP-matched
  * chains gets its own HTTP denial chain besides the port-less one.
  */
-function outboundListener(plan: OutboundPlan, permissive: boolean): ProtoObject {
+function outboundListener(plan: OutboundPlan, permissive: boolean, egress: EgressPlan): ProtoObject {
   const chains: ProtoObject[] = [];
   const ports = new Set<number>();
   const portOnly = new Set<number>();
@@ -210,7 +212,9 @@ function outboundListener(plan: OutboundPlan, permissive: boolean): ProtoObject 
     listener_filters: listenerFilters,
     filter_chains: chains,
   };
-  if (permissive) {
+  // MeshConfig enableEgress: whatever is not a mesh destination leaves as it
+  // would without a mesh; no port-wide HTTP denial may catch it first.
+  if (permissive || egress.passthrough) {
     listener['default_filter_chain'] = {
       name: PASSTHROUGH_CLUSTER,
       filters: [tcpProxy(PASSTHROUGH_CLUSTER, { cluster: PASSTHROUGH_CLUSTER })],
@@ -218,12 +222,21 @@ function outboundListener(plan: OutboundPlan, permissive: boolean): ProtoObject 
     return listener;
   }
   const byNumber = (a: number, b: number) => a - b;
-  // No HTTP denial where a headless chain takes the port, or where the
-  // inspector is off (it could never match there).
+  // Egress (SMI mode): chains for the identity's allowed external
+  // destinations (egress/egress.ts). Their destinations are not mesh service
+  // IPs, so they match by port (and ranges) below the mesh chains' /32s.
+  const part = egressListenerPart(egress, portOnly);
+  chains.push(...part.chains);
+  for (const port of part.inspectorOffPorts) tcpPorts.add(port);
+  // No HTTP denial where a headless chain takes the port, where the
+  // inspector is off (it could never match there), or where an egress HTTP
+  // chain with the same match denies itself.
   for (const port of [...ports].sort(byNumber)) {
-    if (!portOnly.has(port) && !tcpPorts.has(port)) chains.push(deniedHttpChain(port));
+    if (!portOnly.has(port) && !tcpPorts.has(port) && !part.httpPortsTaken.has(port))
+      chains.push(deniedHttpChain(port));
   }
   chains.push(deniedHttpChain(undefined));
+  if (part.tlsPorts.length > 0) listenerFilters.push(egressTlsInspector(part.tlsPorts));
   // Ports with a TCP chain keep the inspector off, so server-first protocols
   // to their mesh destinations start at once (as OSM does for tcp-server-first
   // egress ports); an HTTP client of an unknown destination on such a port
@@ -335,8 +348,10 @@ export const sidecarLdsGenerator: ResourceGenerator = {
     const plan = proxyOutboundPlan(ctx.mesh, proxy);
     // Outside the mesh the app's calls leave unchanged, as without a mesh.
     const passthrough = ctx.mesh.permissive || proxy.outsideMesh === true;
-    const outbound = outboundListeners.get([plan], String(passthrough), () =>
-      outboundListener(plan, passthrough),
+    // Egress applies in SMI mode only (permissive mode passes everything through).
+    const egress = passthrough ? NO_EGRESS : egressPlan(ctx.mesh, proxy.identity);
+    const outbound = outboundListeners.get([plan, egress], String(passthrough), () =>
+      outboundListener(plan, passthrough, egress),
     );
     out.push({ name: OUTBOUND_LISTENER, typeUrl: TypeUrl.Listener, message: outbound });
     const inbound = inboundListenerOf(ctx.mesh, proxy);

@@ -5,6 +5,8 @@ import type { MeshService, ProxyContext } from '../../catalog/types.js';
 import { type InboundPort, inboundPorts, isHttpLike } from '../common/inbound.js';
 import { IdentityMemo } from '../common/memo.js';
 import { byName, type OutboundPlan, type OutboundPort, proxyOutboundPlan } from '../common/outbound.js';
+import { egressRouteConfig, egressRouteConfigName } from '../egress/egress.js';
+import { type EgressPlan, egressPlan, NO_EGRESS } from '../egress/plan.js';
 import { inboundRouteConfigName, outboundRouteConfigName } from '../names.js';
 import { type ProtoObject, type Resource, type ResourceGenerator, TypeUrl } from '../types.js';
 
@@ -91,9 +93,14 @@ function inboundRouteConfig(name: string, port: InboundPort): ProtoObject {
 // namespace (bare service names), inbound ones on the service served.
 const outboundConfigs = new IdentityMemo<ProtoObject>();
 const inboundConfigs = new IdentityMemo<ProtoObject>();
+const egressConfigs = new IdentityMemo<ProtoObject>();
 
 /** Route config name → builder, without building anything yet. */
-function routeConfigBuilders(proxy: ProxyContext, plan: OutboundPlan): Map<string, () => ProtoObject> {
+function routeConfigBuilders(
+  proxy: ProxyContext,
+  plan: OutboundPlan,
+  egress: EgressPlan,
+): Map<string, () => ProtoObject> {
   const builders = new Map<string, () => ProtoObject>();
   const outboundByPort = new Map<number, OutboundPort[]>();
   for (const p of plan.ports) {
@@ -117,6 +124,12 @@ function routeConfigBuilders(proxy: ProxyContext, plan: OutboundPlan): Map<strin
     if (!builders.has(name))
       builders.set(name, () => inboundConfigs.get([p.service], key, () => inboundRouteConfig(name, p)));
   }
+  // Egress HTTP ports (SMI mode): keyed on the interned plan, shared by every
+  // identity with the same Egress rules.
+  egress.http.forEach((p, i) => {
+    const name = egressRouteConfigName(p.port);
+    builders.set(name, () => egressConfigs.get([egress], `${i}`, () => egressRouteConfig(p)));
+  });
   return builders;
 }
 
@@ -125,7 +138,13 @@ export const sidecarRdsGenerator: ResourceGenerator = {
   typeUrl: TypeUrl.RouteConfiguration,
   generate(proxy, ctx, requested): Resource[] {
     if (proxy.identity.kind !== 'sidecar') return [];
-    const builders = routeConfigBuilders(proxy, proxyOutboundPlan(ctx.mesh, proxy));
+    const passthrough = ctx.mesh.permissive || proxy.outsideMesh === true;
+    const egress = passthrough ? NO_EGRESS : egressPlan(ctx.mesh, proxy.identity);
+    const builders = routeConfigBuilders(
+      proxy,
+      proxyOutboundPlan(ctx.mesh, proxy),
+      egress.passthrough ? NO_EGRESS : egress,
+    );
     const out: Resource[] = [];
     for (const [name, build] of builders) {
       if (requested && !requested.has(name)) continue;

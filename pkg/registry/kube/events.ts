@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import { ALWAYS_LEADER, type Leadership } from '../../leader/leadership.js';
 import type { Logger } from '../../logger/logger.js';
 import { OBJECT_KINDS, type ObjectKind } from '../../model/objects.js';
 import type { Problem, ProblemReporter } from '../registry.js';
@@ -26,6 +27,8 @@ export interface KubeEventReporterOptions {
   clusterEventsNamespace?: string;
   /** Distinct problems remembered for deduplication (default 5000; oldest forgotten first). */
   maxTracked?: number;
+  /** Only the leader writes Events (every replica sees the same problems); default: always. */
+  leadership?: Leadership;
 }
 
 interface Tracked {
@@ -71,8 +74,10 @@ export class KubeEventReporter implements ProblemReporter {
   private readonly maxTracked: number;
   private readonly tracked = new Map<string, Tracked>();
   private readonly pending = new Set<Promise<void>>();
+  private readonly leadership: Leadership;
 
   constructor(options: KubeEventReporterOptions) {
+    this.leadership = options.leadership ?? ALWAYS_LEADER;
     this.client = options.client;
     this.log = options.logger.child({ component: 'kube-events' });
     this.component = options.component ?? EVENT_COMPONENT;
@@ -83,6 +88,8 @@ export class KubeEventReporter implements ProblemReporter {
 
   report(p: Problem): void {
     if (!p.kind || !p.name) return;
+    // A follower's Event would duplicate the leader's (same store, same problem).
+    if (!this.leadership.isLeader) return;
     const ref = p.uid && p.apiVersion ? undefined : this.lookup?.(p.kind, p.namespace, p.name);
     const apiVersion = p.apiVersion ?? ref?.apiVersion;
     const uid = p.uid ?? ref?.uid;

@@ -1,3 +1,4 @@
+import type { Leadership } from '../../leader/leadership.js';
 import type { Logger } from '../../logger/logger.js';
 import { TokenBucket } from '../../ratelimit/token-bucket.js';
 import { LoggingProblemReporter, teeReporter } from '../problems.js';
@@ -20,6 +21,8 @@ export interface KubeModeOptions {
   onWatchRestart?: KubeRegistryOptions['onWatchRestart'];
   /** Also told every problem of the registry (the controller's problem book). */
   alsoReport?: ProblemReporter;
+  /** Only the leader writes Events (pkg/leader); default: always. */
+  leadership?: Leadership;
 }
 
 export interface KubeMode {
@@ -44,6 +47,7 @@ export function createKubeMode(o: KubeModeOptions): KubeMode {
     client: new KubeClient({ kubeConfig, limiter: new TokenBucket(1, 25) }),
     logger: o.logger,
     lookup: storeLookup(o.store),
+    ...(o.leadership ? { leadership: o.leadership } : {}),
   });
   const registry = new KubeRegistry({
     kubeConfig,

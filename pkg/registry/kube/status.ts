@@ -7,6 +7,7 @@
 // The writer owns only its own condition: it server-side-applies it under
 // its field manager, so conditions other controllers write survive (the CRDs
 // declare conditions a list-map keyed by type).
+import { ALWAYS_LEADER, type Leadership } from '../../leader/leadership.js';
 import type { Logger } from '../../logger/logger.js';
 import type { ObjectKind } from '../../model/objects.js';
 import type { BookEntry } from '../problem-book.js';
@@ -19,6 +20,7 @@ export const STATUS_KINDS: readonly ObjectKind[] = Object.freeze([
   'TCPRoute',
   'TrafficSplit',
   'IngressBackend',
+  'Egress',
   'MeshConfig',
 ]);
 
@@ -132,6 +134,8 @@ export interface StatusWriterOptions {
   /** After a failed write, the next pass comes this much later (default 5 s). */
   retryMs?: number;
   now?: () => Date;
+  /** Only the leader writes status; a new leader is told to schedule() at once. Default: always. */
+  leadership?: Leadership;
 }
 
 /**
@@ -191,6 +195,7 @@ export class StatusWriter {
   }
 
   private async writeAll(): Promise<void> {
+    if (!(this.o.leadership ?? ALWAYS_LEADER).isLeader) return;
     // Grouped once per pass: each object then looks at its own problems only.
     const byObject = new Map<string, BookEntry[]>();
     for (const e of this.o.problems()) {

@@ -53,6 +53,11 @@ export function watchedTypes(controlPlaneNamespace: string): WatchedType[] {
       path: '/apis/policy.skein.dev/v1alpha1/ingressbackends',
     },
     {
+      kind: 'Egress',
+      apiVersion: 'policy.skein.dev/v1alpha1',
+      path: '/apis/policy.skein.dev/v1alpha1/egresses',
+    },
+    {
       kind: 'MeshConfig',
       apiVersion: 'config.skein.dev/v1alpha1',
       path: `/apis/config.skein.dev/v1alpha1/namespaces/${ns}/meshconfigs`,

@@ -1,0 +1,177 @@
+// Egress policy (policy.skein.dev/v1alpha1 Egress, OSM's Egress field for
+// field): which destinations outside the mesh each source identity may reach,
+// resolved per identity with per-port conflicts settled and reported here, so
+// the generators only turn the result into Envoy messages.
+import { type Identity, identityKey } from '../mesh/identity.js';
+import type { Egress, EgressProtocol, HTTPMatch, HTTPRouteGroup } from '../model/objects.js';
+import { compareStrings } from './pods.js';
+import type { ProblemList } from './problems.js';
+
+/** A CIDR, normalised (`10.0.0.0/8`). */
+export interface IpRange {
+  address: string;
+  prefixLen: number;
+}
+
+/** One port of one Egress, as it applies to every source of that Egress. */
+export interface EgressRule {
+  /** `Egress <ns>/<name>` */
+  origin: string;
+  port: number;
+  protocol: EgressProtocol;
+  /** Lower-cased host names (`*.example.com` allowed); empty = any. */
+  hosts: readonly string[];
+  /** Empty = any destination IP. */
+  ipRanges: readonly IpRange[];
+  /** http ports: the HTTPRouteGroup matches allowed, or 'all' (no `matches`). */
+  http: readonly HTTPMatch[] | 'all';
+}
+
+export interface CompiledEgress {
+  origin: string;
+  sources: readonly Identity[];
+  rules: readonly EgressRule[];
+}
+
+/** How a port's traffic is told apart (one kind per port and source; protocols of one kind mix). */
+function portKind(p: EgressProtocol): 'http' | 'https' | 'tcp' {
+  return p === 'tcp-server-first' ? 'tcp' : p;
+}
+
+/** Parses a CIDR or a bare address; undefined when it is neither (the registry rejects those). */
+export function parseIpRange(text: string): IpRange | undefined {
+  const slash = text.indexOf('/');
+  const address = slash < 0 ? text : text.slice(0, slash);
+  const v6 = address.includes(':');
+  const max = v6 ? 128 : 32;
+  const lenText = slash < 0 ? String(max) : text.slice(slash + 1);
+  if (!/^[0-9]{1,3}$/.test(lenText) || Number(lenText) > max) return undefined;
+  if (!v6 && !/^(25[0-5]|2[0-4][0-9]|1?[0-9]?[0-9])(\.(25[0-5]|2[0-4][0-9]|1?[0-9]?[0-9])){3}$/.test(address))
+    return undefined;
+  if (v6 && !/^[0-9a-fA-F:.]+$/.test(address)) return undefined;
+  return { address: address.toLowerCase(), prefixLen: Number(lenText) };
+}
+
+// RFC 1123 labels; a leading `*.` is Envoy's suffix wildcard (virtual host
+// domains and server_names both accept it).
+const HOST = /^(\*\.)?[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
+
+/** Reasons an Egress cannot be used (semantic checks beyond its CRD schema). */
+export function egressProblems(e: Egress): string[] {
+  const out: string[] = [];
+  (e.spec.hosts ?? []).forEach((h, i) => {
+    if (!HOST.test(h.toLowerCase())) out.push(`spec.hosts[${i}]: ${JSON.stringify(h)} is not a host name`);
+  });
+  (e.spec.ipAddresses ?? []).forEach((a, i) => {
+    if (!parseIpRange(a))
+      out.push(`spec.ipAddresses[${i}]: ${JSON.stringify(a)} is not an IP address or CIDR`);
+  });
+  const seen = new Set<number>();
+  e.spec.ports.forEach((p, i) => {
+    if (seen.has(p.number)) out.push(`spec.ports[${i}]: port ${p.number} is listed twice`);
+    seen.add(p.number);
+    // OSM: an http Egress routes by Host header, so it needs the hosts it allows.
+    if (p.protocol === 'http' && (e.spec.hosts ?? []).length === 0)
+      out.push(`spec.ports[${i}]: an http port needs spec.hosts (requests are routed by Host header)`);
+  });
+  return out;
+}
+
+/**
+ * Compiles Egress objects (already schema- and semantically valid, in mesh
+ * namespaces). HTTPRouteGroup refs are looked up in the Egress's namespace; a
+ * missing group or one naming nothing makes the http rules allow no request
+ * (never more than asked), and is reported.
+ */
+export function compileEgresses(
+  egresses: readonly Egress[],
+  routeGroup: (namespace: string, name: string) => HTTPRouteGroup | undefined,
+  problems: ProblemList,
+): CompiledEgress[] {
+  const out: CompiledEgress[] = [];
+  for (const e of egresses) {
+    const ns = e.metadata.namespace ?? '';
+    const origin = `Egress ${ns}/${e.metadata.name}`;
+    const report = (reason: string) =>
+      problems.add({ kind: 'Egress', namespace: ns, name: e.metadata.name, reason });
+    let http: HTTPMatch[] | 'all' = 'all';
+    if (e.spec.matches !== undefined) {
+      http = [];
+      for (const m of e.spec.matches) {
+        const group = routeGroup(ns, m.name);
+        if (!group) report(`HTTPRouteGroup ${ns}/${m.name} does not exist; its matches allow nothing`);
+        else for (const match of group.spec?.matches ?? []) if (!http.includes(match)) http.push(match);
+      }
+    }
+    const hosts = [...new Set((e.spec.hosts ?? []).map((h) => h.toLowerCase()))].sort(compareStrings);
+    const ipRanges = (e.spec.ipAddresses ?? [])
+      .map(parseIpRange)
+      .filter((r): r is IpRange => r !== undefined);
+    const rules = e.spec.ports.map((p) => ({
+      origin,
+      port: p.number,
+      protocol: p.protocol,
+      hosts: p.protocol === 'tcp' || p.protocol === 'tcp-server-first' ? [] : hosts,
+      ipRanges,
+      http: p.protocol === 'http' ? http : 'all',
+    }));
+    if ((e.spec.matches ?? []).length > 0 && !rules.some((r) => r.protocol === 'http'))
+      report('spec.matches apply to http ports only; this Egress has none');
+    const sources = new Map<string, Identity>();
+    for (const s of e.spec.sources) {
+      const id = { namespace: s.namespace, serviceAccount: s.name };
+      sources.set(identityKey(id), id);
+    }
+    out.push({
+      origin,
+      sources: [...sources.entries()].sort(([a], [b]) => compareStrings(a, b)).map(([, id]) => id),
+      rules,
+    });
+  }
+  return out.sort((a, b) => compareStrings(a.origin, b.origin));
+}
+
+/**
+ * The rules each source identity gets, by identity key, sorted by port then
+ * origin. One port carries one kind of traffic per source (Envoy tells HTTP
+ * by Host, TLS by SNI and TCP by address apart on different filter chains,
+ * but one destination port can only be inspected one way): the first Egress
+ * by name fixes a port's kind, a rule of another kind on it is dropped and
+ * reported, the rest of the mesh unaffected.
+ */
+export function egressBySource(
+  compiled: readonly CompiledEgress[],
+  problems: ProblemList,
+): Map<string, EgressRule[]> {
+  const bySource = new Map<string, EgressRule[]>();
+  for (const c of compiled) {
+    for (const id of c.sources) {
+      const k = identityKey(id);
+      const list = bySource.get(k);
+      if (list) list.push(...c.rules);
+      else bySource.set(k, [...c.rules]);
+    }
+  }
+  for (const [k, rules] of bySource) {
+    const kinds = new Map<number, EgressRule>();
+    const kept = rules.filter((r) => {
+      const first = kinds.get(r.port);
+      if (!first) {
+        kinds.set(r.port, r);
+        return true;
+      }
+      if (portKind(first.protocol) === portKind(r.protocol)) return true;
+      const [ns, name] = r.origin.slice('Egress '.length).split('/');
+      problems.add({
+        kind: 'Egress',
+        namespace: ns,
+        name: name ?? '',
+        reason: `port ${r.port} is ${first.protocol} for ${k} in ${first.origin}; this ${r.protocol} rule is ignored for it`,
+      });
+      return false;
+    });
+    kept.sort((a, b) => a.port - b.port || compareStrings(a.origin, b.origin));
+    bySource.set(k, kept);
+  }
+  return bySource;
+}

@@ -1,0 +1,152 @@
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import type { MeshView } from '../../catalog/types.js';
+import { policyProblems } from '../../catalog/view.js';
+import type { MeshConfig } from '../../model/objects.js';
+import { sidecarCdsGenerator } from '../cds/sidecar.js';
+import { sidecarLdsGenerator } from '../lds/sidecar.js';
+import { sidecarRdsGenerator } from '../rds/sidecar.js';
+import { bookstoreObjects, fakeSecrets, type PodName, proxyFor, storeOf, viewOf } from '../testing/mesh.js';
+import { at, byNameIn, list, named, names } from '../testing/pick.js';
+import { bookbuyerEgresses, egress, egressMesh } from './fixtures.js';
+import { egressPlan } from './plan.js';
+
+function gen(g: typeof sidecarLdsGenerator, mesh: MeshView, pod: PodName) {
+  return g.generate(proxyFor(mesh, pod), { mesh, secrets: fakeSecrets('all') }, undefined);
+}
+function outbound(mesh: MeshView, pod: PodName) {
+  return named(gen(sidecarLdsGenerator, mesh, pod), 'outbound-listener');
+}
+
+test('bookbuyer gets one egress chain per rule and a named denial per egress port; bookthief none', () => {
+  const mesh = egressMesh();
+  const chains = list(outbound(mesh, 'bookbuyer-1'), 'filter_chains');
+  const egressNames = names(chains).filter((n) => n.startsWith('egress'));
+  assert.deepEqual(egressNames, [
+    'egress_http_80',
+    'egress_https_443_0',
+    'egress_denied_https_443',
+    'egress_denied_tcp_25',
+    'egress_tcp_25',
+    'egress_denied_tcp_5432',
+    'egress_tcp_5432',
+  ]);
+  assert.deepEqual(at(byNameIn(chains, 'egress_https_443_0'), 'filter_chain_match'), {
+    destination_port: { value: 443 },
+    transport_protocol: 'tls',
+    server_names: ['*.github.com', 'github.com'],
+  });
+  assert.deepEqual(at(byNameIn(chains, 'egress_tcp_5432'), 'filter_chain_match'), {
+    destination_port: { value: 5432 },
+    prefix_ranges: [{ address_prefix: '10.1.0.0', prefix_len: { value: 16 } }],
+  });
+  const thief = names(list(outbound(mesh, 'bookthief-1'), 'filter_chains'));
+  assert.ok(!thief.some((n) => n.startsWith('egress')), thief.join());
+});
+
+test('tcp-server-first and tcp ports run no inspector; tls_inspector only on https ports', () => {
+  const filters = list(outbound(egressMesh(), 'bookbuyer-1'), 'listener_filters');
+  const http = byNameIn(filters, 'envoy.filters.listener.http_inspector');
+  const off = list(http, 'filter_disabled', 'or_match', 'rules').map((r) => at(r, 'destination_port_range'));
+  assert.ok(off.some((r) => at(r, 'start') === 25 && at(r, 'end') === 26));
+  assert.ok(off.some((r) => at(r, 'start') === 5432));
+  const tls = byNameIn(filters, 'envoy.filters.listener.tls_inspector');
+  assert.deepEqual(at(tls, 'filter_disabled'), {
+    not_match: { destination_port_range: { start: 443, end: 444 } },
+  });
+});
+
+test('http egress: RBAC on the Host header, routes from the HTTPRouteGroup, a STRICT_DNS cluster', () => {
+  const mesh = egressMesh();
+  const chain = byNameIn(list(outbound(mesh, 'bookbuyer-1'), 'filter_chains'), 'egress_http_80');
+  const hcm = at(list(chain, 'filters')[0], 'typed_config');
+  assert.equal(at(hcm, 'stat_prefix'), 'egress_80');
+  const rbac = at(byNameIn(list(hcm, 'http_filters'), 'envoy.filters.http.rbac'), 'typed_config');
+  assert.equal(at(rbac, 'rules_stat_prefix'), 'egress');
+  const route = named(gen(sidecarRdsGenerator, mesh, 'bookbuyer-1'), 'rds-egress.80');
+  const vh = list(route, 'virtual_hosts')[0];
+  assert.deepEqual(at(vh, 'domains'), ['api.example.com', 'api.example.com:80']);
+  const routes = list(vh, 'routes');
+  assert.equal(at(routes[0], 'route', 'cluster'), 'api.example.com:80');
+  assert.equal(at(routes[0], 'match', 'safe_regex', 'regex'), '(?:/v1/.*).*');
+  assert.equal(at(routes[1], 'direct_response', 'status'), 403);
+  const clusters = gen(sidecarCdsGenerator, mesh, 'bookbuyer-1');
+  const dns = named(clusters, 'api.example.com:80');
+  assert.equal(at(dns, 'type'), 1);
+  assert.ok(clusters.some((r) => r.name === 'passthrough-outbound'));
+  assert.ok(!gen(sidecarCdsGenerator, mesh, 'bookthief-1').some((r) => r.name === 'api.example.com:80'));
+});
+
+test('identities with the same Egress rules share one plan and one listener message', () => {
+  const both = [
+    { kind: 'ServiceAccount' as const, name: 'bookbuyer', namespace: 'bookbuyer' },
+    { kind: 'ServiceAccount' as const, name: 'bookthief', namespace: 'bookthief' },
+  ];
+  const objects = [
+    ...bookstoreObjects(),
+    egress('bookbuyer', 'x', {
+      sources: both,
+      ipAddresses: ['10.9.0.0/16'],
+      ports: [{ number: 9, protocol: 'tcp' }],
+    }),
+  ];
+  const mesh = viewOf(storeOf(objects));
+  const a = egressPlan(mesh, { namespace: 'bookbuyer', serviceAccount: 'bookbuyer' });
+  const b = egressPlan(mesh, { namespace: 'bookthief', serviceAccount: 'bookthief' });
+  assert.equal(a, b);
+  // A new view of the same content hands out the same plan.
+  assert.equal(
+    egressPlan(viewOf(storeOf(objects)), { namespace: 'bookbuyer', serviceAccount: 'bookbuyer' }),
+    a,
+  );
+});
+
+test('MeshConfig enableEgress: passthrough default chain, no egress chains or denials', () => {
+  const objects = [...bookstoreObjects(), ...bookbuyerEgresses()].map((o) =>
+    o.kind === 'MeshConfig'
+      ? ({ ...o, spec: { traffic: { permissive: false, enableEgress: true } } } satisfies MeshConfig)
+      : o,
+  );
+  const listener = outbound(viewOf(storeOf(objects)), 'bookbuyer-1');
+  assert.equal(at(listener, 'default_filter_chain', 'name'), 'passthrough-outbound');
+  assert.ok(
+    !names(list(listener, 'filter_chains')).some((n) => n.includes('denied') || n.startsWith('egress')),
+  );
+});
+
+test('a port used as http by one Egress and tcp by another: the second is dropped and reported', () => {
+  const src = [{ kind: 'ServiceAccount' as const, name: 'bookbuyer', namespace: 'bookbuyer' }];
+  const mesh = egressMesh([
+    egress('bookbuyer', 'zz-clash', {
+      sources: src,
+      ipAddresses: ['10.3.0.0/16'],
+      ports: [{ number: 80, protocol: 'tcp' }],
+    }),
+  ]);
+  const problems = policyProblems(mesh).filter((p) => p.kind === 'Egress');
+  assert.deepEqual(
+    problems.map((p) => `${p.name}: ${p.reason}`),
+    [
+      'zz-clash: port 80 is http for bookbuyer/bookbuyer in Egress bookbuyer/api; this tcp rule is ignored for it',
+    ],
+  );
+  const chains = names(list(outbound(mesh, 'bookbuyer-1'), 'filter_chains'));
+  assert.ok(!chains.includes('egress_tcp_80'));
+});
+
+test('a missing HTTPRouteGroup allows no request and is reported', () => {
+  const src = [{ kind: 'ServiceAccount' as const, name: 'bookthief', namespace: 'bookthief' }];
+  const mesh = egressMesh([
+    egress('bookthief', 'nogroup', {
+      sources: src,
+      hosts: ['x.example.com'],
+      ports: [{ number: 8080, protocol: 'http' }],
+      matches: [{ kind: 'HTTPRouteGroup', name: 'absent' }],
+    }),
+  ]);
+  assert.ok(policyProblems(mesh).some((p) => p.name === 'nogroup' && p.reason.includes('absent')));
+  const route = named(gen(sidecarRdsGenerator, mesh, 'bookthief-1'), 'rds-egress.8080');
+  const routes = list(list(route, 'virtual_hosts')[0], 'routes');
+  assert.equal(routes.length, 1);
+  assert.equal(at(routes[0], 'direct_response', 'status'), 403);
+});
