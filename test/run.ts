@@ -14,7 +14,7 @@ import { mkdtemp, rename, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { type ClusterEndpoint, SHARED_CLUSTER_ENV, TestCluster } from './support/cluster.js';
-import { cleanupNodeHost, NODE_DIR } from './support/node-host.js';
+import { cleanupNodeHost, NODE_DIR, nodeOwnerAlive } from './support/node-host.js';
 
 const dir = await mkdtemp(path.join(tmpdir(), 'skein-test-run-'));
 const stateFile = path.join(dir, 'cluster.json');
@@ -60,7 +60,8 @@ const code = await new Promise<number>((resolve) =>
 await (await cluster)?.stop();
 // A test file that starts the test node (test/node/) cleans up after itself, but not when
 // it is killed: what it left (containers, mounts, chains, the bridge) goes now.
-if (existsSync(NODE_DIR))
+// (Not a node another run's live process owns.)
+if (existsSync(NODE_DIR) && !(await nodeOwnerAlive()))
   await cleanupNodeHost().catch((err: unknown) =>
     process.stderr.write(`test/run: node cleanup: ${String(err)}\n`),
   );

@@ -3,6 +3,7 @@
 // object, so everything downstream (generator memos, the encoded-resource
 // interner) can tell "unchanged" by identity instead of by content.
 import type { Identity } from '../mesh/identity.js';
+import type { IngressPort } from './ingress.js';
 import type { Endpoint, InboundRule, MeshService, SplitBackend } from './types.js';
 
 /** Per key, the value last handed out; an equal fresh value is replaced by it. */
@@ -68,6 +69,8 @@ export class ViewLineage {
     sameList(a, b, (x, y) => x.namespace === y.namespace && x.serviceAccount === y.serviceAccount),
   );
   readonly inbound = new StablePool<readonly InboundRule[]>(sameJson);
+  /** Ingress answers by `<ns>/<svc>|<targetPort>` (catalog/ingress.ts). */
+  readonly ingress = new StablePool<IngressPort>(sameJson);
   readonly outbound = new StablePool<readonly MeshService[]>((a, b) => sameList(a, b, identical));
   readonly splits = new StablePool<readonly SplitBackend[]>((a, b) =>
     sameList(a, b, (x, y) => x.service === y.service && x.weight === y.weight),
@@ -85,6 +88,7 @@ export class ViewLineage {
     for (const pool of [this.services, this.endpoints, this.identities, this.inbound, this.splits]) {
       pool.sweep(byService);
     }
+    this.ingress.sweep(byService);
     this.outbound.sweep(sourceExists);
   }
 }

@@ -1,8 +1,19 @@
 import { LABEL_MONITORED_BY } from '../mesh/constants.js';
 import { type Identity, identityKey } from '../mesh/identity.js';
-import type { EndpointSlice, MeshConfig, Pod, Service } from '../model/objects.js';
+import {
+  type EndpointSlice,
+  type HTTPRouteGroup,
+  type Ingress,
+  type IngressBackend,
+  type MeshConfig,
+  objectKey,
+  type Pod,
+  type Service,
+} from '../model/objects.js';
 import type { MeshStore } from '../registry/store.js';
+import { derive } from './derive.js';
 import { compileEgresses, type EgressRule, egressBySource } from './egress.js';
+import { compileIngress, type IngressPort, ingressPortKey } from './ingress.js';
 import { selectMeshConfig } from './meshconfig.js';
 import { compareStrings, PodIndex, selectorMatches } from './pods.js';
 import { type CompiledTarget, compileTrafficTargets, ruleForPort } from './policy.js';
@@ -54,7 +65,7 @@ export function policyProblems(view: MeshView): readonly PolicyProblem[] {
   if (!(view instanceof CatalogView)) return [];
   let list = problemsOfView.get(view);
   if (!list) {
-    list = Object.freeze([...view.problems, ...emptyBackends(view)]);
+    list = Object.freeze([...view.problems, ...emptyBackends(view), ...view.ingressTable().problems]);
     problemsOfView.set(view, list);
   }
   return list;
@@ -84,6 +95,22 @@ function emptyBackends(view: MeshView): PolicyProblem[] {
     }
   }
   return out;
+}
+
+/**
+ * What the backend's sidecar admits from outside the mesh on one target port
+ * of a service (catalog/ingress.ts), or undefined. The same object while
+ * unchanged (lineage pool), and a derived answer, so a group that read it is
+ * pushed only when it changes.
+ */
+export function ingressPort(view: MeshView, serviceKey: string, targetPort: number): IngressPort | undefined {
+  const key = ingressPortKey(serviceKey, targetPort);
+  return derive(view, `ingress\0${key}`, (v) => (v instanceof CatalogView ? v.ingressPort(key) : undefined));
+}
+
+/** Every ingress answer of the view by `<ns>/<svc>|<targetPort>` (debug, CLI). */
+export function ingressPorts(view: MeshView): ReadonlyMap<string, IngressPort> {
+  return view instanceof CatalogView ? view.ingressTable().ports : new Map();
 }
 
 /** Namespaces of the mesh, sorted. */
@@ -144,6 +171,13 @@ class CatalogView implements MeshView {
   private readonly splitMemo = new Map<string, readonly SplitBackend[] | undefined>();
   private readonly podServices = new WeakMap<Pod, readonly MeshService[]>();
   private reachable: Map<string, Set<string>> | undefined;
+  private ingress: { ports: Map<string, IngressPort>; problems: readonly PolicyProblem[] } | undefined;
+  /** Read with everything else at construction (the store moves on), compiled on first use. */
+  private readonly ingressObjects: {
+    ingresses: readonly Ingress[];
+    backends: readonly IngressBackend[];
+    groups: ReadonlyMap<string, HTTPRouteGroup>;
+  };
 
   constructor(
     readonly store: MeshStore,
@@ -209,6 +243,16 @@ class CatalogView implements MeshView {
       if (list) list.push(t);
       else this.targetsByDest.set(k, [t]);
     }
+    this.ingressObjects = {
+      ingresses: store.list('Ingress').filter(inMesh),
+      backends: store.list('IngressBackend').filter(inMesh),
+      groups: new Map(
+        store
+          .list('HTTPRouteGroup')
+          .filter(inMesh)
+          .map((g) => [objectKey(g), g]),
+      ),
+    };
     this.splits = mergeSplits(store.list('TrafficSplit').filter(inMesh), (k) => services.has(k), problems);
     const egresses = compileEgresses(
       store.list('Egress').filter(inMesh),
@@ -225,6 +269,38 @@ class CatalogView implements MeshView {
       (k) => sources.has(k),
     );
     lineage.head = this;
+  }
+
+  /** Ingress policy, compiled on first use (most views are never asked). */
+  ingressTable(): { ports: Map<string, IngressPort>; problems: readonly PolicyProblem[] } {
+    if (this.ingress) return this.ingress;
+    const problems = new ProblemList();
+    const compiled = compileIngress(
+      {
+        ingresses: this.ingressObjects.ingresses,
+        backends: this.ingressObjects.backends,
+        service: (k) => this.service(k),
+        httpRouteGroup: (ns, name) => this.ingressObjects.groups.get(`${ns}/${name}`),
+        sourceAddresses: (ns, name) => {
+          const key = serviceKey(ns, name);
+          if (!this.rawServices.has(key)) return undefined;
+          const out = new Set<string>();
+          for (const slice of this.slicesByService.get(key) ?? [])
+            for (const ep of slice.endpoints) for (const a of ep.addresses) out.add(a);
+          return [...out].sort(compareStrings);
+        },
+        permissive: this.permissive,
+      },
+      problems,
+    );
+    const ports = new Map<string, IngressPort>();
+    for (const [k, p] of compiled) ports.set(k, this.lineage.ingress.settle(k, p, this.recording));
+    this.ingress = { ports, problems: Object.freeze(problems.items) };
+    return this.ingress;
+  }
+
+  ingressPort(key: string): IngressPort | undefined {
+    return this.ingressTable().ports.get(key);
   }
 
   /** Whether this view may record answers in the lineage (only the newest one does). */

@@ -6,7 +6,7 @@ import { type CAKeyPair, type CAStore, CAStoreError } from './ca-store.js';
 
 /** The part of KubeClient this store needs (a fake in tests). */
 export interface KubeRequester {
-  request(method: string, path: string, options?: { body?: unknown }): Promise<unknown>;
+  request(method: string, path: string, options?: { body?: unknown; contentType?: string }): Promise<unknown>;
 }
 
 function isRecord(v: unknown): v is Record<string, unknown> {

@@ -7,6 +7,11 @@ import type { MeshView } from '../catalog/types.js';
 import { buildMeshView, meshConfigOf, policyProblems } from '../catalog/view.js';
 import type { BuiltinCA } from '../certificate/builtin.js';
 import { readWorkloadCert, WorkloadCertWriter, workloadCertsDir } from '../certificate/files.js';
+import {
+  FileIngressCertSink,
+  IngressGatewayCertificates,
+  KubeIngressSecretSink,
+} from '../certificate/ingress-gateway.js';
 import { CertificateManager } from '../certificate/manager.js';
 import { ServingRenewal } from '../certificate/serving-renewal.js';
 import { meshGenerators } from '../envoy/generators.js';
@@ -213,6 +218,25 @@ export class Controller {
       this.metrics.certificatesIssued.inc();
       this.bus.announce('certificate', `issued ${key}`, { subject: key });
     };
+    // MeshConfig certificate.ingressGateway: the ingress controller's client certificate.
+    const ingressCerts = new IngressGatewayCertificates({
+      ca,
+      sink: this.kube
+        ? new KubeIngressSecretSink(this.kube)
+        : new FileIngressCertSink(path.join(o.stateDir, 'ingress-gateway')),
+      logger: log,
+    });
+    const followIngressGateway = () =>
+      ingressCerts.update(meshConfigOf(this.currentView())?.spec.certificate?.ingressGateway);
+    const onMeshConfig = (e: StoreEvent) => {
+      if (e.kind === 'MeshConfig') followIngressGateway();
+    };
+    followIngressGateway();
+    this.store.on('change', onMeshConfig);
+    this.stopFns.push(() => {
+      this.store.off('change', onMeshConfig);
+      ingressCerts.stop();
+    });
     this.metrics.watchCertificateExpiry(() => certs.list().map((c) => c.notAfter));
     certs.on('rotated', onRotated);
     certs.on('issued', onIssued);

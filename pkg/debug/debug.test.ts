@@ -3,9 +3,11 @@ import { test } from 'node:test';
 import { pod, service, shopMesh } from '../catalog/fixtures.js';
 import { buildMeshView } from '../catalog/view.js';
 import type { ManagedCertificateInfo } from '../certificate/manager.js';
+import { INGRESS_PRINCIPAL, ingressObjects } from '../envoy/testing/ingress.js';
 import { storeOf } from '../envoy/testing/mesh.js';
 import { TypeUrl } from '../envoy/types.js';
 import { HealthServer } from '../health/server.js';
+import { DEFAULT_MESH_NAME } from '../mesh/constants.js';
 import type { ProxyIdentity } from '../mesh/identity.js';
 import { ProblemBook } from '../registry/problem-book.js';
 import { MeshStore } from '../registry/store.js';
@@ -167,6 +169,35 @@ test('buildPolicies: allowed sources per port with the TrafficTarget behind them
   ]);
   // Not a destination of any TrafficTarget: deny all, shown as no rules.
   assert.deepEqual(out.services.find((s) => s.service === 'shop/audit')?.ports[0]?.rules, []);
+});
+
+test('buildPolicies: ingress per backend target port — sources, Ingress routes, principals, SNI, matches', () => {
+  const out = buildPolicies(buildMeshView(storeOf(ingressObjects()), { meshName: DEFAULT_MESH_NAME }));
+  assert.deepEqual(
+    out.ingress.map((i) => [i.service, i.targetPort, i.protocol, i.cidrs, i.ingresses]),
+    [
+      [
+        'bookstore/bookstore-v1',
+        14001,
+        'http',
+        ['10.0.9.0/24', '10.244.9.10/32'],
+        ['Ingress bookstore/shop'],
+      ],
+      ['bookwarehouse/bookwarehouse', 14001, 'https', ['10.0.9.9/32'], []],
+    ],
+  );
+  const [store, warehouse] = out.ingress;
+  assert.deepEqual(store?.routes, [
+    { host: 'shop.example.com', path: { type: 'Prefix', value: '/books' } },
+    { host: 'shop.example.com', path: { type: 'Exact', value: '/about' } },
+  ]);
+  assert.equal(warehouse?.routes, 'all');
+  assert.deepEqual(
+    warehouse?.policies.map((p) => [p.origin, p.principals, p.sniHosts]),
+    [['IngressBackend bookwarehouse/api', [INGRESS_PRINCIPAL], ['warehouse.example.com']]],
+  );
+  // No IngressBackend: nothing admitted from outside, shown as no entries.
+  assert.deepEqual(buildPolicies(buildMeshView(storeOf(shopMesh()), { meshName: 'skein' })).ingress, []);
 });
 
 test('mountDebugRoutes: 404 while disabled (checked per request), JSON when enabled', async () => {

@@ -1,4 +1,6 @@
+import type { IngressPolicy, IngressRoute } from '../catalog/ingress.js';
 import type { MeshView } from '../catalog/types.js';
+import { ingressPorts } from '../catalog/view.js';
 import { identityKey } from '../mesh/identity.js';
 import type { HTTPMatch } from '../model/objects.js';
 
@@ -17,10 +19,26 @@ export interface DebugServicePolicy {
   split?: { service: string; weight: number }[];
 }
 
+/** What a backend's sidecar admits from outside the mesh on one target port (IngressBackend, Ingress). */
+export interface DebugIngressPort {
+  service: string;
+  /** The pod's port (IngressBackend `port.number`). */
+  targetPort: number;
+  protocol: 'http' | 'https';
+  skipClientCertValidation: boolean;
+  /** Source prefixes the chain matches. */
+  cidrs: readonly string[];
+  /** Ingress host/paths admitted, or 'all' when no Ingress names the port. */
+  routes: readonly IngressRoute[] | 'all';
+  ingresses: readonly string[];
+  policies: readonly IngressPolicy[];
+}
+
 export interface DebugPolicies {
   version: number;
   permissive: boolean;
   services: DebugServicePolicy[];
+  ingress: DebugIngressPort[];
 }
 
 /** `/debug/policies`: per meshed service and port, who may connect and how, and split weights. */
@@ -43,5 +61,22 @@ export function buildPolicies(view: MeshView): DebugPolicies {
     if (split !== undefined) out.split = split.map((b) => ({ service: b.service.key, weight: b.weight }));
     return out;
   });
-  return { version: view.version, permissive: view.permissive, services };
+  const ingress = [...ingressPorts(view)].map(([key, p]): DebugIngressPort => {
+    // Keys are `<ns>/<svc>|<targetPort>` (catalog/ingress.ts ingressPortKey).
+    const bar = key.lastIndexOf('|');
+    return {
+      service: key.slice(0, bar),
+      targetPort: Number(key.slice(bar + 1)),
+      protocol: p.protocol,
+      skipClientCertValidation: p.skipClientCertValidation,
+      cidrs: p.cidrs,
+      routes: p.routes,
+      ingresses: p.ingresses,
+      policies: p.policies,
+    };
+  });
+  ingress.sort((a, b) =>
+    a.service === b.service ? a.targetPort - b.targetPort : a.service < b.service ? -1 : 1,
+  );
+  return { version: view.version, permissive: view.permissive, services, ingress };
 }

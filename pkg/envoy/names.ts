@@ -58,3 +58,18 @@ export function proxylessServerListenerName(ip: string, port: number): string {
 }
 /** gRFC A29 certificate provider instance name in the proxyless bootstrap. */
 export const PROXYLESS_CERT_PROVIDER = 'default';
+
+// ---- ingress (lds/ingress.ts) -------------------------------------------------
+
+/** The inbound chain admitting ingress traffic on one target port (`http` plaintext or `https`). */
+export function ingressFilterChainName(targetPort: number, protocol: 'http' | 'https'): string {
+  return `ingress_${targetPort}_${protocol}`;
+}
+/** Permissive mode: plaintext from anywhere on one target port (ingress without an IngressBackend). */
+export function inboundPlaintextChainName(targetPort: number): string {
+  return `inbound-plaintext_${targetPort}`;
+}
+/** The validation context of ingress client certificates: the mesh CA, no SAN pinned (RBAC decides). */
+export function ingressRootSecretName(identityKey: string): string {
+  return `root-cert-for-mtls-ingress:${identityKey}`;
+}

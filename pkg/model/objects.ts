@@ -134,6 +134,54 @@ export interface TrafficSplitSpec {
 }
 export type TrafficSplit = KubeObject<'TrafficSplit', TrafficSplitSpec>;
 
+// ---- networking.k8s.io/v1 ---------------------------------------------------
+
+/** An Ingress backend: a Service in the Ingress's namespace, by port number or name. */
+export interface IngressServiceBackend {
+  name: string;
+  port?: { number?: number; name?: string };
+}
+export interface IngressBackendRef {
+  service?: IngressServiceBackend;
+}
+export interface HTTPIngressPath {
+  path?: string;
+  pathType: 'Exact' | 'Prefix' | 'ImplementationSpecific';
+  backend: IngressBackendRef;
+}
+export interface IngressRule {
+  host?: string;
+  http?: { paths: HTTPIngressPath[] };
+}
+export interface IngressSpec {
+  ingressClassName?: string;
+  defaultBackend?: IngressBackendRef;
+  rules?: IngressRule[];
+}
+export type Ingress = KubeObject<'Ingress', IngressSpec>;
+
+// ---- skein IngressBackend (policy.skein.dev/v1alpha1, OSM's field names) ------
+
+export interface IngressBackendTarget {
+  /** A Service in the IngressBackend's namespace. */
+  name: string;
+  /** `number` is the pod's (target) port, as in OSM. */
+  port: { number: number; protocol: 'http' | 'https' };
+  tls?: { skipClientCertValidation?: boolean; sniHosts?: string[] };
+}
+export interface IngressSource {
+  kind: 'Service' | 'AuthenticatedPrincipal' | 'IPRange';
+  name: string;
+  namespace?: string;
+}
+export interface IngressBackendSpec {
+  backends: IngressBackendTarget[];
+  sources: IngressSource[];
+  /** HTTPRouteGroup refs (kind, name) in the same namespace: the requests admitted. */
+  matches?: { kind: 'HTTPRouteGroup'; name: string; apiGroup?: string; matches?: string[] }[];
+}
+export type IngressBackend = KubeObject<'IngressBackend', IngressBackendSpec>;
+
 // ---- skein Egress (policy.skein.dev/v1alpha1; OSM's Egress field for field) ----
 
 export type EgressProtocol = 'http' | 'https' | 'tcp' | 'tcp-server-first';
@@ -164,6 +212,17 @@ export interface MeshConfigSpec {
     /** Validity of proxy and service certificates, a Go-style duration ("24h", "90m"). */
     validity?: string;
     trustDomain?: string;
+    /**
+     * A client certificate for a third-party ingress controller (OSM's
+     * certificate.ingressGateway): issued by the mesh CA, written to the
+     * Secret (Kubernetes mode) or the state dir (local mode), rotated.
+     */
+    ingressGateway?: {
+      subjectAltNames: string[];
+      /** Go-style duration (default 24h). */
+      validityDuration?: string;
+      secret: { name: string; namespace: string };
+    };
   };
   xds?: {
     /** Minimum interval between pushes to one proxy, a Go-style duration. */
@@ -192,6 +251,8 @@ export type AnyObject =
   | HTTPRouteGroup
   | TCPRoute
   | TrafficSplit
+  | Ingress
+  | IngressBackend
   | Egress
   | MeshConfig;
 
@@ -207,6 +268,8 @@ export const OBJECT_KINDS: readonly ObjectKind[] = [
   'HTTPRouteGroup',
   'TCPRoute',
   'TrafficSplit',
+  'Ingress',
+  'IngressBackend',
   'Egress',
   'MeshConfig',
 ];

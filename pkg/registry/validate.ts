@@ -1,11 +1,14 @@
 // Checks beyond the schemas: rules that span fields, which an OpenAPI schema
 // cannot express. Shared by both registries; a reference to an object that does
 // not exist is never a problem here (the policy engine handles missing refs).
+import { isIP } from 'node:net';
+
 import { egressProblems } from '../catalog/egress.js';
 import { parseDuration } from '../mesh/duration.js';
 import type {
   AnyObject,
   HTTPRouteGroup,
+  IngressBackend,
   MeshConfig,
   Service,
   TrafficSplit,
@@ -26,6 +29,8 @@ export function semanticProblems(obj: AnyObject): string[] {
       return serviceProblems(obj);
     case 'MeshConfig':
       return meshConfigProblems(obj);
+    case 'IngressBackend':
+      return ingressBackendProblems(obj);
     case 'Egress':
       return egressProblems(obj);
     default:
@@ -147,5 +152,68 @@ function meshConfigProblems(mc: MeshConfig): string[] {
   };
   check('spec.certificate.validity', mc.spec.certificate?.validity, true);
   check('spec.xds.minPushInterval', mc.spec.xds?.minPushInterval, false);
+  check(
+    'spec.certificate.ingressGateway.validityDuration',
+    mc.spec.certificate?.ingressGateway?.validityDuration,
+    true,
+  );
+  return out;
+}
+
+/** `a.b.c.d/n` or an IPv6 prefix; the address alone is a host route. */
+export function cidrProblem(text: string): string | undefined {
+  const [ip = '', len, extra] = text.split('/');
+  const family = isIP(ip);
+  if (family === 0 || extra !== undefined) return `${JSON.stringify(text)} is not an IP address or CIDR`;
+  if (len === undefined) return undefined;
+  const max = family === 4 ? 32 : 128;
+  if (!/^\d+$/.test(len) || Number(len) > max)
+    return `${JSON.stringify(text)}: prefix length must be 0-${max}`;
+  return undefined;
+}
+
+/**
+ * skein's IngressBackend rules (OSM's webhook had the mTLS check inverted):
+ * - an AuthenticatedPrincipal is the SAN of a validated client certificate,
+ *   so it needs every backend to be `https` without skipClientCertValidation;
+ * - `tls` settings mean nothing on an `http` backend;
+ * - the ingress filter chain is selected by source address (Envoy picks
+ *   chains by destination port, server name, transport, then source IP —
+ *   FilterChainMatch, listener_components.proto), so a Service or IPRange
+ *   source is required: without one the chain could not be told from the
+ *   mesh's own chain on that port.
+ */
+function ingressBackendProblems(ib: IngressBackend): string[] {
+  const out: string[] = [];
+  const seen = new Set<string>();
+  ib.spec.backends.forEach((b, i) => {
+    const key = `${b.name}|${b.port.number}`;
+    if (seen.has(key)) out.push(`spec.backends[${i}]: ${b.name} port ${b.port.number} is listed twice`);
+    seen.add(key);
+    if (b.port.protocol === 'http' && b.tls !== undefined)
+      out.push(`spec.backends[${i}].tls: only meaningful with protocol https`);
+  });
+  const principals = ib.spec.sources.filter((s) => s.kind === 'AuthenticatedPrincipal');
+  if (principals.length > 0) {
+    ib.spec.backends.forEach((b, i) => {
+      if (b.port.protocol !== 'https')
+        out.push(
+          `spec.backends[${i}]: AuthenticatedPrincipal sources need protocol https (plaintext carries no client certificate)`,
+        );
+      else if (b.tls?.skipClientCertValidation === true)
+        out.push(
+          `spec.backends[${i}]: AuthenticatedPrincipal sources need client certificate validation (skipClientCertValidation: true)`,
+        );
+    });
+  }
+  ib.spec.sources.forEach((s, i) => {
+    if (s.kind !== 'IPRange') return;
+    const p = cidrProblem(s.name);
+    if (p) out.push(`spec.sources[${i}].name: ${p}`);
+  });
+  if (!ib.spec.sources.some((s) => s.kind === 'Service' || s.kind === 'IPRange'))
+    out.push(
+      'spec.sources: at least one Service or IPRange source is required (ingress is matched by source IP)',
+    );
   return out;
 }

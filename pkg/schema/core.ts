@@ -120,6 +120,42 @@ const endpointSliceFields: Record<string, Schema> = {
   ),
 };
 
+const ingressBackendRef = obj({
+  service: obj(
+    {
+      name: { type: 'string', minLength: 1 },
+      port: obj({ number: port, name: { type: 'string', minLength: 1 } }),
+    },
+    ['name'],
+  ),
+});
+
+// networking.k8s.io/v1 Ingress: the fields skein reads as policy input.
+const ingressSpec = obj({
+  ingressClassName: { type: 'string' },
+  defaultBackend: ingressBackendRef,
+  rules: arrayOf(
+    obj({
+      host: { type: 'string' },
+      http: obj(
+        {
+          paths: arrayOf(
+            obj(
+              {
+                path: { type: 'string' },
+                pathType: { type: 'string', enum: ['Exact', 'Prefix', 'ImplementationSpecific'] },
+                backend: ingressBackendRef,
+              },
+              ['pathType', 'backend'],
+            ),
+          ),
+        },
+        ['paths'],
+      ),
+    }),
+  ),
+});
+
 export interface CoreKind {
   apiVersion: string;
   kind: string;
@@ -146,5 +182,12 @@ export const CORE_KINDS: readonly CoreKind[] = [
     namespaced: true,
     fields: endpointSliceFields,
     required: ['addressType', 'endpoints'],
+  },
+  {
+    apiVersion: 'networking.k8s.io/v1',
+    kind: 'Ingress',
+    namespaced: true,
+    fields: { spec: ingressSpec },
+    required: ['spec'],
   },
 ];

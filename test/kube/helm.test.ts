@@ -210,6 +210,11 @@ describe('charts/skein with helm against the real API server', () => {
     const sa = new KubeClient({ kubeConfig: asController });
     const secret = (name: string) => ({ apiVersion: 'v1', kind: 'Secret', metadata: { name } });
     const victim = `victim-${suffix}`;
+    // What pkg/certificate/ingress-gateway.ts puts on the certificate's Secret.
+    const ingressCertLabels = {
+      'app.kubernetes.io/managed-by': 'skein',
+      'app.kubernetes.io/component': 'ingress-gateway',
+    };
     await client.request('POST', `/api/v1/namespaces/${other}/secrets`, { body: secret(victim) });
     cleanups.push(() => client.request('DELETE', `/api/v1/namespaces/${other}/secrets/${victim}`));
     const refusal = async (p: Promise<unknown>): Promise<string> => {
@@ -250,6 +255,29 @@ describe('charts/skein with helm against the real API server', () => {
     );
     assert.match(
       await refusal(sa.request('POST', `/api/v1/namespaces/${other}/secrets`, { body: secret('skein-ca') })),
+      /may create and delete only skein-bootstrap/,
+    );
+    assert.match(
+      await refusal(
+        sa.request('PATCH', `/api/v1/namespaces/${other}/secrets/${victim}`, {
+          body: { metadata: { labels: ingressCertLabels }, data: { x: 'eA==' } },
+          contentType: 'application/merge-patch+json',
+        }),
+      ),
+      /update only those and its CA Secret/,
+      'a patch cannot take over an unlabelled Secret by adding the label',
+    );
+    const ingressCert = `ingress-cert-${suffix}`;
+    cleanups.push(() => client.request('DELETE', `/api/v1/namespaces/${other}/secrets/${ingressCert}`));
+    await sa.request('POST', `/api/v1/namespaces/${other}/secrets`, {
+      body: { ...secret(ingressCert), metadata: { name: ingressCert, labels: ingressCertLabels } },
+    });
+    await sa.request('PATCH', `/api/v1/namespaces/${other}/secrets/${ingressCert}`, {
+      body: { data: { x: 'eQ==' } },
+      contentType: 'application/merge-patch+json',
+    });
+    assert.match(
+      await refusal(sa.request('DELETE', `/api/v1/namespaces/${other}/secrets/${ingressCert}`)),
       /may create and delete only skein-bootstrap/,
     );
     const bootstrap = `skein-bootstrap-${suffix}`;
@@ -442,6 +470,9 @@ describe('charts/skein with helm against the real API server', () => {
       { verb: 'delete', resource: 'secrets', namespace: other, name: 'skein-bootstrap-x' },
       { verb: 'get', resource: 'secrets', namespace: ns, name: 'skein-ca' },
       { verb: 'update', resource: 'secrets', namespace: ns, name: 'skein-ca' },
+      // The ingress gateway's client certificate (MeshConfig-named, so not narrowable by RBAC;
+      // the admission policy limits patches to Secrets already labelled as that certificate).
+      { verb: 'patch', resource: 'secrets', namespace: other },
       // Leader election (pkg/leader): one Lease in the control-plane namespace.
       { verb: 'create', resource: 'leases', group: 'coordination.k8s.io', namespace: ns },
       ...['get', 'update'].map((verb) => ({
@@ -468,13 +499,12 @@ describe('charts/skein with helm against the real API server', () => {
       { verb: 'list', resource: 'secrets' },
       { verb: 'get', resource: 'secrets', namespace: ns, name: 'not-the-ca' },
       { verb: 'get', resource: 'secrets', namespace: other, name: 'skein-bootstrap-x' },
-      ...['list', 'watch', 'patch', 'update', 'deletecollection'].map((verb) => ({
+      ...['list', 'watch', 'update', 'deletecollection'].map((verb) => ({
         verb,
         resource: 'secrets',
         namespace: other,
       })),
       { verb: 'watch', resource: 'secrets' },
-      { verb: 'patch', resource: 'secrets', namespace: other, name: 'skein-bootstrap-x' },
       { verb: 'update', resource: 'secrets', namespace: ns, name: 'not-the-ca' },
       { verb: 'update', resource: 'leases', group: 'coordination.k8s.io', namespace: ns, name: 'another' },
       { verb: 'create', resource: 'leases', group: 'coordination.k8s.io', namespace: other },

@@ -340,9 +340,14 @@ export class SidecarMesh {
 
   /** The controller's `/debug/proxies`: per stream, its pod and ADS protocol (`delta`, or absent for SotW). */
   async debugProxies(): Promise<{ pod?: { name: string }; protocol?: string }[]> {
+    return (await this.debug('proxies')) as { pod?: { name: string }; protocol?: string }[];
+  }
+
+  /** One of the controller's `/debug/<page>` JSON pages (problems, policies, …). */
+  async debug(page: string): Promise<unknown> {
     const port = Number(this.controller.ready['http']);
-    const res = await fetch(`http://${this.network.gatewayIp}:${port}/debug/proxies`);
-    return (await res.json()) as { pod?: { name: string }; protocol?: string }[];
+    const res = await fetch(`http://${this.network.gatewayIp}:${port}/debug/${page}`);
+    return res.json();
   }
 
   async stopController(): Promise<void> {

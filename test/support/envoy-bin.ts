@@ -39,6 +39,8 @@ export interface EnvoyOptions {
   logLevel?: string;
   /** `--concurrency` (worker threads); Envoy's own default (one per core) when absent. */
   concurrency?: number;
+  /** Run inside this network namespace (`ip netns exec`, which execs Envoy: signals reach it). */
+  netns?: string;
 }
 
 export interface EnvoyOutput {
@@ -136,7 +138,10 @@ export class EnvoyProcess {
   static async start(version: EnvoyVersion, json: string, opts: EnvoyOptions = {}): Promise<EnvoyProcess> {
     const bin = envoyBinary(version);
     const { dir, file } = await configDir(json);
-    const run = spawnEnvoy(bin, [...args(file, opts), '--admin-address-path', path.join(dir, ADMIN_FILE)]);
+    const argv = [...args(file, opts), '--admin-address-path', path.join(dir, ADMIN_FILE)];
+    const run = opts.netns
+      ? spawnEnvoy('ip', ['netns', 'exec', opts.netns, bin, ...argv])
+      : spawnEnvoy(bin, argv);
     return new EnvoyProcess(run, dir);
   }
 

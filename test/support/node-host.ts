@@ -22,6 +22,21 @@ export const NODE_BRIDGE = 'skein0';
 /** The node's InternalIP, the bridge's address and the pods' gateway. */
 export const NODE_IP = '10.88.0.1';
 export const POD_CIDR = '10.88.0.0/16';
+/** The pid of the test process whose node this is; written at start. */
+export const NODE_OWNER_FILE = path.join(NODE_DIR, 'owner.pid');
+
+/** Whether the node on this host belongs to a process that is still alive (not ours to clean up). */
+export async function nodeOwnerAlive(): Promise<boolean> {
+  const owner = Number(await readFile(NODE_OWNER_FILE, 'utf8').catch(() => ''));
+  if (!Number.isInteger(owner) || owner <= 0 || owner === process.pid) return false;
+  try {
+    process.kill(owner, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
 /** Paths the kubelet writes outside --root-dir (device plugin sockets, container log links). */
 const KUBELET_FIXED_DIRS = ['/var/lib/kubelet'];
 const CONTAINER_LOG_LINKS = '/var/log/containers';

@@ -25,7 +25,9 @@ import {
   NODE_BRIDGE,
   NODE_DIR,
   NODE_IP,
+  NODE_OWNER_FILE,
   nodeHostLeftovers,
+  nodeOwnerAlive,
   POD_CIDR,
 } from './node-host.js';
 import { sleep } from './processes.js';
@@ -49,7 +51,6 @@ export interface TestNodeOptions {
 
 const d = (...p: string[]) => path.join(NODE_DIR, ...p);
 const CONTAINERD_SOCKET = d('containerd', 'containerd.sock');
-const PID_FILE = d('owner.pid');
 const IP_FORWARD = '/proc/sys/net/ipv4/ip_forward';
 
 function containerdConfig(): string {
@@ -201,12 +202,13 @@ export class NodeCluster {
 
   private async boot(): Promise<void> {
     await this.step('cleanup', async () => {
-      const owner = await readFile(PID_FILE, 'utf8').catch(() => '');
-      if (owner && Number(owner) !== process.pid && alive(Number(owner)))
-        throw new Error(`another test node (pid ${owner}) is running on this machine; one at a time`);
+      if (await nodeOwnerAlive())
+        throw new Error(
+          `another test node (pid ${(await readFile(NODE_OWNER_FILE, 'utf8')).trim()}) is running on this machine; one at a time`,
+        );
       await cleanupNodeHost();
       await mkdir(d('cni', 'net.d'), { recursive: true });
-      await writeFile(PID_FILE, String(process.pid));
+      await writeFile(NODE_OWNER_FILE, String(process.pid));
       await writeFile(d('resolv.conf'), '');
       this.ipForwardWas = (await readFile(IP_FORWARD, 'utf8')).trim();
       // Pods reach Services through the host (kube-proxy's DNAT), then each other.
@@ -366,14 +368,5 @@ export class NodeCluster {
     await this.cluster?.stop();
     await cleanupNodeHost();
     await writeFile(IP_FORWARD, this.ipForwardWas).catch(() => undefined);
-  }
-}
-
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
   }
 }

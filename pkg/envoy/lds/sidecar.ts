@@ -29,6 +29,7 @@ import {
 } from '../names.js';
 import { httpRbacFilter, networkRbacFilter } from '../rbac/rbac.js';
 import { type ProtoObject, type Resource, type ResourceGenerator, TypeUrl } from '../types.js';
+import { type IngressChainInput, ingressChain, ingressInputs, permissivePlaintextChains } from './ingress.js';
 
 // How long the outbound listener's http_inspector may wait for a client's first bytes.
 const LISTENER_FILTERS_TIMEOUT_S = 1;
@@ -263,8 +264,19 @@ function inboundChain(mesh: MeshView, own: Identity, p: InboundPort): ProtoObjec
   return { name, filter_chain_match: match, transport_socket: tls, filters };
 }
 
-/** Inbound mTLS listener; undefined when the pod serves no service port. */
-function inboundListener(mesh: MeshView, proxy: ProxyContext, ports: readonly InboundPort[]): ProtoObject {
+/**
+ * Inbound listener: the mesh's mTLS chains, ingress chains (lds/ingress.ts),
+ * and in permissive mode plaintext from anywhere.
+ */
+function inboundListener(
+  mesh: MeshView,
+  proxy: ProxyContext,
+  ports: readonly InboundPort[],
+  ingress: readonly IngressChainInput[],
+): ProtoObject {
+  const chains = ports.map((p) => inboundChain(mesh, proxy.identity, p));
+  for (const i of ingress) chains.push(ingressChain(proxy.identity, i));
+  if (mesh.permissive) chains.push(...permissivePlaintextChains(ports));
   return {
     name: INBOUND_LISTENER,
     address: socketAddress('0.0.0.0', PORT_INBOUND_LISTENER),
@@ -273,7 +285,7 @@ function inboundListener(mesh: MeshView, proxy: ProxyContext, ports: readonly In
       listenerFilter(ExtName.TlsInspector, AnyType.TlsInspector),
       listenerFilter(ExtName.OriginalDst, AnyType.OriginalDst),
     ],
-    filter_chains: ports.map((p) => inboundChain(mesh, proxy.identity, p)),
+    filter_chains: chains,
   };
 }
 
@@ -296,9 +308,12 @@ function inboundListenerOf(mesh: MeshView, proxy: ProxyContext): ProtoObject | u
     parts.push(p.service);
     for (const port of p.servicePorts) parts.push(mesh.inboundRules(p.service.key, port));
   }
-  return inboundListeners.get(parts, `${identityKey(proxy.identity)}|${mesh.trustDomain}`, () =>
-    inboundListener(mesh, proxy, ports),
-  );
+  const ingress = ingressInputs(mesh, ports);
+  // Which ports have ingress answers, and the answers themselves (same objects while unchanged).
+  for (const i of ingress) parts.push(i.ingress);
+  const ingressKey = ingress.map((i) => `${i.port.service.key}|${i.port.port.targetPort}`).join(',');
+  const key = `${identityKey(proxy.identity)}|${mesh.trustDomain}|${mesh.permissive}|${ingressKey}`;
+  return inboundListeners.get(parts, key, () => inboundListener(mesh, proxy, ports, ingress));
 }
 
 /** Full set every time: LDS is state-of-the-world (xDS rule 7). */

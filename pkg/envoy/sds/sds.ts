@@ -7,10 +7,12 @@ import { SanType } from '../common/enums.js';
 import { type InboundPort, inboundPorts, isHttpLike } from '../common/inbound.js';
 import { IdentityMemo } from '../common/memo.js';
 import { byName, proxyOutboundPlan } from '../common/outbound.js';
+import { ingressInputs } from '../lds/ingress.js';
 import {
   INBOUND_TCP_ROOT_PREFIX,
   inboundRootSecretName,
   inboundTcpRootSecretName,
+  ingressRootSecretName,
   outboundRootSecretName,
   serviceCertSecretName,
 } from '../names.js';
@@ -25,6 +27,7 @@ import {
 const SERVICE_CERT = serviceCertSecretName('');
 const INBOUND_ROOT = inboundRootSecretName('');
 const OUTBOUND_ROOT = outboundRootSecretName('');
+const INGRESS_ROOT = ingressRootSecretName('');
 
 /** A URI SAN matcher: skein's workload certificates name their identity in a URI SAN only (spiffeId). */
 function uriSan(matcher: ProtoObject): ProtoObject {
@@ -167,6 +170,18 @@ class SecretBuilder {
       }
       return message;
     }
+    if (name.startsWith(INGRESS_ROOT)) {
+      if (name.slice(INGRESS_ROOT.length) !== own) return undefined;
+      // Ingress client certificates (certificate.ingressGateway) carry DNS
+      // SANs, not a SPIFFE id: the CA alone here, the principals in RBAC.
+      const { inbound } = scopeOf(ctx.mesh.trustDomain, bundle);
+      let message = inbound.get(name);
+      if (!message) {
+        message = { name, validation_context: { trusted_ca: { inline_string: bundle } } };
+        inbound.set(name, message);
+      }
+      return message;
+    }
     if (name.startsWith(INBOUND_TCP_ROOT_PREFIX)) {
       const p = inboundTcpPort(this.proxy, name);
       if (!p) return undefined;
@@ -185,9 +200,13 @@ class SecretBuilder {
 function defaultNames(proxy: ProxyContext, ctx: GenerationContext): string[] {
   const own = identityKey(proxy.identity);
   const names = [serviceCertSecretName(own), inboundRootSecretName(own)];
-  for (const p of inboundPorts(proxy)) {
+  const ports = inboundPorts(proxy);
+  for (const p of ports) {
     if (!isHttpLike(p.port)) names.push(inboundTcpRootSecretName(p.service.key, p.port.targetPort));
   }
+  const ingress = ingressInputs(ctx.mesh, ports);
+  if (ingress.some((i) => i.ingress.protocol === 'https' && !i.ingress.skipClientCertValidation))
+    names.push(ingressRootSecretName(own));
   for (const key of proxyOutboundPlan(ctx.mesh, proxy).upstreamServices.keys()) {
     names.push(outboundRootSecretName(key));
   }

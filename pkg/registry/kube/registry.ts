@@ -10,7 +10,7 @@ import type { BackoffOptions } from './backoff.js';
 import { KubeClient } from './client.js';
 import { type RawObject, Reflector, type ReflectorStats, type WatchRestartReason } from './reflector.js';
 import { STATUS_KINDS, type StatusObject, storedAccepted } from './status.js';
-import { INGRESS_PATH, type WatchedType, watchedTypes } from './types.js';
+import { type WatchedType, watchedTypes } from './types.js';
 
 export interface KubeRegistryOptions {
   kubeConfig: KubeConfig;
@@ -53,15 +53,6 @@ interface Entry {
   problem?: string;
 }
 
-/** The few Ingress fields kept until the model grows an Ingress kind (see `ingresses()`). */
-export interface IngressInfo {
-  namespace: string;
-  name: string;
-  uid?: string;
-  ingressClassName?: string;
-  spec: unknown;
-}
-
 function isRecord(v: unknown): v is Record<string, unknown> {
   return typeof v === 'object' && v !== null && !Array.isArray(v);
 }
@@ -94,7 +85,6 @@ export class KubeRegistry implements Registry {
   private readonly reporter: ProblemReporter;
   private readonly reflectors = new Map<ObjectKind, Reflector<Entry>>();
   private readonly types: readonly WatchedType[];
-  private readonly ingress: Reflector<IngressInfo | undefined>;
   /** Monitored namespace names, from the Namespace cache. */
   private readonly monitored = new Set<string>();
   /** What was last reported per object (`kind|key` → `uid|rv|reason`), to report each version once. */
@@ -139,16 +129,6 @@ export class KubeRegistry implements Registry {
         }),
       );
     }
-    // Watched and cached so its list+watch, RBAC and CRD-less clusters are
-    // exercised now; it reaches no proxy until the model has an Ingress kind.
-    this.ingress = new Reflector<IngressInfo | undefined>({
-      ...common,
-      name: 'Ingress',
-      path: INGRESS_PATH,
-      ...restarts('Ingress'),
-      decode: decodeIngress,
-      handler: { upsert: () => undefined, delete: () => undefined },
-    });
   }
 
   get synced(): boolean {
@@ -200,13 +180,6 @@ export class KubeRegistry implements Registry {
     }
   }
 
-  /** Ingresses in monitored namespaces (cached, not yet part of the model). */
-  ingresses(): IngressInfo[] {
-    return [...this.ingress.values()].filter(
-      (i): i is IngressInfo => i !== undefined && this.monitored.has(i.namespace),
-    );
-  }
-
   /** Per-type watch counters (lists, watches, 410 relists, idle restarts, errors). */
   stats(): Record<string, ReflectorStats> {
     const out: Record<string, ReflectorStats> = {};
@@ -214,9 +187,8 @@ export class KubeRegistry implements Registry {
     return out;
   }
 
-  private *allReflectors(): Generator<Reflector<Entry> | Reflector<IngressInfo | undefined>> {
+  private *allReflectors(): Generator<Reflector<Entry>> {
     yield* this.reflectors.values();
-    yield this.ingress;
   }
 
   // ---- cache → store ---------------------------------------------------------
@@ -375,18 +347,4 @@ function decode(type: WatchedType, raw: RawObject): Entry {
     }
   } else entry.problem = result.reason;
   return entry;
-}
-
-function decodeIngress(raw: RawObject): IngressInfo | undefined {
-  const meta = isRecord(raw['metadata']) ? raw['metadata'] : {};
-  const namespace = str(meta['namespace']);
-  const name = str(meta['name']);
-  if (!namespace || !name) return undefined;
-  const spec = isRecord(raw['spec']) ? raw['spec'] : {};
-  const info: IngressInfo = { namespace, name, spec };
-  const uid = str(meta['uid']);
-  if (uid) info.uid = uid;
-  const cls = str(spec['ingressClassName']);
-  if (cls) info.ingressClassName = cls;
-  return info;
 }

@@ -19,6 +19,7 @@ export const STATUS_KINDS: readonly ObjectKind[] = Object.freeze([
   'HTTPRouteGroup',
   'TCPRoute',
   'TrafficSplit',
+  'IngressBackend',
   'Egress',
   'MeshConfig',
 ]);

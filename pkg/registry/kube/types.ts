@@ -12,7 +12,7 @@ export interface WatchedType {
  * Everything skein reads from the API, one list+watch each, cluster-wide except
  * the MeshConfig (control-plane namespace only). TrafficSplit is read at
  * v1alpha4 only: the API server serves v1alpha2 objects at v1alpha4 too.
- * Ingress is watched separately (see registry.ts): the model has no Ingress yet.
+ * Ingress is a policy input (catalog/ingress.ts), as is skein's IngressBackend.
  */
 export function watchedTypes(controlPlaneNamespace: string): WatchedType[] {
   const ns = encodeURIComponent(controlPlaneNamespace);
@@ -46,6 +46,12 @@ export function watchedTypes(controlPlaneNamespace: string): WatchedType[] {
       apiVersion: 'split.smi-spec.io/v1alpha4',
       path: '/apis/split.smi-spec.io/v1alpha4/trafficsplits',
     },
+    { kind: 'Ingress', apiVersion: 'networking.k8s.io/v1', path: '/apis/networking.k8s.io/v1/ingresses' },
+    {
+      kind: 'IngressBackend',
+      apiVersion: 'policy.skein.dev/v1alpha1',
+      path: '/apis/policy.skein.dev/v1alpha1/ingressbackends',
+    },
     {
       kind: 'Egress',
       apiVersion: 'policy.skein.dev/v1alpha1',
@@ -58,5 +64,3 @@ export function watchedTypes(controlPlaneNamespace: string): WatchedType[] {
     },
   ];
 }
-
-export const INGRESS_PATH = '/apis/networking.k8s.io/v1/ingresses';

@@ -1,0 +1,257 @@
+// Ingress into the mesh: what a backend's sidecar admits from outside the
+// mesh. Two inputs, each narrowing the other:
+// - IngressBackend (policy.skein.dev/v1alpha1, OSM v1.2's fields): who may
+//   connect to a backend port (source IPs, client-certificate principals) and
+//   how (plaintext http, or https with the backend's certificate); its
+//   spec.matches (HTTPRouteGroups) restrict the requests.
+// - Kubernetes Ingress (networking.k8s.io/v1): the hosts and paths routed to
+//   a backend port; when any Ingress names that port, only those are admitted.
+// An Ingress alone opens nothing: the controller cannot tell an ingress
+// controller's traffic from anyone else's without an IngressBackend naming
+// its source (SMI mode stays deny-by-default).
+import type {
+  HTTPMatch,
+  HTTPRouteGroup,
+  Ingress,
+  IngressBackend,
+  IngressBackendRef,
+} from '../model/objects.js';
+import { compareStrings } from './pods.js';
+import type { ProblemList } from './problems.js';
+import type { MeshService, MeshServicePort } from './types.js';
+
+/** One host/path an Ingress routes to a backend port. */
+export interface IngressRoute {
+  /** Exact host, or `*.example.com` (one DNS label, Kubernetes Ingress rules); undefined = any host. */
+  host?: string;
+  /**
+   * Exact: the path itself. Prefix: element-wise on `/` (`/foo` matches
+   * `/foo`, `/foo/`, `/foo/bar`, never `/foobar`), with a trailing slash
+   * ignored. undefined = any path (`/` Prefix, or a defaultBackend).
+   */
+  path?: { type: 'Exact' | 'Prefix'; value: string };
+}
+
+/** What one IngressBackend admits on one backend port. */
+export interface IngressPolicy {
+  /** `IngressBackend <ns>/<name>` */
+  origin: string;
+  /** Allowed source prefixes (Service endpoint IPs as host routes, IPRanges as given). */
+  cidrs: readonly string[];
+  /** SANs of client certificates allowed (https with validation only); empty = any the CA issued. */
+  principals: readonly string[];
+  /** TLS SNI values allowed (https), empty = any. */
+  sniHosts: readonly string[];
+  /** The HTTPRouteGroup matches admitted, or 'all' (no spec.matches). */
+  matches: readonly HTTPMatch[] | 'all';
+}
+
+/** Everything the backend's sidecar needs for one (service, targetPort). */
+export interface IngressPort {
+  protocol: 'http' | 'https';
+  skipClientCertValidation: boolean;
+  /** The union of the policies' cidrs, sorted (the filter chain's source_prefix_ranges). */
+  cidrs: readonly string[];
+  policies: readonly IngressPolicy[];
+  /** Routes of the Ingresses naming this port, or 'all' when none does. */
+  routes: readonly IngressRoute[] | 'all';
+  /** `Ingress <ns>/<name>` objects behind `routes`, sorted. */
+  ingresses: readonly string[];
+}
+
+export interface IngressInputs {
+  /** Ingresses and IngressBackends of monitored namespaces. */
+  ingresses: readonly Ingress[];
+  backends: readonly IngressBackend[];
+  service(key: string): MeshService | undefined;
+  httpRouteGroup(namespace: string, name: string): HTTPRouteGroup | undefined;
+  /** Every endpoint address of a Service the mesh sees, or undefined when it sees no such Service. */
+  sourceAddresses(namespace: string, name: string): readonly string[] | undefined;
+  /** Permissive mode: every source gets in anyway, so an Ingress without IngressBackend is no problem. */
+  permissive: boolean;
+}
+
+/** `<ns>/<svc>|<targetPort>` */
+export function ingressPortKey(serviceKey: string, targetPort: number): string {
+  return `${serviceKey}|${targetPort}`;
+}
+
+function hostRoute(address: string): string {
+  return address.includes(':') ? `${address}/128` : `${address}/32`;
+}
+
+/** Kubernetes path semantics as IngressRoute paths; ImplementationSpecific is read as Prefix (documented). */
+export function ingressPath(pathType: string, path: string | undefined): IngressRoute['path'] {
+  const value = path === undefined || path === '' ? '/' : path;
+  if (pathType === 'Exact') return { type: 'Exact', value };
+  // Prefix: a trailing slash is ignored ("/foo/" matches "/foo"), and "/" is every path.
+  const trimmed = value.replace(/\/+$/, '');
+  return trimmed === '' ? undefined : { type: 'Prefix', value: trimmed };
+}
+
+function servicePortOf(svc: MeshService, ref: IngressBackendRef['service']): MeshServicePort | undefined {
+  const port = ref?.port;
+  if (port?.number !== undefined) return svc.ports.find((p) => p.port === port.number);
+  if (port?.name !== undefined) return svc.ports.find((p) => p.name === port.name);
+  // Without a port, a single-port Service is unambiguous.
+  return svc.ports.length === 1 ? svc.ports[0] : undefined;
+}
+
+/** Compiles both kinds into per-port answers; every piece skipped is reported. */
+export function compileIngress(inputs: IngressInputs, problems: ProblemList): Map<string, IngressPort> {
+  const routes = new Map<string, { routes: IngressRoute[]; all: boolean; origins: Set<string> }>();
+  const ingressRefs = new Map<string, { ns: string; name: string; backend: string }[]>();
+  const sorted = <T extends { metadata: { namespace?: string; name: string } }>(xs: readonly T[]) =>
+    [...xs].sort((a, b) =>
+      compareStrings(
+        `${a.metadata.namespace}/${a.metadata.name}`,
+        `${b.metadata.namespace}/${b.metadata.name}`,
+      ),
+    );
+
+  for (const ing of sorted(inputs.ingresses)) {
+    const ns = ing.metadata.namespace ?? '';
+    const name = ing.metadata.name;
+    const origin = `Ingress ${ns}/${name}`;
+    const add = (ref: IngressBackendRef, route: IngressRoute, all: boolean) => {
+      const svcName = ref.service?.name;
+      if (svcName === undefined) return; // a resource backend: not a Service, nothing to admit
+      const svc = inputs.service(`${ns}/${svcName}`);
+      if (!svc) return; // not a meshed Service: none of the mesh's business
+      const sp = servicePortOf(svc, ref.service);
+      if (!sp) {
+        problems.add({
+          kind: 'Ingress',
+          namespace: ns,
+          name,
+          reason: `backend ${svcName}: the Service has no such port; ignored`,
+        });
+        return;
+      }
+      const key = ingressPortKey(svc.key, sp.targetPort);
+      let entry = routes.get(key);
+      if (!entry) {
+        entry = { routes: [], all: false, origins: new Set() };
+        routes.set(key, entry);
+      }
+      entry.origins.add(origin);
+      if (all) entry.all = true;
+      else if (!entry.routes.some((r) => JSON.stringify(r) === JSON.stringify(route)))
+        entry.routes.push(route);
+      const refs = ingressRefs.get(key) ?? [];
+      if (!refs.some((r) => r.ns === ns && r.name === name)) refs.push({ ns, name, backend: svcName });
+      ingressRefs.set(key, refs);
+    };
+    if (ing.spec.defaultBackend) add(ing.spec.defaultBackend, {}, true);
+    for (const rule of ing.spec.rules ?? []) {
+      for (const p of rule.http?.paths ?? []) {
+        const path = ingressPath(p.pathType, p.path);
+        const route: IngressRoute = {};
+        if (rule.host) route.host = rule.host.toLowerCase();
+        if (path) route.path = path;
+        add(p.backend, route, route.host === undefined && route.path === undefined);
+      }
+    }
+  }
+
+  const ports = new Map<
+    string,
+    { protocol: 'http' | 'https'; skip: boolean; owner: string; policies: IngressPolicy[] }
+  >();
+  for (const ib of sorted(inputs.backends)) {
+    const ns = ib.metadata.namespace ?? '';
+    const name = ib.metadata.name;
+    const origin = `IngressBackend ${ns}/${name}`;
+    const report = (reason: string) => problems.add({ kind: 'IngressBackend', namespace: ns, name, reason });
+
+    const cidrs = new Set<string>();
+    const principals: string[] = [];
+    for (const s of ib.spec.sources) {
+      if (s.kind === 'IPRange') cidrs.add(s.name.includes('/') ? s.name : hostRoute(s.name));
+      else if (s.kind === 'AuthenticatedPrincipal') principals.push(s.name);
+      else {
+        const sns = s.namespace ?? ns;
+        const addresses = inputs.sourceAddresses(sns, s.name);
+        if (addresses === undefined)
+          report(
+            `source Service ${sns}/${s.name} is not in a monitored namespace (or does not exist): add its namespace to the mesh with injection disabled, or use an IPRange`,
+          );
+        else if (addresses.length === 0) report(`source Service ${sns}/${s.name} has no endpoints yet`);
+        for (const a of addresses ?? []) cidrs.add(hostRoute(a));
+      }
+    }
+    let matches: HTTPMatch[] | 'all' = 'all';
+    if (ib.spec.matches !== undefined) {
+      matches = [];
+      for (const ref of ib.spec.matches) {
+        const group = inputs.httpRouteGroup(ns, ref.name);
+        if (!group) {
+          report(`HTTPRouteGroup ${ns}/${ref.name} does not exist; it admits nothing`);
+          continue;
+        }
+        for (const m of group.spec.matches ?? []) {
+          if (ref.matches === undefined || ref.matches.includes(m.name)) matches.push(m);
+        }
+      }
+    }
+    if (cidrs.size === 0) report('no source address resolved yet; it admits nobody');
+
+    for (const b of ib.spec.backends) {
+      const svc = inputs.service(`${ns}/${b.name}`);
+      if (!svc) {
+        report(`backend Service ${ns}/${b.name} does not exist; backend ignored`);
+        continue;
+      }
+      const sp = svc.ports.find((p) => p.targetPort === b.port.number);
+      if (!sp) {
+        report(`backend ${b.name}: no port of the Service targets port ${b.port.number}; backend ignored`);
+        continue;
+      }
+      const key = ingressPortKey(svc.key, b.port.number);
+      const skip = b.tls?.skipClientCertValidation === true;
+      const policy: IngressPolicy = {
+        origin,
+        cidrs: [...cidrs].sort(compareStrings),
+        principals: [...principals].sort(compareStrings),
+        sniHosts: [...(b.tls?.sniHosts ?? [])].sort(compareStrings),
+        matches,
+      };
+      const known = ports.get(key);
+      if (!known) ports.set(key, { protocol: b.port.protocol, skip, owner: origin, policies: [policy] });
+      else if (known.protocol !== b.port.protocol || known.skip !== skip)
+        // One filter chain per port and transport: its TLS settings cannot differ per source.
+        report(
+          `backend ${b.name} port ${b.port.number}: conflicts with ${known.owner} (${known.protocol}${known.skip ? ', skipClientCertValidation' : ''}); backend ignored`,
+        );
+      else known.policies.push(policy);
+    }
+  }
+
+  const out = new Map<string, IngressPort>();
+  for (const [key, p] of ports) {
+    const r = routes.get(key);
+    const all = new Set<string>();
+    for (const pol of p.policies) for (const c of pol.cidrs) all.add(c);
+    out.set(key, {
+      protocol: p.protocol,
+      skipClientCertValidation: p.skip,
+      cidrs: [...all].sort(compareStrings),
+      policies: p.policies,
+      routes: !r || r.all ? 'all' : r.routes,
+      ingresses: r ? [...r.origins].sort(compareStrings) : [],
+    });
+  }
+  if (!inputs.permissive) {
+    for (const [key, refs] of ingressRefs) {
+      if (out.has(key)) continue;
+      for (const ref of refs)
+        problems.add({
+          kind: 'Ingress',
+          namespace: ref.ns,
+          name: ref.name,
+          reason: `backend ${ref.backend} port ${key.slice(key.lastIndexOf('|') + 1)}: no IngressBackend admits a source, so its sidecar refuses ingress traffic (SMI mode)`,
+        });
+    }
+  }
+  return out;
+}

@@ -1,0 +1,187 @@
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { buildMeshView, ingressPorts, policyProblems } from '../../catalog/view.js';
+import { DEFAULT_MESH_NAME } from '../../mesh/constants.js';
+import type { AnyObject } from '../../model/objects.js';
+import { sdsGenerator } from '../sds/sds.js';
+import { ingress, ingressBackend, ingressObjects } from '../testing/ingress.js';
+import { fakeSecrets, type PodName, proxyFor, storeOf, viewOf } from '../testing/mesh.js';
+import { at, byNameIn, list, named } from '../testing/pick.js';
+import { sidecarLdsGenerator } from './sidecar.js';
+
+function meshOf(objects: AnyObject[]) {
+  return viewOf(storeOf(objects));
+}
+function inboundChains(objects: AnyObject[], pod: PodName) {
+  const mesh = meshOf(objects);
+  const out = sidecarLdsGenerator.generate(
+    proxyFor(mesh, pod),
+    { mesh, secrets: fakeSecrets('all') },
+    undefined,
+  );
+  return list(named(out, 'inbound-listener'), 'filter_chains');
+}
+function rbacOf(chain: ReturnType<typeof byNameIn>) {
+  const hcm = at(
+    byNameIn(list(chain, 'filters'), 'envoy.filters.network.http_connection_manager'),
+    'typed_config',
+  );
+  return at(byNameIn(list(hcm, 'http_filters'), 'envoy.filters.http.rbac'), 'typed_config', 'rules');
+}
+
+test('http IngressBackend + Ingress: a plaintext chain from the sources, the Ingress host/paths in RBAC', () => {
+  const chains = inboundChains(ingressObjects(), 'bookstore-v1-1');
+  const chain = byNameIn(chains, 'ingress_14001_http');
+  assert.deepEqual(at(chain, 'filter_chain_match'), {
+    destination_port: { value: 14001 },
+    transport_protocol: 'raw_buffer',
+    source_prefix_ranges: [
+      { address_prefix: '10.0.9.0', prefix_len: { value: 24 } },
+      { address_prefix: '10.244.9.10', prefix_len: { value: 32 } },
+    ],
+  });
+  assert.equal(at(chain, 'transport_socket'), undefined);
+  const policy = at(rbacOf(chain), 'policies', 'IngressBackend bookstore/shop');
+  const perms = JSON.stringify(at(policy, 'permissions'));
+  // Host with any port, Prefix element-wise (/books or /books/…), Exact /about.
+  assert.match(perms, /"\(\?i\)shop\\\\.example\\\\.com\(:\[0-9\]\+\)\?"/);
+  assert.match(perms, /"exact":"\/books"/);
+  assert.match(perms, /"prefix":"\/books\/"/);
+  assert.match(perms, /"exact":"\/about"/);
+  assert.match(JSON.stringify(at(policy, 'principals')), /direct_remote_ip/);
+  // The mesh chain is still there, unchanged (tls).
+  assert.equal(
+    at(
+      byNameIn(chains, 'inbound_bookstore/bookstore-v1_14001_http'),
+      'filter_chain_match',
+      'transport_protocol',
+    ),
+    'tls',
+  );
+});
+
+test('https IngressBackend: the backend cert, the client cert required and checked, principals and SNI in RBAC', () => {
+  const chains = inboundChains(ingressObjects(), 'bookwarehouse-1');
+  const chain = byNameIn(chains, 'ingress_14001_https');
+  assert.equal(at(chain, 'filter_chain_match', 'transport_protocol'), 'tls');
+  const tls = at(chain, 'transport_socket', 'typed_config');
+  assert.deepEqual(at(tls, 'require_client_certificate'), { value: true });
+  assert.equal(
+    at(tls, 'common_tls_context', 'validation_context_sds_secret_config', 'name'),
+    'root-cert-for-mtls-ingress:bookwarehouse/bookwarehouse',
+  );
+  const policy = at(rbacOf(chain), 'policies', 'IngressBackend bookwarehouse/api');
+  const who = JSON.stringify(at(policy, 'principals'));
+  assert.match(who, /"and_ids"/);
+  // Exactly the SAN, nothing appended (OSM's trust-domain bug).
+  assert.match(who, /"principal_name":\{"exact":"ingress-nginx\.ingress-nginx\.cluster\.local"\}/);
+  const what = JSON.stringify(at(policy, 'permissions'));
+  assert.match(what, /"requested_server_name":\{"exact":"warehouse\.example\.com"\}/);
+  assert.match(what, /skein\\\\.Warehouse\/Get/);
+  // SDS serves the ingress validation context: the CA, no SAN pinned.
+  const mesh = meshOf(ingressObjects());
+  const secrets = sdsGenerator.generate(
+    proxyFor(mesh, 'bookwarehouse-1'),
+    { mesh, secrets: fakeSecrets('all') },
+    undefined,
+  );
+  const root = named(secrets, 'root-cert-for-mtls-ingress:bookwarehouse/bookwarehouse');
+  assert.equal(at(root, 'validation_context', 'match_typed_subject_alt_names'), undefined);
+});
+
+test('skipClientCertValidation: TLS without a client certificate demanded', () => {
+  const objects = ingressObjects().filter((o) => !(o.kind === 'IngressBackend' && o.metadata.name === 'api'));
+  objects.push(
+    ingressBackend('bookwarehouse', 'api', {
+      backends: [
+        {
+          name: 'bookwarehouse',
+          port: { number: 14001, protocol: 'https' },
+          tls: { skipClientCertValidation: true },
+        },
+      ],
+      sources: [{ kind: 'IPRange', name: '10.0.9.9/32' }],
+    }),
+  );
+  const tls = at(
+    byNameIn(inboundChains(objects, 'bookwarehouse-1'), 'ingress_14001_https'),
+    'transport_socket',
+    'typed_config',
+  );
+  assert.deepEqual(at(tls, 'require_client_certificate'), { value: false });
+  assert.equal(at(tls, 'common_tls_context', 'validation_context_sds_secret_config'), undefined);
+});
+
+test('SMI mode: an Ingress without IngressBackend opens nothing and is reported; permissive mode admits plaintext', () => {
+  const objects = ingressObjects().filter((o) => o.kind !== 'IngressBackend');
+  const chains = inboundChains(objects, 'bookstore-v1-1');
+  assert.ok(!chains.some((c) => String(at(c, 'name')).startsWith('ingress_')));
+  assert.ok(!chains.some((c) => String(at(c, 'name')).startsWith('inbound-plaintext_')));
+  const reasons = policyProblems(meshOf(objects)).filter((p) => p.kind === 'Ingress');
+  assert.equal(reasons.length, 1);
+  assert.match(reasons[0]?.reason ?? '', /no IngressBackend admits a source/);
+  const permissive = inboundChains(
+    ingressObjects({ permissive: true }).filter((o) => o.kind !== 'IngressBackend'),
+    'bookwarehouse-1',
+  );
+  // gRPC (14001) and TCP (13306) get plaintext chains to the app.
+  assert.deepEqual(
+    permissive.map((c) => String(at(c, 'name'))).filter((n) => n.startsWith('inbound-plaintext_')),
+    ['inbound-plaintext_13306', 'inbound-plaintext_14001'],
+  );
+});
+
+test('conflicting IngressBackends: the first by name wins, the other is reported; others unaffected', () => {
+  const objects = [
+    ...ingressObjects(),
+    ingressBackend('bookstore', 'zz-other', {
+      backends: [{ name: 'bookstore-v1', port: { number: 14001, protocol: 'https' } }],
+      sources: [{ kind: 'IPRange', name: '10.1.0.0/16' }],
+    }),
+    ingressBackend('bookstore', 'missing', {
+      backends: [{ name: 'nope', port: { number: 80, protocol: 'http' } }],
+      sources: [{ kind: 'IPRange', name: '10.1.0.0/16' }],
+    }),
+  ];
+  const mesh = meshOf(objects);
+  const port = ingressPorts(mesh).get('bookstore/bookstore-v1|14001');
+  assert.equal(port?.protocol, 'http');
+  const reasons = policyProblems(mesh)
+    .filter((p) => p.kind === 'IngressBackend')
+    .map((p) => `${p.name}: ${p.reason}`);
+  assert.ok(
+    reasons.some((r) =>
+      r.startsWith('zz-other: backend bookstore-v1 port 14001: conflicts with IngressBackend bookstore/shop'),
+    ),
+  );
+  assert.ok(reasons.some((r) => r.startsWith('missing: backend Service bookstore/nope does not exist')));
+  assert.ok(ingressPorts(mesh).get('bookwarehouse/bookwarehouse|14001'));
+});
+
+test('an unchanged ingress answer is the same object in the next view; an Ingress edit changes only its backend', () => {
+  const store = storeOf(ingressObjects());
+  const v1 = viewOf(store);
+  const a1 = ingressPorts(v1).get('bookstore/bookstore-v1|14001');
+  const w1 = ingressPorts(v1).get('bookwarehouse/bookwarehouse|14001');
+  store.upsert(
+    ingress('bookstore', 'shop', {
+      rules: [
+        {
+          http: {
+            paths: [
+              {
+                path: '/',
+                pathType: 'Prefix',
+                backend: { service: { name: 'bookstore-v1', port: { number: 14001 } } },
+              },
+            ],
+          },
+        },
+      ],
+    }),
+  );
+  const v2 = buildMeshView(store, { meshName: DEFAULT_MESH_NAME, previous: v1 });
+  assert.notEqual(ingressPorts(v2).get('bookstore/bookstore-v1|14001'), a1);
+  assert.equal(ingressPorts(v2).get('bookstore/bookstore-v1|14001')?.routes, 'all');
+  assert.equal(ingressPorts(v2).get('bookwarehouse/bookwarehouse|14001'), w1);
+});

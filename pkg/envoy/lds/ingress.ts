@@ -1,0 +1,164 @@
+// Inbound filter chains for traffic from outside the mesh (an ingress
+// controller), next to the mesh's mTLS chains on the inbound listener
+// (sidecar.ts). OSM's form: per backend port, a chain matched on the target
+// port and the allowed source prefixes; `http` is plaintext, `https` presents
+// the backend's own certificate and (unless skipClientCertValidation) demands
+// a client certificate from the mesh CA. Envoy picks the most specific match
+// criterion by criterion — destination port, server names, transport
+// protocol, then source IP (FilterChainMatch, listener_components.proto) — so
+// a plaintext ingress chain never meets the mesh's (transport `tls`), and an
+// https one wins over the mesh chain only for its source prefixes.
+import type { IngressPort } from '../../catalog/ingress.js';
+import type { MeshView } from '../../catalog/types.js';
+import { ingressPort } from '../../catalog/view.js';
+import { type Identity, identityKey } from '../../mesh/identity.js';
+import { ComparisonOp } from '../common/enums.js';
+import { type InboundPort, isHttpLike } from '../common/inbound.js';
+import { AnyType, adsConfigSource, ExtName, typed } from '../common/xds.js';
+import {
+  inboundPlaintextChainName,
+  ingressFilterChainName,
+  ingressRootSecretName,
+  serviceCertSecretName,
+} from '../names.js';
+import { cidrRange, ingressRbacFilter } from '../rbac/ingress.js';
+import type { ProtoObject } from '../types.js';
+
+/** One target port's ingress answer, with the inbound port it was found for. */
+export interface IngressChainInput {
+  port: InboundPort;
+  ingress: IngressPort;
+}
+
+/**
+ * The ingress answers of a proxy's inbound ports: per target port the first
+ * service (by key) that has one, since one chain per target port and
+ * transport is all Envoy can tell apart for plaintext.
+ */
+export function ingressInputs(mesh: MeshView, ports: readonly InboundPort[]): IngressChainInput[] {
+  const out: IngressChainInput[] = [];
+  const seen = new Set<string>();
+  for (const p of ports) {
+    const ingress = ingressPort(mesh, p.service.key, p.port.targetPort);
+    if (!ingress || ingress.cidrs.length === 0) continue;
+    const k = `${p.port.targetPort}|${ingress.protocol}`;
+    if (seen.has(k)) continue;
+    seen.add(k);
+    out.push({ port: p, ingress });
+  }
+  return out;
+}
+
+function inlineRoutes(name: string, p: InboundPort): ProtoObject {
+  const route: ProtoObject = { cluster: p.localCluster };
+  // gRPC streams outlive Envoy's 15 s default route timeout: 0 disables it.
+  if (p.port.protocol === 'grpc') route['timeout'] = { seconds: 0 };
+  return {
+    route_config: {
+      name,
+      virtual_hosts: [{ name, domains: ['*'], routes: [{ match: { prefix: '/' }, route }] }],
+    },
+  };
+}
+
+function hcm(name: string, p: InboundPort, httpFilters: ProtoObject[], extra: ProtoObject = {}): ProtoObject {
+  return {
+    name: ExtName.HttpConnectionManager,
+    typed_config: typed(AnyType.HttpConnectionManager, {
+      stat_prefix: name,
+      ...inlineRoutes(name, p),
+      http_filters: [...httpFilters, { name: ExtName.Router, typed_config: typed(AnyType.Router) }],
+      ...extra,
+    }),
+  };
+}
+
+function sds(name: string): ProtoObject {
+  return { name, sds_config: adsConfigSource() };
+}
+
+/** https: the backend's certificate; the client's checked against the mesh CA unless skipped. */
+function ingressTlsSocket(own: Identity, skipClientCertValidation: boolean): ProtoObject {
+  const key = identityKey(own);
+  const common: ProtoObject = { tls_certificate_sds_secret_configs: [sds(serviceCertSecretName(key))] };
+  if (!skipClientCertValidation)
+    common['validation_context_sds_secret_config'] = sds(ingressRootSecretName(key));
+  return {
+    name: ExtName.Tls,
+    typed_config: typed(AnyType.DownstreamTlsContext, {
+      common_tls_context: common,
+      require_client_certificate: { value: !skipClientCertValidation },
+    }),
+  };
+}
+
+const INGRESS_DENIED_REPLY: ProtoObject = {
+  mappers: [
+    {
+      filter: {
+        status_code_filter: {
+          comparison: {
+            op: ComparisonOp.EQ,
+            value: { default_value: 403, runtime_key: 'skein.local_reply.status_403' },
+          },
+        },
+      },
+      body_format_override: {
+        text_format_source: {
+          inline_string:
+            'skein: RBAC denied: no IngressBackend or Ingress rule admits this request from %DOWNSTREAM_REMOTE_ADDRESS_WITHOUT_PORT% (%RESPONSE_CODE_DETAILS%)\n',
+        },
+      },
+    },
+  ],
+};
+
+/** One chain per input: its sources in the match, the HTTP policy in RBAC, the app behind it. */
+export function ingressChain(own: Identity, input: IngressChainInput): ProtoObject {
+  const { port: p, ingress } = input;
+  const name = ingressFilterChainName(p.port.targetPort, ingress.protocol);
+  const https = ingress.protocol === 'https';
+  const match: ProtoObject = {
+    destination_port: { value: p.port.targetPort },
+    transport_protocol: https ? 'tls' : 'raw_buffer',
+    source_prefix_ranges: ingress.cidrs.map(cidrRange),
+  };
+  // On a target port shared by two services the mesh chains carry the SNI;
+  // the ingress chain then stays without it (clients sending another name or
+  // none reach it).
+  const chain: ProtoObject = {
+    name,
+    filter_chain_match: match,
+    filters: [hcm(name, p, [ingressRbacFilter(ingress)], { local_reply_config: INGRESS_DENIED_REPLY })],
+  };
+  if (https) chain['transport_socket'] = ingressTlsSocket(own, ingress.skipClientCertValidation);
+  return chain;
+}
+
+/**
+ * Permissive mode admits every caller, inside the mesh or not: plaintext on
+ * each target port goes to the app (an ingress controller needs no
+ * IngressBackend then, gRPC included — OSM refused it).
+ */
+export function permissivePlaintextChains(ports: readonly InboundPort[]): ProtoObject[] {
+  const out: ProtoObject[] = [];
+  const seen = new Set<number>();
+  for (const p of ports) {
+    const t = p.port.targetPort;
+    if (seen.has(t)) continue;
+    seen.add(t);
+    const name = inboundPlaintextChainName(t);
+    const filter = isHttpLike(p.port)
+      ? hcm(name, p, [])
+      : {
+          name: ExtName.TcpProxy,
+          typed_config: typed(AnyType.TcpProxy, { stat_prefix: name, cluster: p.localCluster }),
+        };
+    out.push({
+      name,
+      filter_chain_match: { destination_port: { value: t }, transport_protocol: 'raw_buffer' },
+      filters: [filter],
+    });
+  }
+  return out;
+}
