@@ -74,6 +74,8 @@ function hostRbac(p: EgressHttpPort): ProtoObject {
   if (permissions.length > 0) {
     policies['egress-hosts'] = {
       permissions: [{ or_rules: { rules: permissions } }],
+      // Envoy RBAC's `Principal.any` (a proto field, not a TypeScript any): the chain is this
+      // proxy's own outbound traffic, so who calls is settled; only the host is checked.
       principals: [{ any: true }],
     };
   }

@@ -34,6 +34,7 @@ function anyOf(rules: ProtoObject[]): ProtoObject {
 }
 function allOf(rules: ProtoObject[]): ProtoObject {
   const [only] = rules;
+  // Envoy RBAC's `Permission.any` (matches every request), not a TypeScript any: no rules, no limit.
   if (rules.length === 0) return { any: true };
   return rules.length === 1 && only ? only : { and_rules: { rules } };
 }
@@ -79,7 +80,8 @@ function policyPermission(port: IngressPort, policy: IngressPolicy): ProtoObject
   const parts: ProtoObject[] = [];
   if (port.routes !== 'all') parts.push(anyOf(port.routes.map(ingressRoutePermission)));
   if (policy.matches !== 'all') {
-    // spec.matches naming no existing match admits nothing: a never-matching rule.
+    // spec.matches naming no existing match admits nothing: a never-matching rule
+    // (`not_rule` of Envoy RBAC's `Permission.any`, a proto field, not a TypeScript any).
     parts.push(
       policy.matches.length === 0
         ? { not_rule: { any: true } }

@@ -29,7 +29,7 @@ export function headerRegexToSafeRegex(regex: string): string {
 function principals(rule: InboundRule, trustDomain: string): ProtoObject[] {
   // 'any' (permissive): the DownstreamTlsContext already demands a client
   // certificate from the mesh CA, so any authenticated peer is a mesh member.
-  if (rule.sources === 'any') return [{ any: true }];
+  if (rule.sources === 'any') return [{ any: true }]; // Envoy's Principal.any field
   // Exact SPIFFE ids, never regexes: one identity cannot match another's id.
   return rule.sources.map((id) => ({
     authenticated: { principal_name: { exact: spiffeId(id, trustDomain) } },
@@ -59,6 +59,8 @@ export function httpMatchPermission(match: HTTPMatch): ProtoObject {
       },
     });
   }
+  // `{ any: true }` here and below is Envoy RBAC's Permission/Principal `any` proto field
+  // (match everything), not a TypeScript any. An HTTP match with no parts matches every request.
   if (parts.length === 0) return { any: true };
   if (parts.length === 1 && parts[0]) return parts[0];
   return { and_rules: { rules: parts } };
