@@ -84,8 +84,6 @@ export class LeaseElector {
   private timer: NodeJS.Timeout | undefined;
   private watchdog: NodeJS.Timeout | undefined;
   private attempt: Promise<void> = Promise.resolve();
-  /** Leadership changes so far (for metrics and tests). */
-  transitions = 0;
 
   constructor(private readonly o: ElectorOptions) {
     this.identity = o.identity ?? `${process.env['POD_NAME'] || hostname()}_${randomUUID()}`;
@@ -235,7 +233,6 @@ export class LeaseElector {
 
   private startLeading(): void {
     this.leading = true;
-    this.transitions++;
     this.armWatchdog();
     this.o.logger.info({ lease: this.o.name, identity: this.identity }, 'became leader');
     this.o.onStartedLeading?.();
@@ -244,7 +241,6 @@ export class LeaseElector {
   private stepDown(why: string): void {
     if (!this.leading) return;
     this.leading = false;
-    this.transitions++;
     clearTimeout(this.watchdog);
     this.o.logger.warn({ lease: this.o.name, identity: this.identity, why }, 'stopped leading');
     this.o.onStoppedLeading?.(why);

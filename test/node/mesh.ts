@@ -211,7 +211,7 @@ export class NodeMesh {
 
   /** GET on the pod's Envoy admin (127.0.0.1:15000 in the pod), from inside its network namespace. */
   async envoyAdmin(pod: PodView, urlPath: string): Promise<string> {
-    const pid = await podPid(pod.uid);
+    const pid = await podProcess(pod);
     const { stdout } = await run(
       'nsenter',
       ['-t', String(pid), '-n', 'curl', '-sf', `http://127.0.0.1:15000${urlPath}`],
@@ -278,16 +278,21 @@ function podView(o: Obj): PodView {
   };
 }
 
-/** A process of the pod (any container's): the kubelet puts each pod in cgroup `…/pod<uid>/…`. */
-async function podPid(uid: string): Promise<number> {
-  const needle = `pod${uid}`;
+/**
+ * A process of the pod — of any container, or the one whose command is `comm` — found by
+ * the cgroup the kubelet puts each pod in (`…/pod<uid>/…`).
+ */
+export async function podProcess(pod: PodView, comm?: string): Promise<number> {
   for (const entry of await readdir('/proc')) {
     const pid = Number(entry);
     if (!Number.isInteger(pid)) continue;
     const cgroup = await readFile(`/proc/${pid}/cgroup`, 'utf8').catch(() => '');
-    if (cgroup.includes(needle)) return pid;
+    if (!cgroup.includes(`pod${pod.uid}`)) continue;
+    if (comm === undefined) return pid;
+    const name = (await readFile(`/proc/${pid}/comm`, 'utf8').catch(() => '')).trim();
+    if (name === comm) return pid;
   }
-  throw new Error(`no process of pod ${uid} on this node`);
+  throw new Error(`no ${comm ?? ''} process of pod ${pod.name} on this node`);
 }
 
 function postJson(host: string, port: number, body: unknown, ms: number): Promise<unknown> {

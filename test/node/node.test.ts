@@ -12,15 +12,26 @@
 //
 // One node per machine, so one file: the node's own checks come first.
 import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
 import { X509Certificate } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import { after, before, describe, test } from 'node:test';
+import { promisify } from 'node:util';
 import { bookstoreSplit, waitFor } from '../support/kube.js';
 import { eventually } from '../support/kube-registry-fixture.js';
 import { NODE_IP, NodeCluster, nodeHostLeftovers } from '../support/node.js';
 import { nodeImages } from '../support/node-images.js';
 import { sleep } from '../support/processes.js';
-import { APP_IMAGE, CONTROL_PORT, GRPC_PORT, HTTP_PORT, NodeMesh, type PodView, TCP_PORT } from './mesh.js';
+import {
+  APP_IMAGE,
+  CONTROL_PORT,
+  GRPC_PORT,
+  HTTP_PORT,
+  NodeMesh,
+  type PodView,
+  podProcess,
+  TCP_PORT,
+} from './mesh.js';
 
 const skip = process.getuid?.() !== 0 ? 'needs root (a kubelet, containerd, iptables)' : false;
 const verbose = process.env['SKEIN_NODE_VERBOSE'] === '1';
@@ -29,21 +40,8 @@ function sum(counts: Record<string, number>, prefix: string): number {
   return Object.entries(counts).reduce((n, [k, v]) => (k.startsWith(prefix) ? n + v : n), 0);
 }
 const total = (counts: Record<string, number>) => sum(counts, '');
+const run = promisify(execFile);
 const SMI = ['specs.smi-spec.io', 'v1alpha4'] as const;
-
-/** Processes of a pod's container, found by the kubelet's cgroup path (pod<uid>) and command. */
-async function podProcess(pod: PodView, comm: string): Promise<number> {
-  const { readdir } = await import('node:fs/promises');
-  for (const entry of await readdir('/proc')) {
-    const pid = Number(entry);
-    if (!Number.isInteger(pid)) continue;
-    const cgroup = await readFile(`/proc/${pid}/cgroup`, 'utf8').catch(() => '');
-    if (!cgroup.includes(`pod${pod.uid}`)) continue;
-    const name = (await readFile(`/proc/${pid}/comm`, 'utf8').catch(() => '')).trim();
-    if (name === comm) return pid;
-  }
-  throw new Error(`no ${comm} process in pod ${pod.name}`);
-}
 
 async function uidOf(pid: number): Promise<number> {
   const status = await readFile(`/proc/${pid}/status`, 'utf8');
@@ -229,12 +227,14 @@ describe('the test node', { skip, timeout: 900_000 }, () => {
           new RegExp(`\\.sidecar\\.${p.name.startsWith('bookbuyer') ? 'bookbuyer' : 'bookstore'}\\.${ns}\\.`),
         );
         // The init container's nat rules are in the pod's network namespace (legacy backend, as the image's iptables).
-        const { execFile } = await import('node:child_process');
-        const nat = await new Promise<string>((resolve, reject) =>
-          execFile('nsenter', ['-t', String(envoy), '-n', 'iptables-legacy-save', '-t', 'nat'], (err, out) =>
-            err ? reject(err) : resolve(out),
-          ),
-        );
+        const { stdout: nat } = await run('nsenter', [
+          '-t',
+          String(envoy),
+          '-n',
+          'iptables-legacy-save',
+          '-t',
+          'nat',
+        ]);
         assert.match(nat, /--uid-owner 1500/);
         assert.match(nat, /REDIRECT --to-ports 15001/);
         // The kubelet's probes went through the rewritten port to the app (the pod is Ready).
