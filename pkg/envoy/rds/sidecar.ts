@@ -30,7 +30,7 @@ export function serviceDomains(svc: MeshService, port: number, proxyNamespace: s
   return domains;
 }
 
-function routeAction(
+export function routeAction(
   p: { targets: OutboundPort['targets'] } | { cluster: string },
   grpc: boolean,
 ): ProtoObject {
