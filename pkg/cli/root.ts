@@ -4,6 +4,7 @@
 import { commandPath, resolveArgs } from './args.js';
 import { completionCommands } from './commands/completion.js';
 import { dashboardCommand } from './commands/dashboard.js';
+import { ingressCommand } from './commands/ingress.js';
 import { installCommand, uninstallCommand } from './commands/install.js';
 import { namespaceCommand } from './commands/namespace.js';
 import { policyCommand } from './commands/policy.js';
@@ -36,6 +37,7 @@ const TOP_LEVEL = [
   'namespace',
   'proxy',
   'policy',
+  'ingress',
   'dashboard',
   'version',
   'completion',
@@ -51,6 +53,7 @@ export const ROOT: CommandSpec = {
     namespaceCommand,
     proxyCommand,
     policyCommand,
+    ingressCommand,
     dashboardCommand,
     versionCommand,
     ...completionCommands(() => ROOT, GLOBAL_FLAGS),

@@ -18,6 +18,8 @@ const POLICY_KINDS: readonly ObjectKind[] = [
   'HTTPRouteGroup',
   'TCPRoute',
   'TrafficSplit',
+  // Routes of skein's ingress gateway (`skein ingress routes`).
+  'Ingress',
 ];
 
 export interface MeshSnapshot {

@@ -321,6 +321,40 @@ describe('charts/skein with helm against the real API server', () => {
       await kinds(['--set', 'replicas=2']),
       [...base, 'PodDisruptionBudget/skein-controller'].sort(),
     );
+    // One value turns the ingress gateway on: its Deployment, Service, ServiceAccount and IngressClass.
+    const gateway = ['--namespace', 'skein-system', '--set', 'ingressGateway.enabled=true'];
+    assert.deepEqual(
+      await kinds(gateway.slice(2)),
+      [
+        ...base,
+        'Deployment/skein-ingress-gateway',
+        'IngressClass/skein',
+        'Service/skein-ingress-gateway',
+        'ServiceAccount/skein-ingress-gateway',
+      ].sort(),
+    );
+    const rendered = docs((await runHelm(['template', 'r', CHART, ...gateway], ctx)).stdout);
+    const secretRules = (ds: Obj[]) =>
+      ds
+        .filter((d) => d['kind'] === 'ClusterRole')
+        .flatMap((d) => (d['rules'] as { resources: string[]; verbs: string[] }[]) ?? [])
+        .filter((r) => r.resources.includes('secrets'))
+        .flatMap((r) => r.verbs);
+    assert.ok(secretRules(rendered).includes('watch'), 'the gateway reads the Ingresses’ TLS Secrets');
+    const plain = docs((await runHelm(['template', 'r', CHART, '--namespace', 'skein-system'], ctx)).stdout);
+    assert.ok(!secretRules(plain).includes('watch'), 'without the gateway no Secret is readable');
+    const webhooks = rendered.find((d) => d['kind'] === 'MutatingWebhookConfiguration')?.['webhooks'] as {
+      name: string;
+      objectSelector?: unknown;
+    }[];
+    assert.deepEqual(
+      webhooks.map((w) => w.name),
+      ['sidecar-injector.skein.dev', 'ingress-gateway.skein.dev'],
+    );
+    const deploy = rendered.find(
+      (d) => d['kind'] === 'Deployment' && at(d, 'metadata', 'name') === 'skein-controller',
+    );
+    assert.match(JSON.stringify(deploy), /--ingress-gateway/);
   });
 
   test('values the API server or the controller would refuse fail at render time', async () => {

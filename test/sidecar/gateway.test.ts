@@ -10,6 +10,7 @@ import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
+import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { ENVOY_READY_PATH, PORT_ENVOY_READINESS } from '../../pkg/injector/constants.js';
 import { ENVOY_NEWEST } from '../support/envoy-bin.js';
@@ -19,6 +20,14 @@ import type { RunningPod } from '../support/pod-runner.js';
 import { APP_IMAGE, envoyImage, HTTP_PORT, MeshClient, SidecarMesh, sidecarSuiteSkipReason } from './mesh.js';
 
 const execFileAsync = promisify(execFile);
+const skeinCli = path.resolve(
+  path.dirname(fileURLToPath(import.meta.url)),
+  '..',
+  '..',
+  'cmd',
+  'skein',
+  'main.js',
+);
 const sfx = randomBytes(3).toString('hex');
 const GATEWAY_SA = 'skein-ingress-gateway';
 
@@ -255,6 +264,25 @@ describe('skein ingress gateway through real Envoy', { skip, timeout: 300_000 },
       [...rbac].some(([k, v]) => k.startsWith('http.inbound_') && v >= 1),
       JSON.stringify([...rbac]),
     );
+    // The CLI shows the same routes from the API server's objects.
+    const { stdout } = await execFileAsync(process.execPath, [
+      skeinCli,
+      ...['ingress', 'routes', '--kubeconfig', mesh.kubeconfigPath, '--mesh-name', mesh.meshName],
+      ...['--controller-namespace', mesh.controlPlane, '--json'],
+    ]);
+    const shown = JSON.parse(stdout) as {
+      routes: { host: string; path: string; backend: string; target: string }[];
+    };
+    assert.deepEqual(shown.routes, [
+      {
+        host: 'plain.example.com',
+        path: 'Prefix /books',
+        backend: `${mesh.namespace}/web:${HTTP_PORT}`,
+        target: `${mesh.namespace}/web|${HTTP_PORT}`,
+        tls: '-',
+        ingress: `${mesh.namespace}/plain`,
+      },
+    ]);
     const upstream = await gateway.envoyStats('upstream_rq_2xx');
     assert.ok((upstream.get(`cluster.${mesh.namespace}/web|${HTTP_PORT}.upstream_rq_2xx`) ?? 0) >= 3);
     console.log(`gateway http: backend inbound ssl.handshake=${handshakes}`);

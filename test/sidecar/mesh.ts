@@ -89,6 +89,8 @@ export class SidecarMesh {
     private controller: KubeController,
     private readonly controllerArgs: () => Promise<KubeController>,
     private readonly release: () => Promise<void>,
+    /** The test cluster's kubeconfig, for running the `skein` CLI against it. */
+    readonly kubeconfigPath: string,
   ) {}
 
   get controllerProcess(): JsonLineProcess {
@@ -148,6 +150,7 @@ export class SidecarMesh {
       controller,
       startController,
       cluster.release,
+      cluster.endpoint.kubeconfigPath,
     );
     await mesh.installWebhook(`https://${gw}:${webhookPort}/mutate-pod-creation`);
     await createNamespace(
