@@ -89,6 +89,11 @@ export function ipInRange(address: string, range: IpRange): boolean {
   return a.bits >> drop === r.bits >> drop;
 }
 
+/** A bare IP address (no prefix length). */
+export function isIpAddress(text: string): boolean {
+  return !text.includes('/') && parseIpRange(text) !== undefined;
+}
+
 // RFC 1123 labels; a leading `*.` is Envoy's suffix wildcard (virtual host
 // domains and server_names both accept it).
 const HOST = /^(\*\.)?[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;

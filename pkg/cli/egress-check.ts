@@ -3,7 +3,7 @@
 // which Egress (with which HTTPRouteGroup match) or MeshConfig setting says
 // so. The answer is read from the same egress plan the controller turns into
 // the source proxy's outbound listener (envoy/egress/plan.ts, match.ts).
-import { type EgressRule, type IpRange, parseIpRange } from '../catalog/egress.js';
+import { type EgressRule, type IpRange, isIpAddress } from '../catalog/egress.js';
 import type { MeshService, MeshView } from '../catalog/types.js';
 import { egressRulesOf, monitoredNamespaces, policyProblems } from '../catalog/view.js';
 import { type EgressDestination, type EgressMatch, matchEgress } from '../envoy/egress/match.js';
@@ -28,10 +28,6 @@ export interface EgressTarget {
 
 const DEFAULT_PORTS = { http: 80, https: 443 } as const;
 
-function isIp(host: string): boolean {
-  return !host.includes('/') && parseIpRange(host) !== undefined;
-}
-
 /** `http://host[:port][/path]`, `https://host[:port]`, `tcp://host:port` or a bare `host:port` (tcp). */
 export function parseEgressTarget(text: string, address?: string): EgressTarget {
   const withScheme = /^[a-z][a-z0-9+.-]*:\/\//i.test(text) ? text : `tcp://${text}`;
@@ -50,9 +46,9 @@ export function parseEgressTarget(text: string, address?: string): EgressTarget 
   if (host === '') throw new UsageError(`--to ${JSON.stringify(text)} names no host`);
   const port = url.port === '' ? (scheme === 'tcp' ? undefined : DEFAULT_PORTS[scheme]) : Number(url.port);
   if (port === undefined) throw new UsageError(`--to ${JSON.stringify(text)}: tcp needs a port (host:port)`);
-  if (address !== undefined && !isIp(address))
+  if (address !== undefined && !isIpAddress(address))
     throw new UsageError(`--address ${JSON.stringify(address)} is not an IP address`);
-  if (address !== undefined && isIp(host) && address !== host)
+  if (address !== undefined && isIpAddress(host) && address !== host)
     throw new UsageError(`--address ${address} contradicts --to ${text}, which names address ${host}`);
   const target: EgressTarget = {
     scheme,
@@ -60,7 +56,7 @@ export function parseEgressTarget(text: string, address?: string): EgressTarget 
     port,
     path: scheme === 'http' ? `${url.pathname}${url.search}` : '',
   };
-  const dialled = isIp(host) ? host : address;
+  const dialled = isIpAddress(host) ? host : address;
   if (dialled !== undefined) target.address = dialled;
   return target;
 }
@@ -175,7 +171,7 @@ export function checkEgress(
       reason:
         'permissive mode: everything outside the mesh leaves unchanged (Egress objects apply in SMI mode only)',
     };
-  const sniSent = target.scheme === 'https' && !isIp(target.host);
+  const sniSent = target.scheme === 'https' && !isIpAddress(target.host);
   const dest: EgressDestination = {
     protocol: target.scheme === 'https' ? 'tls' : target.scheme,
     port: target.port,

@@ -1,7 +1,7 @@
 // `skein policy check`: pod → pod, pod → outside (`--to`), outside → pod
 // (`--from-ip`). Exit 0 allowed, 1 denied, 2 anything else.
 
-import { parseIpRange } from '../../catalog/egress.js';
+import { isIpAddress } from '../../catalog/egress.js';
 import { buildMeshView } from '../../catalog/view.js';
 import { DEFAULT_MESH_NAME } from '../../mesh/constants.js';
 import type { Pod } from '../../model/objects.js';
@@ -33,10 +33,6 @@ function outputOf(flags: ParsedFlags): 'text' | 'json' {
   const o = flags.string('output') ?? 'text';
   if (o !== 'text' && o !== 'json') throw new UsageError(`--output ${JSON.stringify(o)}: use text or json`);
   return o;
-}
-
-function isAddress(text: string): boolean {
-  return !text.includes('/') && parseIpRange(text) !== undefined;
 }
 
 /** `Name: value` (curl's form) into lower-cased names. */
@@ -78,7 +74,7 @@ async function check(ctx: RunContext): Promise<number> {
   const to = flags.string('to');
   const fromIp = flags.string('from-ip');
   const target = to === undefined ? undefined : parseEgressTarget(to, flags.string('address'));
-  if (fromIp !== undefined && !isAddress(fromIp))
+  if (fromIp !== undefined && !isIpAddress(fromIp))
     throw new UsageError(`--from-ip ${JSON.stringify(fromIp)} is not an IP address`);
   const refs = ctx.args.map((a) => parsePodRef(a, ns));
   const [pods, snapshot] = await Promise.all([
