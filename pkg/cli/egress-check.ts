@@ -149,6 +149,7 @@ export function checkEgress(
     .filter(
       (p) =>
         p.kind === 'Egress' &&
+        // Its rules apply to the source, or one was dropped for it (egressBySource names the identity).
         (origins.has(`Egress ${p.namespace}/${p.name}`) || p.reason.includes(` for ${key} `)),
     )
     .map((p) => `Egress ${p.namespace}/${p.name}: ${p.reason}`);
@@ -164,8 +165,8 @@ export function checkEgress(
   };
   if (view.permissive)
     return {
-      ...base,
       verdict: 'ALLOWED',
+      ...base,
       allowedBy: [{ origin: 'permissive mode' }],
       via: `default chain → ${PASSTHROUGH_CLUSTER}`,
       reason:
@@ -184,14 +185,13 @@ export function checkEgress(
     dest.request = { path: target.path, method: (extras.method ?? 'GET').toUpperCase(), headers };
   }
   const m = matchEgress(plan, dest);
-  const verdict = explain(m, rules, target, key, sniSent);
-  if (verdict.verdict === 'ALLOWED' && m.result === 'tcp' && target.scheme !== 'tcp')
-    verdict.notes.push(
+  const { verdict, notes, ...rest } = explain(m, rules, target, key, sniSent);
+  if (verdict === 'ALLOWED' && m.result === 'tcp' && target.scheme !== 'tcp')
+    notes.push(
       `port ${target.port} is a tcp Egress port: the sidecar does not look at ${target.scheme === 'http' ? 'HTTP' : 'TLS'} there, only at the address`,
     );
-  if (target.scheme === 'https' && target.path !== '')
-    verdict.notes.push('https is passed through untouched: the path is not seen');
-  return { ...base, ...verdict, notes: [...base.notes, ...verdict.notes] };
+  // The verdict first: it is what a reader of the JSON looks for.
+  return { verdict, ...base, ...rest, notes };
 }
 
 interface Explained {
@@ -255,7 +255,7 @@ function explain(
         `no Egress allows port ${t.port} for ${key}; its Egress ports: ${portsText(rules)}${otherPorts(rules, t)} (outbound_denied)`,
       );
     case 'protocol': {
-      const speaks = t.scheme === 'https' ? 'TLS' : t.scheme === 'http' ? 'HTTP' : 'non-HTTP bytes';
+      const speaks = t.scheme === 'https' ? 'TLS' : t.scheme === 'http' ? 'HTTP' : 'neither HTTP nor TLS';
       const wants = m.portKind === 'http' ? 'plaintext HTTP' : 'TLS';
       return denied(
         `port ${t.port} is an ${m.portKind} Egress port for ${key} (${list(m.origins)}): only ${wants} passes there, this client sends ${speaks} (closed)`,

@@ -104,8 +104,8 @@ export function checkIngress(view: MeshView, meshName: string, src: IngressSourc
   const ports = inboundPorts({ services: view.servicesOfPod(dst).map((s) => servedByPod(s, dst)) });
   if (ports.length === 0)
     return {
-      ...base,
       verdict: 'DENIED',
+      ...base,
       ports: [],
       reason: `no Service in the mesh selects pod ${ns}/${dst.metadata.name}, so its sidecar has no inbound port`,
     };
@@ -122,7 +122,7 @@ export function checkIngress(view: MeshView, meshName: string, src: IngressSourc
     rows.push(withoutIngressBackend(p, view.permissive));
   }
   rows.sort((a, b) => a.targetPort - b.targetPort);
-  return { ...base, verdict: rows.some((r) => r.admittedBy.length > 0) ? 'ALLOWED' : 'DENIED', ports: rows };
+  return { verdict: rows.some((r) => r.admittedBy.length > 0) ? 'ALLOWED' : 'DENIED', ...base, ports: rows };
 }
 
 function withoutIngressBackend(p: InboundPort, permissive: boolean): IngressPortVerdict {
