@@ -155,6 +155,20 @@ test('problems of the Egress objects that apply to the source are named with the
   assert.ok(t.verdict === 'DENIED' && t.problems.length === 0, JSON.stringify(t));
 });
 
+test('an Egress rule dropped for the source by a port conflict is named as a problem', () => {
+  const clash = egress('bookbuyer', 'zz-raw-80', {
+    sources: [{ kind: 'ServiceAccount', name: 'bookbuyer', namespace: 'bookbuyer' }],
+    ports: [{ number: 80, protocol: 'tcp' }],
+  });
+  const { v, text } = ask('tcp://192.0.2.1:80', { extra: [clash] });
+  assert.equal(v.verdict, 'DENIED');
+  assert.match(text, /port 80 is an http Egress port .*Egress bookbuyer\/api/);
+  assert.match(
+    text,
+    /problem: Egress bookbuyer\/zz-raw-80: port 80 is http for bookbuyer\/bookbuyer in Egress bookbuyer\/api; this tcp rule is ignored for it/,
+  );
+});
+
 test('a mesh Service is not a destination outside the mesh', () => {
   const mesh = egressMesh();
   assert.equal(meshServiceAt(mesh, 'bookstore.bookstore.svc.cluster.local')?.key, 'bookstore/bookstore');
