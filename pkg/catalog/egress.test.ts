@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { validateManifest } from '../registry/validate.js';
-import { egressProblems, parseIpRange } from './egress.js';
+import { egressProblems, ipInRange, parseIpRange } from './egress.js';
 
 const base = {
   apiVersion: 'policy.skein.dev/v1alpha1',
@@ -50,4 +50,19 @@ test('the CRD schema refuses an unknown protocol and a source without a namespac
     spec: { sources: [{ kind: 'ServiceAccount', name: 'web' }], ports: [{ number: 80, protocol: 'udp' }] },
   });
   assert.equal(r.ok, false);
+});
+
+test('ipInRange: prefix bits of IPv4 and IPv6, never across families', () => {
+  const r = (t: string) => parseIpRange(t) ?? assert.fail(t);
+  assert.ok(ipInRange('10.1.200.3', r('10.1.0.0/16')));
+  assert.ok(!ipInRange('10.2.0.1', r('10.1.0.0/16')));
+  assert.ok(ipInRange('192.0.2.7', r('192.0.2.7')));
+  assert.ok(!ipInRange('192.0.2.8', r('192.0.2.7')));
+  assert.ok(ipInRange('8.8.8.8', r('0.0.0.0/0')));
+  assert.ok(ipInRange('2001:db8::1', r('2001:db8::/32')));
+  assert.ok(ipInRange('2001:db8:0:0:0:0:0:1', r('2001:db8::1/128')));
+  assert.ok(!ipInRange('2001:db9::1', r('2001:db8::/32')));
+  assert.ok(ipInRange('::ffff:10.1.0.1', r('::ffff:10.1.0.0/120')));
+  assert.ok(!ipInRange('10.1.0.1', r('::/0')), 'IPv4 is not in an IPv6 range');
+  assert.ok(!ipInRange('not-an-ip', r('0.0.0.0/0')));
 });

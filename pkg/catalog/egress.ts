@@ -52,6 +52,48 @@ export function parseIpRange(text: string): IpRange | undefined {
   return { address: address.toLowerCase(), prefixLen: Number(lenText) };
 }
 
+/** An address as bits (IPv4 in 32, IPv6 in 128), or undefined when it is not one. */
+function addressBits(address: string): { v6: boolean; bits: bigint } | undefined {
+  if (!address.includes(':')) {
+    const r = parseIpRange(address);
+    if (!r) return undefined;
+    return { v6: false, bits: r.address.split('.').reduce((a, o) => (a << 8n) | BigInt(o), 0n) };
+  }
+  // `::` stands for as many zero groups as are missing; a dotted IPv4 tail is two groups.
+  let text = address.toLowerCase();
+  const v4 = /(\d+\.\d+\.\d+\.\d+)$/.exec(text);
+  if (v4?.[1]) {
+    const tail = addressBits(v4[1]);
+    if (!tail) return undefined;
+    text = `${text.slice(0, v4.index)}${(tail.bits >> 16n).toString(16)}:${(tail.bits & 0xffffn).toString(16)}`;
+  }
+  const halves = text.split('::');
+  if (halves.length > 2) return undefined;
+  const groups = (s: string | undefined) => (s ? s.split(':') : []);
+  const head = groups(halves[0]);
+  const tail = groups(halves[1]);
+  const fill = 8 - head.length - tail.length;
+  if (halves.length === 1 ? fill !== 0 : fill < 1) return undefined;
+  const all = [...head, ...Array<string>(Math.max(fill, 0)).fill('0'), ...tail];
+  if (!all.every((g) => /^[0-9a-f]{1,4}$/.test(g))) return undefined;
+  return { v6: true, bits: all.reduce((a, g) => (a << 16n) | BigInt(`0x${g}`), 0n) };
+}
+
+/** Whether an address lies in a range (Envoy's CidrRange semantics: the first prefixLen bits agree). */
+export function ipInRange(address: string, range: IpRange): boolean {
+  const a = addressBits(address);
+  const r = addressBits(range.address);
+  if (!a || !r || a.v6 !== r.v6) return false;
+  const width = a.v6 ? 128n : 32n;
+  const drop = width - BigInt(range.prefixLen);
+  return a.bits >> drop === r.bits >> drop;
+}
+
+/** A bare IP address (no prefix length). */
+export function isIpAddress(text: string): boolean {
+  return !text.includes('/') && parseIpRange(text) !== undefined;
+}
+
 // RFC 1123 labels; a leading `*.` is Envoy's suffix wildcard (virtual host
 // domains and server_names both accept it).
 const HOST = /^(\*\.)?[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;

@@ -33,6 +33,29 @@ export interface IngressRoute {
   path?: { type: 'Exact' | 'Prefix'; value: string };
 }
 
+/**
+ * Whether a request's host (the Host header without its port; undefined when
+ * unknown) and path satisfy a route, by the semantics above — the same ones
+ * rbac/ingress.ts writes as Envoy RBAC. A route naming a host admits no
+ * request of unknown host.
+ */
+export function routeAdmits(route: IngressRoute, host: string | undefined, path: string): boolean {
+  if (route.host !== undefined) {
+    if (host === undefined) return false;
+    const h = host.toLowerCase();
+    if (route.host.startsWith('*.')) {
+      // One DNS label in front of the suffix.
+      const suffix = route.host.slice(1);
+      if (!h.endsWith(suffix) || /[.:]/.test(h.slice(0, -suffix.length)) || h.length === suffix.length)
+        return false;
+    } else if (h !== route.host) return false;
+  }
+  const p = route.path;
+  if (p?.type === 'Exact') return path === p.value;
+  if (p?.type === 'Prefix') return path === p.value || path.startsWith(`${p.value}/`);
+  return true;
+}
+
 /** What one IngressBackend admits on one backend port. */
 export interface IngressPolicy {
   /** `IngressBackend <ns>/<name>` */

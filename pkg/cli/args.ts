@@ -3,7 +3,7 @@
 // subcommand that defines them), in kubectl's forms `--name value`,
 // `--name=value`, `-n value`, `-n=value` and `-nvalue`. `--` ends flags.
 import { UsageError } from './errors.js';
-import type { CommandSpec, FlagSpec, ParsedFlags } from './spec.js';
+import type { ArgsForm, CommandSpec, FlagSpec, ParsedFlags } from './spec.js';
 
 export interface Resolved {
   /** Root first, the selected command last. */
@@ -40,6 +40,11 @@ export function flagsOf(path: readonly CommandSpec[], globals: readonly FlagSpec
   for (const f of [HELP_FLAG, ...globals]) out.set(f.name, f);
   for (const c of path) for (const f of c.flags ?? []) out.set(f.name, f);
   return [...out.values()];
+}
+
+/** The positional-argument form in force: the first whose flag is given, else the command's own. */
+export function argsFormOf(cmd: CommandSpec, given: (flag: string) => boolean): ArgsForm | CommandSpec {
+  return cmd.argsForms?.find((f) => given(f.flag)) ?? cmd;
 }
 
 export function commandPath(path: readonly CommandSpec[]): string {

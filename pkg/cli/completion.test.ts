@@ -40,6 +40,11 @@ test('values: choices, files, contexts; positionals: namespaces and pods of the 
   ]);
   assert.deepEqual(await c('proxy', 'get', 'status', '--namespace=bookstore', 'x', ''), [], 'one pod only');
   assert.deepEqual(await c('policy', 'check', 'a', ''), ['web']);
+  // With --to (or --from-ip) one pod is the whole argument list.
+  assert.deepEqual(await c('policy', 'check', 'a', '--to', 'https://x', ''), []);
+  assert.deepEqual(await c('policy', 'check', '--from-ip', '10.0.0.1', ''), ['web']);
+  assert.deepEqual(await c('policy', 'check', 'a', '--to', ''), ['http://', 'https://', 'tcp://']);
+  assert.deepEqual(await c('policy', 'check', 'a', 'b', '-o', ''), ['text', 'json']);
 });
 
 test('the bash script completes through the real CLI in a real bash', () => {

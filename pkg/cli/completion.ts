@@ -2,7 +2,7 @@
 // `skein __complete`, which walks the same command table the parser uses and
 // prints one candidate per line — so completion never drifts from the CLI.
 // A first line `:file` asks the shell to complete file names instead.
-import { flagIndex, flagsOf } from './args.js';
+import { argsFormOf, flagIndex, flagsOf } from './args.js';
 import type { CommandSpec, CompletionSource, FlagSpec } from './spec.js';
 
 export const FILE_DIRECTIVE = ':file';
@@ -111,8 +111,10 @@ export async function complete(
     const subs = state.positionals.length === 0 ? (node.subcommands ?? []).filter((c) => !c.hidden) : [];
     if (subs.length > 0) candidates = subs.map((c) => c.name);
     else {
-      const sources = node.argsComplete ?? [];
-      const max = node.maxArgs ?? Number.POSITIVE_INFINITY;
+      // `--to` typed earlier: the positionals of that form.
+      const form = argsFormOf(node, (flag) => state.values.has(flag));
+      const sources = form.argsComplete ?? [];
+      const max = form.maxArgs ?? Number.POSITIVE_INFINITY;
       const i = state.positionals.length;
       candidates = i >= max ? [] : await fromSource(sources[Math.min(i, sources.length - 1)], state, lookup);
     }

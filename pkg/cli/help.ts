@@ -29,7 +29,10 @@ export function renderHelp(path: readonly CommandSpec[], globals: readonly FlagS
   if (cmd.description) lines.push(cmd.description.trimEnd(), '');
   const subs = (cmd.subcommands ?? []).filter((s) => !s.hidden);
   lines.push('Usage:');
-  if (cmd.run) lines.push(`  ${name}${cmd.argsUsage ? ` ${cmd.argsUsage}` : ''} [flags]`);
+  if (cmd.run) {
+    lines.push(`  ${name}${cmd.argsUsage ? ` ${cmd.argsUsage}` : ''} [flags]`);
+    for (const f of cmd.argsForms ?? []) lines.push(`  ${name} ${f.argsUsage} [flags]`);
+  }
   if (subs.length > 0) lines.push(`  ${name} <command> [flags]`);
   lines.push('');
   if (subs.length > 0) {

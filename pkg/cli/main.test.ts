@@ -24,6 +24,12 @@ test('--help on every command: usage line, its flags, the global flags', async (
   assert.equal(r.code, 0);
   assert.match(r.out, /^skein policy check — /);
   assert.match(r.out, /Usage:\n {2}skein policy check <src-pod> <dst-pod> \[flags\]/);
+  // One usage line per argument form.
+  assert.match(
+    r.out,
+    /\n {2}skein policy check <src-pod> --to <url> \[flags\]\n {2}skein policy check --from-ip <ip> <dst-pod> \[flags\]\n/,
+  );
+  assert.match(r.out, /-o, --output <format> +Output format: text or json \(default text\)/);
   assert.match(r.out, /-n, --namespace <ns>/);
   assert.match(r.out, /Global flags:\n {2}-h, --help[\s\S]*--kubeconfig <file>[\s\S]*--context <name>/);
   const help = await run('help', 'namespace');
@@ -35,7 +41,24 @@ test('usage errors: exit 2, one line plus where to get help, no stack', async ()
   assert.equal(r.code, 2);
   assert.equal(
     r.err,
-    'skein: skein policy check needs <src-pod> <dst-pod>\nRun "skein policy check --help" for usage.\n',
+    'skein: skein policy check needs <src-pod> <dst-pod> or <src-pod> --to <url> or --from-ip <ip> <dst-pod>\nRun "skein policy check --help" for usage.\n',
+  );
+  // A form's flag sets the argument count.
+  const tooMany = await run('policy', 'check', 'a', 'b', '--to', 'https://github.com');
+  assert.match(
+    tooMany.err,
+    /^skein: skein policy check takes at most 1 argument\(s\): <src-pod> --to <url>\n/,
+  );
+  const both = await run('policy', 'check', 'a', '--to', 'https://x', '--from-ip', '10.0.0.1');
+  assert.equal(both.code, 2);
+  assert.match(both.err, /--to and --from-ip ask different questions/);
+  assert.match(
+    (await run('policy', 'check', 'a', 'b', '-o', 'yaml')).err,
+    /--output "yaml": use text or json/,
+  );
+  assert.match(
+    (await run('policy', 'check', 'a', '--host', 'x', '--to', 'tcp://1.2.3.4:5')).err,
+    /--host goes with --from-ip/,
   );
   const extra = await run('version', 'surprise');
   assert.match(extra.err, /skein version takes no arguments \(got "surprise"\)/);

@@ -1,6 +1,6 @@
 // `skein` entry point: resolve the command, print help where asked, run it,
 // and turn expected failures (CliError) into one line on stderr and an exit code.
-import { commandPath, resolveArgs } from './args.js';
+import { argsFormOf, commandPath, resolveArgs } from './args.js';
 import { CliError, UsageError } from './errors.js';
 import { renderHelp } from './help.js';
 import { GLOBAL_FLAGS, ROOT } from './root.js';
@@ -33,13 +33,18 @@ export async function runCli(argv: readonly string[], io: Io): Promise<number> {
       return 2;
     }
     const n = resolved.args.length;
-    if (cmd.minArgs !== undefined && n < cmd.minArgs)
-      throw new UsageError(`${name} needs ${cmd.argsUsage ?? `${cmd.minArgs} argument(s)`}`);
-    if (cmd.maxArgs !== undefined && n > cmd.maxArgs)
+    const form = argsFormOf(cmd, (flag) => resolved.flags.has(flag));
+    if (form.minArgs !== undefined && n < form.minArgs) {
+      // Without a form's flag, every form is a way to complete the line.
+      const others = form === cmd ? (cmd.argsForms ?? []).map((f) => f.argsUsage) : [];
+      const usage = form.argsUsage ?? `${form.minArgs} argument(s)`;
+      throw new UsageError(`${name} needs ${[usage, ...others].join(' or ')}`);
+    }
+    if (form.maxArgs !== undefined && n > form.maxArgs)
       throw new UsageError(
-        cmd.maxArgs === 0
+        form.maxArgs === 0
           ? `${name} takes no arguments (got ${JSON.stringify(resolved.args[0])})`
-          : `${name} takes at most ${cmd.maxArgs} argument(s): ${cmd.argsUsage ?? ''}`,
+          : `${name} takes at most ${form.maxArgs} argument(s): ${form.argsUsage ?? ''}`,
       );
     return await cmd.run({ commandPath: name, flags: resolved.flags, args: resolved.args, io });
   } catch (err) {

@@ -68,8 +68,8 @@ export function checkPolicy(view: MeshView, meshName: string, src: Pod, dst: Pod
   };
   if (services.length === 0)
     return {
-      ...base,
       verdict: 'DENIED',
+      ...base,
       ports: [],
       reason: `no Service in the mesh selects pod ${dst.metadata.namespace}/${dst.metadata.name}, so no traffic reaches it through the mesh`,
     };
@@ -92,7 +92,8 @@ export function checkPolicy(view: MeshView, meshName: string, src: Pod, dst: Pod
       });
     }
   }
-  return { ...base, verdict: ports.some((p) => p.allowedBy.length > 0) ? 'ALLOWED' : 'DENIED', ports };
+  // The verdict first: it is what a reader of the JSON looks for.
+  return { verdict: ports.some((p) => p.allowedBy.length > 0) ? 'ALLOWED' : 'DENIED', ...base, ports };
 }
 
 const POLICY_KINDS = new Set(['TrafficTarget', 'HTTPRouteGroup', 'TCPRoute', 'TrafficSplit']);

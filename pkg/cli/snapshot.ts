@@ -10,15 +10,22 @@ import { validateManifest } from '../registry/validate.js';
 import type { Kube } from './kube.js';
 import { record, str } from './kube.js';
 
-/** What policy needs; EndpointSlices and ServiceAccounts do not change who may talk to whom. */
+/**
+ * What policy needs. ServiceAccounts do not change who may talk to whom;
+ * EndpointSlices do for ingress (an IngressBackend's Service source is its
+ * endpoint addresses).
+ */
 const POLICY_KINDS: readonly ObjectKind[] = [
   'Service',
   'Pod',
+  'EndpointSlice',
   'TrafficTarget',
   'HTTPRouteGroup',
   'TCPRoute',
   'TrafficSplit',
-  // Routes of skein's ingress gateway (`skein ingress routes`).
+  'Egress',
+  'IngressBackend',
+  // Also the routes of skein's ingress gateway (`skein ingress routes`).
   'Ingress',
 ];
 

@@ -50,6 +50,21 @@ export interface RunContext {
   io: Io;
 }
 
+/**
+ * Another form of a command's positional arguments, chosen by a flag
+ * (`policy check <src-pod> --to <url>`): usage, completion and the argument
+ * count follow it whenever that flag is given.
+ */
+export interface ArgsForm {
+  /** A value flag (completion sees only those); the form applies when it is given. */
+  flag: string;
+  /** The form's usage, flag included: `<src-pod> --to <url>`. */
+  argsUsage: string;
+  argsComplete: readonly CompletionSource[];
+  minArgs: number;
+  maxArgs: number;
+}
+
 export interface CommandSpec {
   name: string;
   /** One line for command lists. */
@@ -63,6 +78,8 @@ export interface CommandSpec {
   /** Bounds on positional arguments (checked before run). */
   minArgs?: number;
   maxArgs?: number;
+  /** Alternative forms; the first whose flag is given replaces the four fields above. */
+  argsForms?: readonly ArgsForm[];
   flags?: readonly FlagSpec[];
   subcommands?: readonly CommandSpec[];
   examples?: readonly string[];

@@ -289,6 +289,130 @@ describe('skein CLI against the test cluster', { timeout: 180_000 }, () => {
     assert.match(r.stderr, new RegExp(`pod ${EXTRA}/nobody not found`));
   });
 
+  test('policy check --to and --from-ip: Egress and IngressBackend+Ingress read from the API server (exit 0 / 1)', async () => {
+    const POLICY = { group: 'policy.skein.dev', version: 'v1alpha1' };
+    const INGRESSES = { group: 'networking.k8s.io', version: 'v1', plural: 'ingresses' };
+    // Removed afterwards: the later tests run a controller over these namespaces.
+    const created: { group: string; version: string; plural: string; namespace: string; name: string }[] = [];
+    const create = async (
+      t: { group: string; version: string; plural: string },
+      namespace: string,
+      body: { metadata: { name: string; namespace?: string } } & Record<string, unknown>,
+    ) => {
+      await custom.createNamespacedCustomObject({ ...t, namespace, body });
+      created.push({ ...t, namespace, name: body.metadata.name });
+    };
+    try {
+      const bookbuyer = [{ kind: 'ServiceAccount', name: 'bookbuyer', namespace: BUYER }];
+      await create(SMI_SPECS, BUYER, {
+        apiVersion: 'specs.smi-spec.io/v1alpha4',
+        kind: 'HTTPRouteGroup',
+        metadata: { name: 'api-reads', namespace: BUYER },
+        spec: { matches: [{ name: 'get', pathRegex: '/v1/.*', methods: ['GET'] }] },
+      });
+      const egress = (name: string, spec: Record<string, unknown>) =>
+        create({ ...POLICY, plural: 'egresses' }, BUYER, {
+          apiVersion: 'policy.skein.dev/v1alpha1',
+          kind: 'Egress',
+          metadata: { name },
+          spec,
+        });
+      await egress('api', {
+        sources: bookbuyer,
+        hosts: ['api.example.com'],
+        ports: [{ number: 80, protocol: 'http' }],
+        matches: [{ kind: 'HTTPRouteGroup', name: 'api-reads' }],
+      });
+      await egress('db', {
+        sources: bookbuyer,
+        ipAddresses: ['10.1.0.0/16'],
+        ports: [{ number: 5432, protocol: 'tcp' }],
+      });
+      await create({ ...POLICY, plural: 'ingressbackends' }, STORE, {
+        apiVersion: 'policy.skein.dev/v1alpha1',
+        kind: 'IngressBackend',
+        metadata: { name: 'shop' },
+        spec: {
+          backends: [{ name: 'bookstore', port: { number: 14001, protocol: 'http' } }],
+          sources: [{ kind: 'IPRange', name: '10.0.9.0/24' }],
+        },
+      });
+      await create(INGRESSES, STORE, {
+        apiVersion: 'networking.k8s.io/v1',
+        kind: 'Ingress',
+        metadata: { name: 'shop' },
+        spec: {
+          rules: [
+            {
+              host: 'shop.example.com',
+              http: {
+                paths: [
+                  {
+                    path: '/books',
+                    pathType: 'Prefix',
+                    backend: { service: { name: 'bookstore', port: { number: 14001 } } },
+                  },
+                ],
+              },
+            },
+          ],
+        },
+      });
+      const check = (...args: string[]) => skein(['policy', 'check', ...args, '--mesh-name', MESH]);
+
+      // Egress, as JSON: the verdict, the Egress and its HTTPRouteGroup match.
+      let r = await check(`${BUYER}/bookbuyer`, '--to', 'http://api.example.com/v1/books', '-o', 'json');
+      assert.equal(r.code, 0, show(r));
+      const v = JSON.parse(r.stdout) as { verdict: string; allowedBy: { origin: string; match?: string }[] };
+      assert.equal(v.verdict, 'ALLOWED');
+      assert.deepEqual(v.allowedBy, [
+        { origin: `Egress ${BUYER}/api`, match: 'get (path ~ /v1/.*; methods GET)' },
+      ]);
+      const cases: [string[], number, RegExp][] = [
+        [
+          ['--to', 'http://api.example.com/v1/books', '--method', 'POST'],
+          1,
+          /only for requests matching: get/,
+        ],
+        [['--to', 'http://other.example.com/'], 1, /host other\.example\.com is not allowed on port 80/],
+        [
+          ['--to', 'tcp://10.1.2.3:5432'],
+          0,
+          new RegExp(`allowed by Egress ${BUYER}/db\\n {2}via egress_tcp_5432`),
+        ],
+        [['--to', '10.9.0.1:5432'], 1, /only to 10\.1\.0\.0\/16; 10\.9\.0\.1 is not in them/],
+      ];
+      for (const [args, code, re] of cases) {
+        r = await check(`${BUYER}/bookbuyer`, ...args);
+        assert.equal(r.code, code, show(r));
+        assert.match(r.stdout, re);
+      }
+      r = await check(`${BUYER}/bookthief`, '--to', 'https://github.com');
+      assert.equal(r.code, 1, show(r));
+      assert.match(r.stdout, new RegExp(`no Egress lists ${BUYER}/bookthief as a source`));
+
+      // Ingress: the IngressBackend's source range on the Ingress's host and paths.
+      const from = (ip: string, path: string) =>
+        check('--from-ip', ip, '--host', 'shop.example.com', '--path', path, `${STORE}/bookstore-v1`);
+      r = await from('10.0.9.5', '/books/1');
+      assert.equal(r.code, 0, show(r));
+      assert.match(
+        r.stdout,
+        new RegExp(
+          `${STORE}/bookstore target port 14001 \\(http, chain ingress_14001_http\\): allowed by IngressBackend ${STORE}/shop, Ingress route shop\\.example\\.com, Prefix /books`,
+        ),
+      );
+      r = await from('10.0.9.5', '/admin');
+      assert.equal(r.code, 1, show(r));
+      assert.match(r.stdout, /\/admin is none of them \(403\)/);
+      r = await from('192.0.2.1', '/books');
+      assert.equal(r.code, 1, show(r));
+      assert.match(r.stdout, /192\.0\.2\.1 is not among the sources of IngressBackend/);
+    } finally {
+      for (const o of created.reverse()) await custom.deleteNamespacedCustomObject(o).catch(() => undefined);
+    }
+  });
+
   test('errors a person can act on: unreachable cluster, unknown context, no kubeconfig, pod not in the mesh, mesh not installed', async () => {
     const dead = path.join(tmp, 'dead.kubeconfig');
     await writeFile(

@@ -4,7 +4,8 @@
 // as SNI), a server-first TCP server that greets first. SMI mode, two
 // identities: `buyer` is the source of three Egress objects, `thief` of none.
 // Every call is made by the app (uid 1000, redirected to Envoy by iptables,
-// no exclusion); reasons are read from Envoy's own stats.
+// no exclusion); reasons are read from Envoy's own stats, and `skein policy
+// check --to` must give the verdict Envoy gave for each case.
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
@@ -75,6 +76,12 @@ describe('egress through real Envoy sidecars', { skip, timeout: 300_000 }, () =>
   let servers: ReturnType<typeof spawn> | undefined;
   const node = process.execPath;
   const script = (p: RunningPod, js: string) => p.execText('app', [node, '-e', js]).then(first);
+  /** `skein policy check <pod> --to <url>` on the same mesh: its verdict, with the exit code to match. */
+  const policy = async (from: string, url: string) => {
+    const r = await mesh.policyCheck([`${mesh.namespace}/${from}`, '--to', url]);
+    assert.equal(r.code, r.verdict === 'ALLOWED' ? 0 : 1, r.out);
+    return r.verdict;
+  };
 
   before(async () => {
     mesh = await SidecarMesh.start(`eg${sfx}`);
@@ -178,6 +185,10 @@ describe('egress through real Envoy sidecars', { skip, timeout: 300_000 }, () =>
     assert.equal(denied['status'], 403, JSON.stringify(denied));
     const tstats = await thief.envoyStats('outbound_denied');
     assert.ok((tstats.get('http.outbound_denied.downstream_rq_4xx') ?? 0) >= 1, JSON.stringify([...tstats]));
+    // skein policy check agrees with what Envoy did, case by case.
+    assert.equal(await policy('buyer', `http://${PLAIN}/hello`), 'ALLOWED');
+    assert.equal(await policy('buyer', 'http://other.outside.test/'), 'DENIED');
+    assert.equal(await policy('thief', `http://${PLAIN}/hello`), 'DENIED');
   });
 
   test('https: SNI allowed → the server CA-verified end to end; thief closed (outbound_denied)', async () => {
@@ -189,6 +200,8 @@ describe('egress through real Envoy sidecars', { skip, timeout: 300_000 }, () =>
     assert.ok(denied['error'], JSON.stringify(denied));
     const stats = await buyer.envoyStats('tcp.egress_https_443');
     assert.ok((stats.get('tcp.egress_https_443.downstream_cx_total') ?? 0) >= 1, JSON.stringify([...stats]));
+    assert.equal(await policy('buyer', `https://${SECURE}`), 'ALLOWED');
+    assert.equal(await policy('thief', `https://${SECURE}`), 'DENIED');
   });
 
   test('tcp-server-first: the greeting arrives at once (no listener-filter wait); thief closed', async () => {
@@ -207,5 +220,7 @@ describe('egress through real Envoy sidecars', { skip, timeout: 300_000 }, () =>
     assert.equal(denied['greeting'], undefined, JSON.stringify(denied));
     const stats = await buyer.envoyStats('tcp.egress_tcp_2525');
     assert.ok((stats.get('tcp.egress_tcp_2525.downstream_cx_total') ?? 0) >= 3, JSON.stringify([...stats]));
+    assert.equal(await policy('buyer', `tcp://${outsideIp}:${SMTP_PORT}`), 'ALLOWED');
+    assert.equal(await policy('thief', `tcp://${outsideIp}:${SMTP_PORT}`), 'DENIED');
   });
 });

@@ -3,7 +3,8 @@
 // (no sidecar, their own network namespaces) stand in for a third-party
 // ingress controller and call the backend's pod IP directly, as an ingress
 // controller does. Every assertion is on traffic through the backend's Envoy
-// or its admin stats.
+// or its admin stats, and `skein policy check --from-ip` must give the
+// verdict Envoy gave for each case.
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
@@ -137,6 +138,13 @@ describe('ingress into the mesh through a real Envoy sidecar', { skip, timeout: 
     });
   // A 200 is counted with the pod that answered: only web-1 serves here.
   const ok = (o: { counts: Record<string, number> }) => (o.counts['200 web-1'] ?? 0) === 1;
+  /** `skein policy check --from-ip <ip> … web-1` on the same mesh: its verdict, with the exit code to match. */
+  const policy = async (ip: string, path: string, extra: string[] = [], host = 'shop.example.com') => {
+    const args = ['--from-ip', ip, '--host', host, '--path', path, ...extra, `${mesh.namespace}/web-1`];
+    const r = await mesh.policyCheck(args);
+    assert.equal(r.code, r.verdict === 'ALLOWED' ? 0 : 1, r.out);
+    return r.verdict;
+  };
 
   before(async () => {
     mesh = await SidecarMesh.start(`ing${sfx}`);
@@ -177,6 +185,7 @@ describe('ingress into the mesh through a real Envoy sidecar', { skip, timeout: 
   test('http: no IngressBackend → refused; allowed from the ingress IP only, on the Ingress paths only', async () => {
     assert.ok(!ok(await call('ingress', '/books')), 'SMI mode without IngressBackend');
     const ingressIp = edge.get('ingress')?.pod.net.ip ?? '';
+    assert.equal(await policy(ingressIp, '/books'), 'DENIED');
     await ingressBackend({
       backends: [{ name: 'web', port: { number: HTTP_PORT, protocol: 'http' } }],
       sources: [{ kind: 'IPRange', name: `${ingressIp}/32` }],
@@ -220,6 +229,19 @@ describe('ingress into the mesh through a real Envoy sidecar', { skip, timeout: 
     const stats = await backend.envoyStats('ingress_8080_http');
     assert.ok((stats.get('http.ingress_8080_http.rbac.allowed') ?? 0) >= 2, JSON.stringify([...stats]));
     assert.ok((stats.get('http.ingress_8080_http.rbac.denied') ?? 0) >= 3, JSON.stringify([...stats]));
+    // skein policy check agrees with what the backend's Envoy did, case by case.
+    const strangerIp = edge.get('stranger')?.pod.net.ip ?? '';
+    assert.deepEqual(
+      [
+        await policy(ingressIp, '/books/1'),
+        await policy(ingressIp, '/books'),
+        await policy(ingressIp, '/admin'),
+        await policy(ingressIp, '/booksx'),
+        await policy(ingressIp, '/books', [], 'evil.example.com'),
+        await policy(strangerIp, '/books'),
+      ],
+      ['ALLOWED', 'ALLOWED', 'DENIED', 'DENIED', 'DENIED', 'DENIED'],
+    );
   });
 
   test('https: mTLS from a third-party edge Envoy with the client certificate skein issued', async () => {
@@ -271,6 +293,9 @@ describe('ingress into the mesh through a real Envoy sidecar', { skip, timeout: 
     const noCert = await viaEdge(NO_CERT, '/books/1');
     assert.equal(noCert.counts['503'], 1, JSON.stringify(noCert));
     assert.ok(!ok(await call('ingress', '/books/1')), 'plaintext no longer admitted on an https backend');
+    // With skein's certificate admitted; without it the handshake already fails (the CLI says why).
+    assert.equal(await policy(ingressIp, '/books/1', ['--from-principal', INGRESS_SAN]), 'ALLOWED');
+    assert.equal(await policy(ingressIp, '/books/1'), 'DENIED');
     const ssl = await backend.envoyStats('ssl\\.');
     const sum = (suffix: string) =>
       [...ssl]

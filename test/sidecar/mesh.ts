@@ -4,6 +4,7 @@
 // API server (so injected by the real admission chain) and run from what it
 // stored by the test kubelet (test/support/pod-runner.ts), with real Envoy
 // binaries (test/envoybin, `make envoy-bin`) as the sidecar image.
+import { spawn } from 'node:child_process';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { CoreV1Api } from '@kubernetes/client-node';
@@ -19,6 +20,7 @@ import { freePorts, type JsonLineProcess } from '../support/processes.js';
 
 const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..', '..');
 const meshApp = path.join(repoRoot, 'dist', 'test', 'apps', 'mesh-app.js');
+const skeinCli = path.join(repoRoot, 'dist', 'cmd', 'skein', 'main.js');
 
 export const envoyImage = (version: string) => `envoyproxy/envoy:v${version}`;
 export const APP_IMAGE = 'skein-test/mesh-app:dev';
@@ -365,6 +367,33 @@ export class SidecarMesh {
     const port = Number(this.controller.ready['http']);
     const res = await fetch(`http://${this.network.gatewayIp}:${port}/debug/${page}`);
     return res.json();
+  }
+
+  /**
+   * `skein policy check <args> -o json` as a user runs it: the compiled CLI
+   * against this mesh's API server, evaluating it with skein's policy engine
+   * (for comparing its verdict with what the sidecars did).
+   */
+  async policyCheck(args: readonly string[]): Promise<{ code: number | null; verdict: string; out: string }> {
+    const argv = [skeinCli, 'policy', 'check', ...args, '-o', 'json'];
+    argv.push('--mesh-name', this.meshName, '--controller-namespace', this.controlPlane);
+    argv.push('--kubeconfig', this.kubeconfigPath);
+    const child = spawn(process.execPath, argv, { stdio: ['ignore', 'pipe', 'pipe'] });
+    let out = '';
+    let err = '';
+    child.stdout.setEncoding('utf8').on('data', (d: string) => (out += d));
+    child.stderr.setEncoding('utf8').on('data', (d: string) => (err += d));
+    const code = await new Promise<number | null>((resolve, reject) => {
+      child.once('error', reject);
+      child.once('close', resolve);
+    });
+    let verdict = `unreadable (exit ${code}): ${out}${err}`;
+    try {
+      verdict = String((JSON.parse(out) as { verdict?: unknown }).verdict);
+    } catch {
+      // The message above says what the CLI printed instead.
+    }
+    return { code, verdict, out: `${out}${err}` };
   }
 
   async stopController(): Promise<void> {

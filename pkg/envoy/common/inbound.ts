@@ -27,7 +27,7 @@ export interface InboundPort {
  * same target port collapse into one entry (their rules are merged), since
  * they would need identical filter chains and the same local cluster.
  */
-export function inboundPorts(proxy: ProxyContext): InboundPort[] {
+export function inboundPorts(proxy: Pick<ProxyContext, 'services'>): InboundPort[] {
   const out: InboundPort[] = [];
   const servicesPerTarget = new Map<number, Set<string>>();
   const services = [...proxy.services].sort((a, b) => compare(a.key, b.key));
