@@ -15,19 +15,19 @@ export interface AnyMessages {
   'type.googleapis.com/envoy.config.endpoint.v3.ClusterLoadAssignment': ClusterLoadAssignment;
   'type.googleapis.com/envoy.config.listener.v3.Listener': Listener;
   'type.googleapis.com/envoy.config.route.v3.RouteConfiguration': RouteConfiguration;
-  'type.googleapis.com/envoy.extensions.filters.http.rbac.v3.RBAC': HttpRbac_RBAC;
+  'type.googleapis.com/envoy.extensions.filters.http.rbac.v3.RBAC': HttpRbac$RBAC;
   'type.googleapis.com/envoy.extensions.filters.http.router.v3.Router': Router;
   'type.googleapis.com/envoy.extensions.filters.listener.http_inspector.v3.HttpInspector': NoFields;
   'type.googleapis.com/envoy.extensions.filters.listener.original_dst.v3.OriginalDst': NoFields;
   'type.googleapis.com/envoy.extensions.filters.listener.tls_inspector.v3.TlsInspector': TlsInspector;
   'type.googleapis.com/envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager': HttpConnectionManager;
-  'type.googleapis.com/envoy.extensions.filters.network.rbac.v3.RBAC': NetworkRbac_RBAC;
+  'type.googleapis.com/envoy.extensions.filters.network.rbac.v3.RBAC': NetworkRbac$RBAC;
   'type.googleapis.com/envoy.extensions.filters.network.tcp_proxy.v3.TcpProxy': TcpProxy;
   'type.googleapis.com/envoy.extensions.resource_monitors.downstream_connections.v3.DownstreamConnectionsConfig': DownstreamConnectionsConfig;
   'type.googleapis.com/envoy.extensions.transport_sockets.tls.v3.DownstreamTlsContext': DownstreamTlsContext;
   'type.googleapis.com/envoy.extensions.transport_sockets.tls.v3.Secret': Secret;
   'type.googleapis.com/envoy.extensions.transport_sockets.tls.v3.UpstreamTlsContext': UpstreamTlsContext;
-  'type.googleapis.com/envoy.extensions.upstreams.http.v3.HttpProtocolOptions': Http_HttpProtocolOptions;
+  'type.googleapis.com/envoy.extensions.upstreams.http.v3.HttpProtocolOptions': Http$HttpProtocolOptions;
 }
 
 /** The message of each xDS resource type URL. */
@@ -119,7 +119,7 @@ export type AggregatedConfigSource = { [field: string]: never };
 export type AlternateProtocolsCacheOptions = {
   name?: string;
   max_entries?: UInt32Value;
-  key_value_store_config?: ConfigCore_TypedExtensionConfig;
+  key_value_store_config?: ConfigCore$TypedExtensionConfig;
   prepopulated_entries?: AlternateProtocolsCacheOptions_AlternateProtocolsCacheEntry[];
   canonical_suffixes?: string[];
 };
@@ -145,7 +145,7 @@ export type ApiConfigSource = {
   request_timeout?: Duration;
   rate_limit_settings?: RateLimitSettings;
   set_node_on_first_message_only?: boolean;
-  config_validators?: ConfigCore_TypedExtensionConfig[];
+  config_validators?: ConfigCore$TypedExtensionConfig[];
 };
 
 /** envoy.config.core.v3.ApiConfigSource.ApiType */
@@ -189,7 +189,7 @@ export type BindConfig = {
   socket_options?: SocketOption[];
   extra_source_addresses?: ExtraSourceAddress[];
   additional_source_addresses?: SocketAddress[];
-  local_address_selector?: ConfigCore_TypedExtensionConfig;
+  local_address_selector?: ConfigCore$TypedExtensionConfig;
 };
 
 /** google.protobuf.BoolValue */
@@ -212,12 +212,12 @@ export type CertificateValidationContext = {
   verify_certificate_spki?: string[];
   verify_certificate_hash?: string[];
   match_typed_subject_alt_names?: SubjectAltNameMatcher[];
-  match_subject_alt_names?: EnvoyTypeMatcher_StringMatcher[];
+  match_subject_alt_names?: EnvoyTypeMatcher$StringMatcher[];
   require_signed_certificate_timestamp?: BoolValue;
   crl?: DataSource;
   allow_expired_certificate?: boolean;
   trust_chain_verification?: CertificateValidationContext_TrustChainVerification;
-  custom_validator_config?: ConfigCore_TypedExtensionConfig;
+  custom_validator_config?: ConfigCore$TypedExtensionConfig;
   only_verify_leaf_cert_crl?: boolean;
   max_verify_depth?: UInt32Value;
 };
@@ -286,7 +286,7 @@ export type Cluster = {
   max_requests_per_connection?: UInt32Value;
   circuit_breakers?: CircuitBreakers;
   upstream_http_protocol_options?: UpstreamHttpProtocolOptions;
-  common_http_protocol_options?: Core_HttpProtocolOptions;
+  common_http_protocol_options?: Core$HttpProtocolOptions;
   http_protocol_options?: Http1ProtocolOptions;
   http2_protocol_options?: Http2ProtocolOptions;
   typed_extension_protocol_options?: { [key: string]: Any };
@@ -297,7 +297,7 @@ export type Cluster = {
   dns_resolvers?: Address[];
   use_tcp_for_dns_lookups?: boolean;
   dns_resolution_config?: DnsResolutionConfig;
-  typed_dns_resolver_config?: ConfigCore_TypedExtensionConfig;
+  typed_dns_resolver_config?: ConfigCore$TypedExtensionConfig;
   wait_for_warm_on_init?: BoolValue;
   outlier_detection?: OutlierDetection;
   cleanup_interval?: Duration;
@@ -315,15 +315,22 @@ export type Cluster = {
   upstream_connection_options?: UpstreamConnectionOptions;
   close_connections_on_host_health_failure?: boolean;
   ignore_health_on_host_removal?: boolean;
-  filters?: Cluster_Filter[];
+  filters?: Cluster$Filter[];
   load_balancing_policy?: LoadBalancingPolicy;
   lrs_server?: ConfigSource;
   lrs_report_endpoint_metrics?: string[];
   track_timeout_budgets?: boolean;
-  upstream_config?: ConfigCore_TypedExtensionConfig;
+  upstream_config?: ConfigCore$TypedExtensionConfig;
   track_cluster_stats?: TrackClusterStats;
   preconnect_policy?: Cluster_PreconnectPolicy;
   connection_pool_per_downstream_connection?: boolean;
+};
+
+/** envoy.config.cluster.v3.Filter */
+export type Cluster$Filter = {
+  name?: string;
+  typed_config?: Any;
+  config_discovery?: ExtensionConfigSource;
 };
 
 /** envoy.config.endpoint.v3.ClusterLoadAssignment */
@@ -350,7 +357,7 @@ export type ClusterLoadAssignment_Policy_DropOverload = {
 
 /** envoy.config.route.v3.ClusterSpecifierPlugin */
 export type ClusterSpecifierPlugin = {
-  extension?: ConfigCore_TypedExtensionConfig;
+  extension?: ConfigCore$TypedExtensionConfig;
   is_optional?: boolean;
 };
 
@@ -421,13 +428,6 @@ export type Cluster_DnsLookupFamily =
 export type Cluster_EdsClusterConfig = {
   eds_config?: ConfigSource;
   service_name?: string;
-};
-
-/** envoy.config.cluster.v3.Filter */
-export type Cluster_Filter = {
-  name?: string;
-  typed_config?: Any;
-  config_discovery?: ExtensionConfigSource;
 };
 
 /** envoy.config.cluster.v3.Cluster.LbPolicy */
@@ -574,14 +574,14 @@ export type CommonTlsContext = {
   validation_context_certificate_provider?: CommonTlsContext_CertificateProvider;
   validation_context_certificate_provider_instance?: CommonTlsContext_CertificateProviderInstance;
   alpn_protocols?: string[];
-  custom_handshaker?: ConfigCore_TypedExtensionConfig;
+  custom_handshaker?: ConfigCore$TypedExtensionConfig;
   key_log?: TlsKeyLog;
 };
 
 /** envoy.extensions.transport_sockets.tls.v3.CommonTlsContext.CertificateProvider */
 export type CommonTlsContext_CertificateProvider = {
   name?: string;
-  typed_config?: ConfigCore_TypedExtensionConfig;
+  typed_config?: ConfigCore$TypedExtensionConfig;
 };
 
 /** envoy.extensions.transport_sockets.tls.v3.CommonTlsContext.CertificateProviderInstance */
@@ -608,29 +608,29 @@ export type ComparisonFilter = {
 export type ComparisonFilter_Op = 'EQ' | 'GE' | 'LE' | 0 | 1 | 2;
 
 /** envoy.config.core.v3.TypedExtensionConfig */
-export type ConfigCore_TypedExtensionConfig = {
+export type ConfigCore$TypedExtensionConfig = {
   name?: string;
   typed_config?: Any;
 };
 
 /** envoy.config.rbac.v3.RBAC */
-export type ConfigRbac_RBAC = {
-  action?: ConfigRbac_RBAC_Action;
+export type ConfigRbac$RBAC = {
+  action?: ConfigRbac$RBAC_Action;
   policies?: { [key: string]: Policy };
-  audit_logging_options?: ConfigRbac_RBAC_AuditLoggingOptions;
+  audit_logging_options?: ConfigRbac$RBAC_AuditLoggingOptions;
 };
 
 /** envoy.config.rbac.v3.RBAC.Action */
-export type ConfigRbac_RBAC_Action = 'ALLOW' | 'DENY' | 'LOG' | 0 | 1 | 2;
+export type ConfigRbac$RBAC_Action = 'ALLOW' | 'DENY' | 'LOG' | 0 | 1 | 2;
 
 /** envoy.config.rbac.v3.RBAC.AuditLoggingOptions */
-export type ConfigRbac_RBAC_AuditLoggingOptions = {
-  audit_condition?: ConfigRbac_RBAC_AuditLoggingOptions_AuditCondition;
-  logger_configs?: ConfigRbac_RBAC_AuditLoggingOptions_AuditLoggerConfig[];
+export type ConfigRbac$RBAC_AuditLoggingOptions = {
+  audit_condition?: ConfigRbac$RBAC_AuditLoggingOptions_AuditCondition;
+  logger_configs?: ConfigRbac$RBAC_AuditLoggingOptions_AuditLoggerConfig[];
 };
 
 /** envoy.config.rbac.v3.RBAC.AuditLoggingOptions.AuditCondition */
-export type ConfigRbac_RBAC_AuditLoggingOptions_AuditCondition =
+export type ConfigRbac$RBAC_AuditLoggingOptions_AuditCondition =
   | 'NONE'
   | 'ON_DENY'
   | 'ON_ALLOW'
@@ -641,8 +641,8 @@ export type ConfigRbac_RBAC_AuditLoggingOptions_AuditCondition =
   | 3;
 
 /** envoy.config.rbac.v3.RBAC.AuditLoggingOptions.AuditLoggerConfig */
-export type ConfigRbac_RBAC_AuditLoggingOptions_AuditLoggerConfig = {
-  audit_logger?: ConfigCore_TypedExtensionConfig;
+export type ConfigRbac$RBAC_AuditLoggingOptions_AuditLoggerConfig = {
+  audit_logger?: ConfigCore$TypedExtensionConfig;
   is_optional?: boolean;
 };
 
@@ -672,17 +672,17 @@ export type Constant = {
 };
 
 /** envoy.config.core.v3.HttpProtocolOptions */
-export type Core_HttpProtocolOptions = {
+export type Core$HttpProtocolOptions = {
   idle_timeout?: Duration;
   max_connection_duration?: Duration;
   max_headers_count?: UInt32Value;
   max_stream_duration?: Duration;
-  headers_with_underscores_action?: Core_HttpProtocolOptions_HeadersWithUnderscoresAction;
+  headers_with_underscores_action?: Core$HttpProtocolOptions_HeadersWithUnderscoresAction;
   max_requests_per_connection?: UInt32Value;
 };
 
 /** envoy.config.core.v3.HttpProtocolOptions.HeadersWithUnderscoresAction */
-export type Core_HttpProtocolOptions_HeadersWithUnderscoresAction =
+export type Core$HttpProtocolOptions_HeadersWithUnderscoresAction =
   | 'ALLOW'
   | 'REJECT_REQUEST'
   | 'DROP_HEADER'
@@ -691,7 +691,7 @@ export type Core_HttpProtocolOptions_HeadersWithUnderscoresAction =
   | 2;
 
 /** envoy.config.core.v3.QuicProtocolOptions */
-export type Core_QuicProtocolOptions = {
+export type Core$QuicProtocolOptions = {
   max_concurrent_streams?: UInt32Value;
   initial_stream_window_size?: UInt32Value;
   initial_connection_window_size?: UInt32Value;
@@ -703,30 +703,30 @@ export type Core_QuicProtocolOptions = {
 };
 
 /** envoy.config.core.v3.RetryPolicy */
-export type Core_RetryPolicy = {
+export type Core$RetryPolicy = {
   retry_back_off?: BackoffStrategy;
   num_retries?: UInt32Value;
   retry_on?: string;
-  retry_priority?: Core_RetryPolicy_RetryPriority;
-  retry_host_predicate?: Core_RetryPolicy_RetryHostPredicate[];
+  retry_priority?: Core$RetryPolicy_RetryPriority;
+  retry_host_predicate?: Core$RetryPolicy_RetryHostPredicate[];
   host_selection_retry_max_attempts?: Int64;
 };
 
 /** envoy.config.core.v3.RetryPolicy.RetryHostPredicate */
-export type Core_RetryPolicy_RetryHostPredicate = {
+export type Core$RetryPolicy_RetryHostPredicate = {
   name?: string;
   typed_config?: Any;
 };
 
 /** envoy.config.core.v3.RetryPolicy.RetryPriority */
-export type Core_RetryPolicy_RetryPriority = {
+export type Core$RetryPolicy_RetryPriority = {
   name?: string;
   typed_config?: Any;
 };
 
 /** envoy.config.route.v3.CorsPolicy */
 export type CorsPolicy = {
-  allow_origin_string_match?: EnvoyTypeMatcher_StringMatcher[];
+  allow_origin_string_match?: EnvoyTypeMatcher$StringMatcher[];
   allow_methods?: string;
   allow_headers?: string;
   expose_headers?: string;
@@ -891,24 +891,24 @@ export type EnvoyInternalAddress = {
 };
 
 /** envoy.type.matcher.v3.RegexMatcher */
-export type EnvoyTypeMatcher_RegexMatcher = {
-  google_re2?: EnvoyTypeMatcher_RegexMatcher_GoogleRE2;
+export type EnvoyTypeMatcher$RegexMatcher = {
+  google_re2?: EnvoyTypeMatcher$RegexMatcher_GoogleRE2;
   regex?: string;
 };
 
 /** envoy.type.matcher.v3.RegexMatcher.GoogleRE2 */
-export type EnvoyTypeMatcher_RegexMatcher_GoogleRE2 = {
+export type EnvoyTypeMatcher$RegexMatcher_GoogleRE2 = {
   max_program_size?: UInt32Value;
 };
 
 /** envoy.type.matcher.v3.StringMatcher */
-export type EnvoyTypeMatcher_StringMatcher = {
+export type EnvoyTypeMatcher$StringMatcher = {
   exact?: string;
   prefix?: string;
   suffix?: string;
-  safe_regex?: EnvoyTypeMatcher_RegexMatcher;
+  safe_regex?: EnvoyTypeMatcher$RegexMatcher;
   contains?: string;
-  custom?: XdsCore_TypedExtensionConfig;
+  custom?: XdsCore$TypedExtensionConfig;
   ignore_case?: boolean;
 };
 
@@ -1006,7 +1006,7 @@ export type FilterAction = {
 /** envoy.config.listener.v3.FilterChain */
 export type FilterChain = {
   filter_chain_match?: FilterChainMatch;
-  filters?: Listener_Filter[];
+  filters?: Listener$Filter[];
   use_proxy_proto?: BoolValue;
   metadata?: Metadata;
   transport_socket?: TransportSocket;
@@ -1041,7 +1041,7 @@ export type FilterChain_OnDemandConfiguration = {
 /** envoy.type.matcher.v3.FilterStateMatcher */
 export type FilterStateMatcher = {
   key?: string;
-  string_match?: EnvoyTypeMatcher_StringMatcher;
+  string_match?: EnvoyTypeMatcher$StringMatcher;
 };
 
 /** envoy.type.v3.FractionalPercent */
@@ -1064,14 +1064,14 @@ export type GrpcService = {
   google_grpc?: GrpcService_GoogleGrpc;
   timeout?: Duration;
   initial_metadata?: HeaderValue[];
-  retry_policy?: Core_RetryPolicy;
+  retry_policy?: Core$RetryPolicy;
 };
 
 /** envoy.config.core.v3.GrpcService.EnvoyGrpc */
 export type GrpcService_EnvoyGrpc = {
   cluster_name?: string;
   authority?: string;
-  retry_policy?: Core_RetryPolicy;
+  retry_policy?: Core$RetryPolicy;
   max_receive_message_length?: UInt32Value;
   skip_envoy_headers?: boolean;
 };
@@ -1224,13 +1224,13 @@ export type HeaderFilter = {
 export type HeaderMatcher = {
   name?: string;
   exact_match?: string;
-  safe_regex_match?: EnvoyTypeMatcher_RegexMatcher;
+  safe_regex_match?: EnvoyTypeMatcher$RegexMatcher;
   range_match?: Int64Range;
   present_match?: boolean;
   prefix_match?: string;
   suffix_match?: string;
   contains_match?: string;
-  string_match?: EnvoyTypeMatcher_StringMatcher;
+  string_match?: EnvoyTypeMatcher$StringMatcher;
   invert_match?: boolean;
   treat_missing_header_as_empty?: boolean;
 };
@@ -1282,7 +1282,7 @@ export type HealthCheck = {
   unhealthy_edge_interval?: Duration;
   healthy_edge_interval?: Duration;
   event_log_path?: string;
-  event_logger?: ConfigCore_TypedExtensionConfig[];
+  event_logger?: ConfigCore$TypedExtensionConfig[];
   event_service?: EventServiceConfig;
   always_log_health_check_failures?: boolean;
   always_log_health_check_success?: boolean;
@@ -1315,7 +1315,7 @@ export type HealthCheck_HttpHealthCheck = {
   expected_statuses?: Int64Range[];
   retriable_statuses?: Int64Range[];
   codec_client_type?: CodecClientType;
-  service_name_matcher?: EnvoyTypeMatcher_StringMatcher;
+  service_name_matcher?: EnvoyTypeMatcher$StringMatcher;
   method?: RequestMethod;
 };
 
@@ -1364,6 +1364,39 @@ export type HedgePolicy = {
   hedge_on_per_try_timeout?: boolean;
 };
 
+/** envoy.extensions.upstreams.http.v3.HttpProtocolOptions */
+export type Http$HttpProtocolOptions = {
+  common_http_protocol_options?: Core$HttpProtocolOptions;
+  upstream_http_protocol_options?: UpstreamHttpProtocolOptions;
+  explicit_http_config?: Http$HttpProtocolOptions_ExplicitHttpConfig;
+  use_downstream_protocol_config?: Http$HttpProtocolOptions_UseDownstreamHttpConfig;
+  auto_config?: Http$HttpProtocolOptions_AutoHttpConfig;
+  http_filters?: HttpFilter[];
+  header_validation_config?: ConfigCore$TypedExtensionConfig;
+};
+
+/** envoy.extensions.upstreams.http.v3.HttpProtocolOptions.AutoHttpConfig */
+export type Http$HttpProtocolOptions_AutoHttpConfig = {
+  http_protocol_options?: Http1ProtocolOptions;
+  http2_protocol_options?: Http2ProtocolOptions;
+  http3_protocol_options?: Http3ProtocolOptions;
+  alternate_protocols_cache_options?: AlternateProtocolsCacheOptions;
+};
+
+/** envoy.extensions.upstreams.http.v3.HttpProtocolOptions.ExplicitHttpConfig */
+export type Http$HttpProtocolOptions_ExplicitHttpConfig = {
+  http_protocol_options?: Http1ProtocolOptions;
+  http2_protocol_options?: Http2ProtocolOptions;
+  http3_protocol_options?: Http3ProtocolOptions;
+};
+
+/** envoy.extensions.upstreams.http.v3.HttpProtocolOptions.UseDownstreamHttpConfig */
+export type Http$HttpProtocolOptions_UseDownstreamHttpConfig = {
+  http_protocol_options?: Http1ProtocolOptions;
+  http2_protocol_options?: Http2ProtocolOptions;
+  http3_protocol_options?: Http3ProtocolOptions;
+};
+
 /** envoy.config.core.v3.Http1ProtocolOptions */
 export type Http1ProtocolOptions = {
   allow_absolute_url?: BoolValue;
@@ -1381,7 +1414,7 @@ export type Http1ProtocolOptions = {
 /** envoy.config.core.v3.Http1ProtocolOptions.HeaderKeyFormat */
 export type Http1ProtocolOptions_HeaderKeyFormat = {
   proper_case_words?: Http1ProtocolOptions_HeaderKeyFormat_ProperCaseWords;
-  stateful_formatter?: ConfigCore_TypedExtensionConfig;
+  stateful_formatter?: ConfigCore$TypedExtensionConfig;
 };
 
 /** envoy.config.core.v3.Http1ProtocolOptions.HeaderKeyFormat.ProperCaseWords */
@@ -1415,7 +1448,7 @@ export type Http2ProtocolOptions_SettingsParameter = {
 
 /** envoy.config.core.v3.Http3ProtocolOptions */
 export type Http3ProtocolOptions = {
-  quic_protocol_options?: Core_QuicProtocolOptions;
+  quic_protocol_options?: Core$QuicProtocolOptions;
   override_stream_error_on_invalid_http_message?: BoolValue;
   allow_extended_connect?: boolean;
   allow_metadata?: boolean;
@@ -1431,7 +1464,7 @@ export type HttpConnectionManager = {
   http_filters?: HttpFilter[];
   add_user_agent?: BoolValue;
   tracing?: HttpConnectionManager_Tracing;
-  common_http_protocol_options?: Core_HttpProtocolOptions;
+  common_http_protocol_options?: Core$HttpProtocolOptions;
   http_protocol_options?: Http1ProtocolOptions;
   http2_protocol_options?: Http2ProtocolOptions;
   http3_protocol_options?: Http3ProtocolOptions;
@@ -1450,8 +1483,8 @@ export type HttpConnectionManager = {
   access_log_options?: HttpConnectionManager_HcmAccessLogOptions;
   use_remote_address?: BoolValue;
   xff_num_trusted_hops?: number;
-  original_ip_detection_extensions?: ConfigCore_TypedExtensionConfig[];
-  early_header_mutation_extensions?: ConfigCore_TypedExtensionConfig[];
+  original_ip_detection_extensions?: ConfigCore$TypedExtensionConfig[];
+  early_header_mutation_extensions?: ConfigCore$TypedExtensionConfig[];
   internal_address_config?: HttpConnectionManager_InternalAddressConfig;
   skip_xff_append?: boolean;
   via?: string;
@@ -1474,7 +1507,7 @@ export type HttpConnectionManager = {
   path_normalization_options?: HttpConnectionManager_PathNormalizationOptions;
   strip_trailing_host_dot?: boolean;
   proxy_status_config?: HttpConnectionManager_ProxyStatusConfig;
-  typed_header_validation_config?: ConfigCore_TypedExtensionConfig;
+  typed_header_validation_config?: ConfigCore$TypedExtensionConfig;
   append_x_forwarded_port?: boolean;
   append_local_overload?: boolean;
   add_proxy_protocol_connection_state?: BoolValue;
@@ -1564,7 +1597,7 @@ export type HttpConnectionManager_Tracing = {
   verbose?: boolean;
   max_path_tag_length?: UInt32Value;
   custom_tags?: CustomTag[];
-  provider?: Trace_Tracing_Http;
+  provider?: Trace$Tracing_Http;
   spawn_upstream_span?: BoolValue;
 };
 
@@ -1588,47 +1621,14 @@ export type HttpFilter = {
 export type HttpInspector = { [field: string]: never };
 
 /** envoy.extensions.filters.http.rbac.v3.RBAC */
-export type HttpRbac_RBAC = {
-  rules?: ConfigRbac_RBAC;
+export type HttpRbac$RBAC = {
+  rules?: ConfigRbac$RBAC;
   rules_stat_prefix?: string;
   matcher?: Matcher;
-  shadow_rules?: ConfigRbac_RBAC;
+  shadow_rules?: ConfigRbac$RBAC;
   shadow_matcher?: Matcher;
   shadow_rules_stat_prefix?: string;
   track_per_rule_stats?: boolean;
-};
-
-/** envoy.extensions.upstreams.http.v3.HttpProtocolOptions */
-export type Http_HttpProtocolOptions = {
-  common_http_protocol_options?: Core_HttpProtocolOptions;
-  upstream_http_protocol_options?: UpstreamHttpProtocolOptions;
-  explicit_http_config?: Http_HttpProtocolOptions_ExplicitHttpConfig;
-  use_downstream_protocol_config?: Http_HttpProtocolOptions_UseDownstreamHttpConfig;
-  auto_config?: Http_HttpProtocolOptions_AutoHttpConfig;
-  http_filters?: HttpFilter[];
-  header_validation_config?: ConfigCore_TypedExtensionConfig;
-};
-
-/** envoy.extensions.upstreams.http.v3.HttpProtocolOptions.AutoHttpConfig */
-export type Http_HttpProtocolOptions_AutoHttpConfig = {
-  http_protocol_options?: Http1ProtocolOptions;
-  http2_protocol_options?: Http2ProtocolOptions;
-  http3_protocol_options?: Http3ProtocolOptions;
-  alternate_protocols_cache_options?: AlternateProtocolsCacheOptions;
-};
-
-/** envoy.extensions.upstreams.http.v3.HttpProtocolOptions.ExplicitHttpConfig */
-export type Http_HttpProtocolOptions_ExplicitHttpConfig = {
-  http_protocol_options?: Http1ProtocolOptions;
-  http2_protocol_options?: Http2ProtocolOptions;
-  http3_protocol_options?: Http3ProtocolOptions;
-};
-
-/** envoy.extensions.upstreams.http.v3.HttpProtocolOptions.UseDownstreamHttpConfig */
-export type Http_HttpProtocolOptions_UseDownstreamHttpConfig = {
-  http_protocol_options?: Http1ProtocolOptions;
-  http2_protocol_options?: Http2ProtocolOptions;
-  http3_protocol_options?: Http3ProtocolOptions;
 };
 
 /** envoy.type.v3.Int32Range */
@@ -1647,7 +1647,7 @@ export type Int64Range = {
 export type InternalRedirectPolicy = {
   max_internal_redirects?: UInt32Value;
   redirect_response_codes?: number[];
-  predicates?: ConfigCore_TypedExtensionConfig[];
+  predicates?: ConfigCore$TypedExtensionConfig[];
   allow_cross_scheme_redirect?: boolean;
   response_headers_to_copy?: string[];
 };
@@ -1727,6 +1727,28 @@ export type Listener = {
   bypass_overload_manager?: boolean;
 };
 
+/** envoy.config.listener.v3.Filter */
+export type Listener$Filter = {
+  name?: string;
+  typed_config?: Any;
+  config_discovery?: ExtensionConfigSource;
+};
+
+/** envoy.config.listener.v3.QuicProtocolOptions */
+export type Listener$QuicProtocolOptions = {
+  quic_protocol_options?: Core$QuicProtocolOptions;
+  idle_timeout?: Duration;
+  crypto_handshake_timeout?: Duration;
+  enabled?: RuntimeFeatureFlag;
+  packets_to_read_to_connection_count_ratio?: UInt32Value;
+  crypto_stream_config?: ConfigCore$TypedExtensionConfig;
+  proof_source_config?: ConfigCore$TypedExtensionConfig;
+  connection_id_generator_config?: ConfigCore$TypedExtensionConfig;
+  server_preferred_address_config?: ConfigCore$TypedExtensionConfig;
+  send_disable_active_migration?: BoolValue;
+  connection_debug_visitor_config?: ConfigCore$TypedExtensionConfig;
+};
+
 /** envoy.config.listener.v3.ListenerFilter */
 export type ListenerFilter = {
   name?: string;
@@ -1752,7 +1774,7 @@ export type ListenerFilterChainMatchPredicate_MatchSet = {
 /** envoy.config.listener.v3.Listener.ConnectionBalanceConfig */
 export type Listener_ConnectionBalanceConfig = {
   exact_balance?: Listener_ConnectionBalanceConfig_ExactBalance;
-  extend_balance?: ConfigCore_TypedExtensionConfig;
+  extend_balance?: ConfigCore$TypedExtensionConfig;
 };
 
 /** envoy.config.listener.v3.Listener.ConnectionBalanceConfig.ExactBalance */
@@ -1766,30 +1788,8 @@ export type Listener_DeprecatedV1 = {
 /** envoy.config.listener.v3.Listener.DrainType */
 export type Listener_DrainType = 'DEFAULT' | 'MODIFY_ONLY' | 0 | 1;
 
-/** envoy.config.listener.v3.Filter */
-export type Listener_Filter = {
-  name?: string;
-  typed_config?: Any;
-  config_discovery?: ExtensionConfigSource;
-};
-
 /** envoy.config.listener.v3.Listener.InternalListenerConfig */
 export type Listener_InternalListenerConfig = { [field: string]: never };
-
-/** envoy.config.listener.v3.QuicProtocolOptions */
-export type Listener_QuicProtocolOptions = {
-  quic_protocol_options?: Core_QuicProtocolOptions;
-  idle_timeout?: Duration;
-  crypto_handshake_timeout?: Duration;
-  enabled?: RuntimeFeatureFlag;
-  packets_to_read_to_connection_count_ratio?: UInt32Value;
-  crypto_stream_config?: ConfigCore_TypedExtensionConfig;
-  proof_source_config?: ConfigCore_TypedExtensionConfig;
-  connection_id_generator_config?: ConfigCore_TypedExtensionConfig;
-  server_preferred_address_config?: ConfigCore_TypedExtensionConfig;
-  send_disable_active_migration?: BoolValue;
-  connection_debug_visitor_config?: ConfigCore_TypedExtensionConfig;
-};
 
 /** envoy.config.cluster.v3.LoadBalancingPolicy */
 export type LoadBalancingPolicy = {
@@ -1798,7 +1798,7 @@ export type LoadBalancingPolicy = {
 
 /** envoy.config.cluster.v3.LoadBalancingPolicy.Policy */
 export type LoadBalancingPolicy_Policy = {
-  typed_extension_config?: ConfigCore_TypedExtensionConfig;
+  typed_extension_config?: ConfigCore$TypedExtensionConfig;
 };
 
 /** envoy.extensions.filters.network.http_connection_manager.v3.LocalReplyConfig */
@@ -1870,17 +1870,17 @@ export type Matcher_MatcherList_Predicate_PredicateList = {
 
 /** xds.type.matcher.v3.Matcher.MatcherList.Predicate.SinglePredicate */
 export type Matcher_MatcherList_Predicate_SinglePredicate = {
-  input?: XdsCore_TypedExtensionConfig;
-  value_match?: XdsTypeMatcher_StringMatcher;
-  custom_match?: XdsCore_TypedExtensionConfig;
+  input?: XdsCore$TypedExtensionConfig;
+  value_match?: XdsTypeMatcher$StringMatcher;
+  custom_match?: XdsCore$TypedExtensionConfig;
 };
 
 /** xds.type.matcher.v3.Matcher.MatcherTree */
 export type Matcher_MatcherTree = {
-  input?: XdsCore_TypedExtensionConfig;
+  input?: XdsCore$TypedExtensionConfig;
   exact_match_map?: Matcher_MatcherTree_MatchMap;
   prefix_match_map?: Matcher_MatcherTree_MatchMap;
-  custom_match?: XdsCore_TypedExtensionConfig;
+  custom_match?: XdsCore$TypedExtensionConfig;
 };
 
 /** xds.type.matcher.v3.Matcher.MatcherTree.MatchMap */
@@ -1891,7 +1891,7 @@ export type Matcher_MatcherTree_MatchMap = {
 /** xds.type.matcher.v3.Matcher.OnMatch */
 export type Matcher_OnMatch = {
   matcher?: Matcher;
-  action?: XdsCore_TypedExtensionConfig;
+  action?: XdsCore$TypedExtensionConfig;
 };
 
 /** envoy.config.core.v3.Metadata */
@@ -1951,18 +1951,18 @@ export type MetadataMatcher_PathSegment = {
 };
 
 /** envoy.extensions.filters.network.rbac.v3.RBAC */
-export type NetworkRbac_RBAC = {
-  rules?: ConfigRbac_RBAC;
+export type NetworkRbac$RBAC = {
+  rules?: ConfigRbac$RBAC;
   matcher?: Matcher;
-  shadow_rules?: ConfigRbac_RBAC;
+  shadow_rules?: ConfigRbac$RBAC;
   shadow_matcher?: Matcher;
   shadow_rules_stat_prefix?: string;
   stat_prefix?: string;
-  enforcement_type?: NetworkRbac_RBAC_EnforcementType;
+  enforcement_type?: NetworkRbac$RBAC_EnforcementType;
 };
 
 /** envoy.extensions.filters.network.rbac.v3.RBAC.EnforcementType */
-export type NetworkRbac_RBAC_EnforcementType = 'ONE_TIME_ON_FIRST_BYTE' | 'CONTINUOUS' | 0 | 1;
+export type NetworkRbac$RBAC_EnforcementType = 'ONE_TIME_ON_FIRST_BYTE' | 'CONTINUOUS' | 0 | 1;
 
 /** envoy.config.route.v3.NonForwardingAction */
 export type NonForwardingAction = { [field: string]: never };
@@ -2011,7 +2011,7 @@ export type OutlierDetection = {
   max_ejection_time?: Duration;
   max_ejection_time_jitter?: Duration;
   successful_active_health_check_uneject_host?: BoolValue;
-  monitors?: ConfigCore_TypedExtensionConfig[];
+  monitors?: ConfigCore$TypedExtensionConfig[];
   always_eject_one_host?: BoolValue;
 };
 
@@ -2023,7 +2023,7 @@ export type PathConfigSource = {
 
 /** envoy.type.matcher.v3.PathMatcher */
 export type PathMatcher = {
-  path?: EnvoyTypeMatcher_StringMatcher;
+  path?: EnvoyTypeMatcher$StringMatcher;
 };
 
 /** envoy.type.http.v3.PathTransformation */
@@ -2060,9 +2060,9 @@ export type Permission = {
   destination_port_range?: Int32Range;
   metadata?: MetadataMatcher;
   not_rule?: Permission;
-  requested_server_name?: EnvoyTypeMatcher_StringMatcher;
-  matcher?: ConfigCore_TypedExtensionConfig;
-  uri_template?: ConfigCore_TypedExtensionConfig;
+  requested_server_name?: EnvoyTypeMatcher$StringMatcher;
+  matcher?: ConfigCore$TypedExtensionConfig;
+  uri_template?: ConfigCore$TypedExtensionConfig;
 };
 
 /** envoy.config.rbac.v3.Permission.Set */
@@ -2102,7 +2102,7 @@ export type Principal = {
 
 /** envoy.config.rbac.v3.Principal.Authenticated */
 export type Principal_Authenticated = {
-  principal_name?: EnvoyTypeMatcher_StringMatcher;
+  principal_name?: EnvoyTypeMatcher$StringMatcher;
 };
 
 /** envoy.config.rbac.v3.Principal.Set */
@@ -2138,7 +2138,7 @@ export type ProxyProtocolPassThroughTLVs_PassTLVsMatchType = 'INCLUDE_ALL' | 'IN
 /** envoy.config.route.v3.QueryParameterMatcher */
 export type QueryParameterMatcher = {
   name?: string;
-  string_match?: EnvoyTypeMatcher_StringMatcher;
+  string_match?: EnvoyTypeMatcher$StringMatcher;
   present_match?: boolean;
 };
 
@@ -2172,7 +2172,7 @@ export type RateLimit_Action = {
   header_value_match?: RateLimit_Action_HeaderValueMatch;
   dynamic_metadata?: RateLimit_Action_DynamicMetaData;
   metadata?: RateLimit_Action_MetaData;
-  extension?: ConfigCore_TypedExtensionConfig;
+  extension?: ConfigCore$TypedExtensionConfig;
   masked_remote_address?: RateLimit_Action_MaskedRemoteAddress;
   query_parameter_value_match?: RateLimit_Action_QueryParameterValueMatch;
 };
@@ -2291,7 +2291,7 @@ export type Reference = {
 
 /** envoy.type.matcher.v3.RegexMatchAndSubstitute */
 export type RegexMatchAndSubstitute = {
-  pattern?: EnvoyTypeMatcher_RegexMatcher;
+  pattern?: EnvoyTypeMatcher$RegexMatcher;
   substitution?: string;
 };
 
@@ -2353,9 +2353,67 @@ export type Route = {
   request_headers_to_remove?: string[];
   response_headers_to_add?: HeaderValueOption[];
   response_headers_to_remove?: string[];
-  tracing?: Route_Tracing;
+  tracing?: Route$Tracing;
   per_request_buffer_limit_bytes?: UInt32Value;
   stat_prefix?: string;
+};
+
+/** envoy.config.route.v3.RetryPolicy */
+export type Route$RetryPolicy = {
+  retry_on?: string;
+  num_retries?: UInt32Value;
+  per_try_timeout?: Duration;
+  per_try_idle_timeout?: Duration;
+  retry_priority?: Route$RetryPolicy_RetryPriority;
+  retry_host_predicate?: Route$RetryPolicy_RetryHostPredicate[];
+  retry_options_predicates?: ConfigCore$TypedExtensionConfig[];
+  host_selection_retry_max_attempts?: Int64;
+  retriable_status_codes?: number[];
+  retry_back_off?: Route$RetryPolicy_RetryBackOff;
+  rate_limited_retry_back_off?: Route$RetryPolicy_RateLimitedRetryBackOff;
+  retriable_headers?: HeaderMatcher[];
+  retriable_request_headers?: HeaderMatcher[];
+};
+
+/** envoy.config.route.v3.RetryPolicy.RateLimitedRetryBackOff */
+export type Route$RetryPolicy_RateLimitedRetryBackOff = {
+  reset_headers?: Route$RetryPolicy_ResetHeader[];
+  max_interval?: Duration;
+};
+
+/** envoy.config.route.v3.RetryPolicy.ResetHeader */
+export type Route$RetryPolicy_ResetHeader = {
+  name?: string;
+  format?: Route$RetryPolicy_ResetHeaderFormat;
+};
+
+/** envoy.config.route.v3.RetryPolicy.ResetHeaderFormat */
+export type Route$RetryPolicy_ResetHeaderFormat = 'SECONDS' | 'UNIX_TIMESTAMP' | 0 | 1;
+
+/** envoy.config.route.v3.RetryPolicy.RetryBackOff */
+export type Route$RetryPolicy_RetryBackOff = {
+  base_interval?: Duration;
+  max_interval?: Duration;
+};
+
+/** envoy.config.route.v3.RetryPolicy.RetryHostPredicate */
+export type Route$RetryPolicy_RetryHostPredicate = {
+  name?: string;
+  typed_config?: Any;
+};
+
+/** envoy.config.route.v3.RetryPolicy.RetryPriority */
+export type Route$RetryPolicy_RetryPriority = {
+  name?: string;
+  typed_config?: Any;
+};
+
+/** envoy.config.route.v3.Tracing */
+export type Route$Tracing = {
+  client_sampling?: FractionalPercent;
+  random_sampling?: FractionalPercent;
+  overall_sampling?: FractionalPercent;
+  custom_tags?: CustomTag[];
 };
 
 /** envoy.config.route.v3.RouteAction */
@@ -2369,7 +2427,7 @@ export type RouteAction = {
   metadata_match?: Metadata;
   prefix_rewrite?: string;
   regex_rewrite?: RegexMatchAndSubstitute;
-  path_rewrite_policy?: ConfigCore_TypedExtensionConfig;
+  path_rewrite_policy?: ConfigCore$TypedExtensionConfig;
   host_rewrite_literal?: string;
   auto_host_rewrite?: BoolValue;
   host_rewrite_header?: string;
@@ -2377,8 +2435,8 @@ export type RouteAction = {
   append_x_forwarded_host?: boolean;
   timeout?: Duration;
   idle_timeout?: Duration;
-  early_data_policy?: ConfigCore_TypedExtensionConfig;
-  retry_policy?: Route_RetryPolicy;
+  early_data_policy?: ConfigCore$TypedExtensionConfig;
+  retry_policy?: Route$RetryPolicy;
   retry_policy_typed_config?: Any;
   request_mirror_policies?: RouteAction_RequestMirrorPolicy[];
   priority?: RoutingPriority;
@@ -2511,10 +2569,10 @@ export type RouteConfiguration = {
 export type RouteMatch = {
   prefix?: string;
   path?: string;
-  safe_regex?: EnvoyTypeMatcher_RegexMatcher;
+  safe_regex?: EnvoyTypeMatcher$RegexMatcher;
   connect_matcher?: RouteMatch_ConnectMatcher;
   path_separated_prefix?: string;
-  path_match_policy?: ConfigCore_TypedExtensionConfig;
+  path_match_policy?: ConfigCore$TypedExtensionConfig;
   case_sensitive?: BoolValue;
   runtime_fraction?: RuntimeFractionalPercent;
   headers?: HeaderMatcher[];
@@ -2534,64 +2592,6 @@ export type RouteMatch_GrpcRouteMatchOptions = { [field: string]: never };
 export type RouteMatch_TlsContextMatchOptions = {
   presented?: BoolValue;
   validated?: BoolValue;
-};
-
-/** envoy.config.route.v3.RetryPolicy */
-export type Route_RetryPolicy = {
-  retry_on?: string;
-  num_retries?: UInt32Value;
-  per_try_timeout?: Duration;
-  per_try_idle_timeout?: Duration;
-  retry_priority?: Route_RetryPolicy_RetryPriority;
-  retry_host_predicate?: Route_RetryPolicy_RetryHostPredicate[];
-  retry_options_predicates?: ConfigCore_TypedExtensionConfig[];
-  host_selection_retry_max_attempts?: Int64;
-  retriable_status_codes?: number[];
-  retry_back_off?: Route_RetryPolicy_RetryBackOff;
-  rate_limited_retry_back_off?: Route_RetryPolicy_RateLimitedRetryBackOff;
-  retriable_headers?: HeaderMatcher[];
-  retriable_request_headers?: HeaderMatcher[];
-};
-
-/** envoy.config.route.v3.RetryPolicy.RateLimitedRetryBackOff */
-export type Route_RetryPolicy_RateLimitedRetryBackOff = {
-  reset_headers?: Route_RetryPolicy_ResetHeader[];
-  max_interval?: Duration;
-};
-
-/** envoy.config.route.v3.RetryPolicy.ResetHeader */
-export type Route_RetryPolicy_ResetHeader = {
-  name?: string;
-  format?: Route_RetryPolicy_ResetHeaderFormat;
-};
-
-/** envoy.config.route.v3.RetryPolicy.ResetHeaderFormat */
-export type Route_RetryPolicy_ResetHeaderFormat = 'SECONDS' | 'UNIX_TIMESTAMP' | 0 | 1;
-
-/** envoy.config.route.v3.RetryPolicy.RetryBackOff */
-export type Route_RetryPolicy_RetryBackOff = {
-  base_interval?: Duration;
-  max_interval?: Duration;
-};
-
-/** envoy.config.route.v3.RetryPolicy.RetryHostPredicate */
-export type Route_RetryPolicy_RetryHostPredicate = {
-  name?: string;
-  typed_config?: Any;
-};
-
-/** envoy.config.route.v3.RetryPolicy.RetryPriority */
-export type Route_RetryPolicy_RetryPriority = {
-  name?: string;
-  typed_config?: Any;
-};
-
-/** envoy.config.route.v3.Tracing */
-export type Route_Tracing = {
-  client_sampling?: FractionalPercent;
-  random_sampling?: FractionalPercent;
-  overall_sampling?: FractionalPercent;
-  custom_tags?: CustomTag[];
 };
 
 /** envoy.extensions.filters.http.router.v3.Router */
@@ -2789,7 +2789,7 @@ export type Struct = {
 /** envoy.extensions.transport_sockets.tls.v3.SubjectAltNameMatcher */
 export type SubjectAltNameMatcher = {
   san_type?: SubjectAltNameMatcher_SanType;
-  matcher?: EnvoyTypeMatcher_StringMatcher;
+  matcher?: EnvoyTypeMatcher$StringMatcher;
   oid?: string;
 };
 
@@ -2815,7 +2815,7 @@ export type SubstitutionFormatString = {
   text_format_source?: DataSource;
   omit_empty_values?: boolean;
   content_type?: string;
-  formatters?: ConfigCore_TypedExtensionConfig[];
+  formatters?: ConfigCore$TypedExtensionConfig[];
   json_format_options?: JsonFormatOptions;
 };
 
@@ -2940,7 +2940,7 @@ export type TlsSessionTicketKeys = {
 };
 
 /** envoy.config.trace.v3.Tracing.Http */
-export type Trace_Tracing_Http = {
+export type Trace$Tracing_Http = {
   name?: string;
   typed_config?: Any;
 };
@@ -3045,8 +3045,8 @@ export type UInt64Value = {
 /** envoy.config.listener.v3.UdpListenerConfig */
 export type UdpListenerConfig = {
   downstream_socket_config?: UdpSocketConfig;
-  quic_options?: Listener_QuicProtocolOptions;
-  udp_packet_packet_writer_config?: ConfigCore_TypedExtensionConfig;
+  quic_options?: Listener$QuicProtocolOptions;
+  udp_packet_packet_writer_config?: ConfigCore$TypedExtensionConfig;
 };
 
 /** envoy.config.core.v3.UdpSocketConfig */
@@ -3101,7 +3101,7 @@ export type Value = {
 export type ValueMatcher = {
   null_match?: ValueMatcher_NullMatch;
   double_match?: DoubleMatcher;
-  string_match?: EnvoyTypeMatcher_StringMatcher;
+  string_match?: EnvoyTypeMatcher$StringMatcher;
   bool_match?: boolean;
   present_match?: boolean;
   list_match?: ListMatcher;
@@ -3139,7 +3139,7 @@ export type VirtualHost = {
   typed_per_filter_config?: { [key: string]: Any };
   include_request_attempt_count?: boolean;
   include_attempt_count_in_response?: boolean;
-  retry_policy?: Route_RetryPolicy;
+  retry_policy?: Route$RetryPolicy;
   retry_policy_typed_config?: Any;
   hedge_policy?: HedgePolicy;
   include_is_timeout_retry_header?: boolean;
@@ -3179,26 +3179,26 @@ export type WeightedCluster_ClusterWeight = {
 };
 
 /** xds.core.v3.TypedExtensionConfig */
-export type XdsCore_TypedExtensionConfig = {
+export type XdsCore$TypedExtensionConfig = {
   name?: string;
   typed_config?: Any;
 };
 
 /** xds.type.matcher.v3.RegexMatcher */
-export type XdsTypeMatcher_RegexMatcher = {
-  google_re2?: XdsTypeMatcher_RegexMatcher_GoogleRE2;
+export type XdsTypeMatcher$RegexMatcher = {
+  google_re2?: XdsTypeMatcher$RegexMatcher_GoogleRE2;
   regex?: string;
 };
 
 /** xds.type.matcher.v3.RegexMatcher.GoogleRE2 */
-export type XdsTypeMatcher_RegexMatcher_GoogleRE2 = { [field: string]: never };
+export type XdsTypeMatcher$RegexMatcher_GoogleRE2 = { [field: string]: never };
 
 /** xds.type.matcher.v3.StringMatcher */
-export type XdsTypeMatcher_StringMatcher = {
+export type XdsTypeMatcher$StringMatcher = {
   exact?: string;
   prefix?: string;
   suffix?: string;
-  safe_regex?: XdsTypeMatcher_RegexMatcher;
+  safe_regex?: XdsTypeMatcher$RegexMatcher;
   contains?: string;
   ignore_case?: boolean;
 };

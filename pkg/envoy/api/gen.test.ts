@@ -68,13 +68,13 @@ test('types follow fromObject form: optional fields, enums by name or number, In
   // Same name in two packages: both get their package in front.
   assert.match(
     text,
-    /\nexport type A_Top = \{\n {2}name\?: string;\n {2}inners\?: A_Top_Inner\[\];\n {2}by_name\?: \{ \[key: string\]: B_Top \};\n {2}kind\?: A_Top_Kind;\n {2}raw\?: Bytes;\n {2}payload\?: Any;\n {2}x\?: number;\n {2}e\?: Empty;\n\};\n/,
+    /\nexport type A\$Top = \{\n {2}name\?: string;\n {2}inners\?: A\$Top_Inner\[\];\n {2}by_name\?: \{ \[key: string\]: B\$Top \};\n {2}kind\?: A\$Top_Kind;\n {2}raw\?: Bytes;\n {2}payload\?: Any;\n {2}x\?: number;\n {2}e\?: Empty;\n\};\n/,
   );
-  assert.match(text, /\nexport type A_Top_Inner = \{\n {2}n\?: Int64;\n\};\n/);
-  assert.match(text, /\nexport type A_Top_Kind = 'ZERO' \| 'ONE' \| 0 \| 1;\n/);
-  assert.match(text, /\nexport type B_Top = \{\n {2}d\?: number;\n\};\n/);
+  assert.match(text, /\nexport type A\$Top_Inner = \{\n {2}n\?: Int64;\n\};\n/);
+  assert.match(text, /\nexport type A\$Top_Kind = 'ZERO' \| 'ONE' \| 0 \| 1;\n/);
+  assert.match(text, /\nexport type B\$Top = \{\n {2}d\?: number;\n\};\n/);
   assert.match(text, /\nexport type Empty = \{ \[field: string\]: never \};\n/);
-  assert.match(text, /'type\.googleapis\.com\/a\.v3\.Top': A_Top;/);
+  assert.match(text, /'type\.googleapis\.com\/a\.v3\.Top': A\$Top;/);
   // Only what the roots reach.
   assert.doesNotMatch(text, /Unreached/);
 });

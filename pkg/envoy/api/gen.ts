@@ -68,7 +68,7 @@ function pascal(segment: string): string {
 /**
  * TypeScript names: a top-level type's proto name, and where two packages
  * define the same name, the shortest package suffix that tells them apart in
- * front (`HttpRbac_RBAC`, `NetworkRbac_RBAC`, `ConfigRbac_RBAC`); a nested
+ * front, joined by `$` (`HttpRbac$RBAC`, `NetworkRbac$RBAC`, `ConfigRbac$RBAC`); a nested
  * type's is its parent's and its own joined by `_` (`Cluster_DiscoveryType`).
  */
 function tsNames(types: readonly Named[]): Map<Named, string> {
@@ -87,7 +87,7 @@ function tsNames(types: readonly Named[]): Map<Named, string> {
       const prefixes = pkgs.map((p) => p.slice(-n).map(pascal).join(''));
       if (new Set(prefixes).size < prefixes.length) continue;
       group.forEach((t, i) => {
-        tops.set(t, `${prefixes[i]}_${name}`);
+        tops.set(t, `${prefixes[i]}$${name}`);
       });
       break;
     }
