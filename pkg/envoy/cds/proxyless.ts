@@ -3,13 +3,13 @@
 // with gRFC A29 mTLS that pins the server's SPIFFE identities.
 import type { MeshService, MeshServicePort, MeshView, ProxyContext } from '../../catalog/types.js';
 import { pinnedSans } from '../../mesh/identity.js';
+import type { Cluster, EnvoyTypeMatcher$StringMatcher } from '../api/envoy.js';
 import { DiscoveryType, LbPolicy } from '../common/enums.js';
 import { IdentityMemo } from '../common/memo.js';
 import { byName } from '../common/outbound.js';
 import { AnyType, adsConfigSource, ExtName, typed } from '../common/xds.js';
 import { parseUpstreamClusterName } from '../eds/eds.js';
 import { PROXYLESS_CERT_PROVIDER, upstreamClusterName } from '../names.js';
-import type { Cluster, EnvoyTypeMatcher$StringMatcher } from '../api/envoy.js';
 import type { GenerationContext, Resource, ResourceGenerator } from '../types.js';
 import { TypeUrl } from '../types.js';
 

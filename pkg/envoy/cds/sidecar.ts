@@ -4,6 +4,7 @@
 // the endpoint-less blackhole cluster in SMI mode (lds/sidecar.ts).
 import type { MeshServicePort } from '../../catalog/types.js';
 import { type Identity, identityKey } from '../../mesh/identity.js';
+import type { Cluster } from '../api/envoy.js';
 import { DiscoveryType, LbPolicy } from '../common/enums.js';
 import { inboundPorts } from '../common/inbound.js';
 import { IdentityMemo } from '../common/memo.js';
@@ -13,7 +14,6 @@ import { adsConfigSource, durationSeconds, http2ProtocolOptions, socketAddress }
 import { egressDnsCluster } from '../egress/egress.js';
 import { egressPlan } from '../egress/plan.js';
 import { BLACKHOLE_CLUSTER, PASSTHROUGH_CLUSTER } from '../names.js';
-import type { Cluster } from '../api/envoy.js';
 import { type Resource, type ResourceGenerator, TypeUrl } from '../types.js';
 
 // OSM's value: fail fast so Envoy retries another endpoint.

@@ -2,8 +2,8 @@
 // (secret names in names.ts).
 import type { MeshService } from '../../catalog/types.js';
 import { type Identity, identityKey } from '../../mesh/identity.js';
-import { outboundRootSecretName, serviceCertSecretName } from '../names.js';
 import type { SdsSecretConfig, TransportSocket } from '../api/envoy.js';
+import { outboundRootSecretName, serviceCertSecretName } from '../names.js';
 import { AnyType, adsConfigSource, ExtName, typed } from './xds.js';
 
 function sdsSecret(name: string): SdsSecretConfig {

@@ -1,11 +1,11 @@
 // EDS for sidecars and proxyless gRPC alike: one ClusterLoadAssignment per
 // requested upstream cluster name `<ns>/<svc>|<port>` (names.ts).
 import type { Endpoint } from '../../catalog/types.js';
+import type { ClusterLoadAssignment, LbEndpoint } from '../api/envoy.js';
 import { HealthStatus } from '../common/enums.js';
 import { IdentityMemo } from '../common/memo.js';
 import { byName } from '../common/outbound.js';
 import { socketAddress } from '../common/xds.js';
-import type { ClusterLoadAssignment, LbEndpoint } from '../api/envoy.js';
 import { type Resource, type ResourceGenerator, TypeUrl } from '../types.js';
 
 const CLUSTER_NAME = /^([^/|]+\/[^/|]+)\|([0-9]{1,5})$/;

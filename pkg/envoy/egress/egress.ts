@@ -14,11 +14,6 @@
 // chain (tcp_proxy to the endpoint-less blackhole cluster: closed).
 import type { IpRange } from '../../catalog/egress.js';
 import type { HTTPMatch } from '../../model/objects.js';
-import { DiscoveryType, RbacAction } from '../common/enums.js';
-import { localReplyBody } from '../common/local-reply.js';
-import { AnyType, adsConfigSource, durationSeconds, ExtName, socketAddress, typed } from '../common/xds.js';
-import { BLACKHOLE_CLUSTER, PASSTHROUGH_CLUSTER } from '../names.js';
-import { headerRegexToSafeRegex, pathRegexToSafeRegex } from '../rbac/rbac.js';
 import type {
   CidrRange,
   Cluster,
@@ -34,6 +29,11 @@ import type {
   RouteConfiguration,
   RouteMatch,
 } from '../api/envoy.js';
+import { DiscoveryType, RbacAction } from '../common/enums.js';
+import { localReplyBody } from '../common/local-reply.js';
+import { AnyType, adsConfigSource, durationSeconds, ExtName, socketAddress, typed } from '../common/xds.js';
+import { BLACKHOLE_CLUSTER, PASSTHROUGH_CLUSTER } from '../names.js';
+import { headerRegexToSafeRegex, pathRegexToSafeRegex } from '../rbac/rbac.js';
 import type { EgressDnsCluster, EgressHttpPort, EgressPlan } from './plan.js';
 
 /** Stat prefix and chain name of what an egress port refuses. */

@@ -12,16 +12,6 @@ import type { IngressPort } from '../../catalog/ingress.js';
 import type { MeshView } from '../../catalog/types.js';
 import { ingressPort } from '../../catalog/view.js';
 import { type Identity, identityKey } from '../../mesh/identity.js';
-import { ComparisonOp } from '../common/enums.js';
-import { type InboundPort, isHttpLike } from '../common/inbound.js';
-import { AnyType, adsConfigSource, ExtName, typed } from '../common/xds.js';
-import {
-  inboundPlaintextChainName,
-  ingressFilterChainName,
-  ingressRootSecretName,
-  serviceCertSecretName,
-} from '../names.js';
-import { cidrRange, ingressRbacFilter } from '../rbac/ingress.js';
 import type {
   CommonTlsContext,
   FilterChain,
@@ -34,6 +24,16 @@ import type {
   SdsSecretConfig,
   TransportSocket,
 } from '../api/envoy.js';
+import { ComparisonOp } from '../common/enums.js';
+import { type InboundPort, isHttpLike } from '../common/inbound.js';
+import { AnyType, adsConfigSource, ExtName, typed } from '../common/xds.js';
+import {
+  inboundPlaintextChainName,
+  ingressFilterChainName,
+  ingressRootSecretName,
+  serviceCertSecretName,
+} from '../names.js';
+import { cidrRange, ingressRbacFilter } from '../rbac/ingress.js';
 
 /** One target port's ingress answer, with the inbound port it was found for. */
 export interface IngressChainInput {

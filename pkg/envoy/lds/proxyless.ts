@@ -6,6 +6,7 @@
 //   template `grpc/server?xds.resource.listening_address=<ip>:<port>`, carrying
 //   the SMI policy as an RBAC HTTP filter and mTLS (gRFC A29).
 import type { InboundRule, MeshView, ProxyContext } from '../../catalog/types.js';
+import type { HttpFilter, Listener, TransportSocket, TypedAny } from '../api/envoy.js';
 import { IdentityMemo } from '../common/memo.js';
 import { byName } from '../common/outbound.js';
 import { AnyType, adsConfigSource, ExtName, socketAddress, typed } from '../common/xds.js';
@@ -21,7 +22,6 @@ import {
   resolveClientTarget,
 } from '../proxyless/targets.js';
 import { httpRbacFilter } from '../rbac/rbac.js';
-import type { HttpFilter, Listener, TransportSocket, TypedAny } from '../api/envoy.js';
 import type { GenerationContext, Resource, ResourceGenerator } from '../types.js';
 import { TypeUrl } from '../types.js';
 

@@ -5,6 +5,18 @@
 import type { MeshService, MeshView, ProxyContext } from '../../catalog/types.js';
 import { PORT_INBOUND_LISTENER, PORT_OUTBOUND_LISTENER } from '../../mesh/constants.js';
 import { type Identity, identityKey } from '../../mesh/identity.js';
+import type {
+  Any,
+  FilterChain,
+  FilterChainMatch,
+  HttpConnectionManager,
+  HttpFilter,
+  Listener,
+  Listener$Filter,
+  ListenerFilter,
+  LocalReplyConfig,
+  TcpProxy,
+} from '../api/envoy.js';
 import { TrafficDirection } from '../common/enums.js';
 import { type InboundPort, inboundPorts, inboundRulesOf, isHttpLike } from '../common/inbound.js';
 import { localReplyBody } from '../common/local-reply.js';
@@ -28,18 +40,6 @@ import {
   PASSTHROUGH_CLUSTER,
 } from '../names.js';
 import { httpRbacFilter, networkRbacFilter } from '../rbac/rbac.js';
-import type {
-  Any,
-  FilterChain,
-  FilterChainMatch,
-  HttpConnectionManager,
-  HttpFilter,
-  Listener,
-  Listener$Filter,
-  ListenerFilter,
-  LocalReplyConfig,
-  TcpProxy,
-} from '../api/envoy.js';
 import { type Resource, type ResourceGenerator, TypeUrl } from '../types.js';
 import { type IngressChainInput, ingressChain, ingressInputs, permissivePlaintextChains } from './ingress.js';
 

@@ -2,9 +2,9 @@
 // IngressBackend, its sources as principals and the Ingress routes and
 // HTTPRouteGroup matches as permissions, ANDed (catalog/ingress.ts).
 import type { IngressPolicy, IngressPort, IngressRoute } from '../../catalog/ingress.js';
+import type { CidrRange, ConfigRbac$RBAC, HttpFilter, Permission, Policy, Principal } from '../api/envoy.js';
 import { RbacAction } from '../common/enums.js';
 import { AnyType, ExtName, typed } from '../common/xds.js';
-import type { CidrRange, ConfigRbac$RBAC, HttpFilter, Permission, Policy, Principal } from '../api/envoy.js';
 import { httpMatchPermission } from './rbac.js';
 
 function escapeRe2(text: string): string {

@@ -3,8 +3,6 @@
 import type { InboundRule } from '../../catalog/types.js';
 import { spiffeId } from '../../mesh/identity.js';
 import type { HTTPMatch } from '../../model/objects.js';
-import { RbacAction } from '../common/enums.js';
-import { AnyType, ExtName, typed } from '../common/xds.js';
 import type {
   ConfigRbac$RBAC,
   HttpFilter,
@@ -13,6 +11,8 @@ import type {
   Policy,
   Principal,
 } from '../api/envoy.js';
+import { RbacAction } from '../common/enums.js';
+import { AnyType, ExtName, typed } from '../common/xds.js';
 
 /**
  * SMI pathRegex is anchored at the start only, while RBAC's safe_regex must

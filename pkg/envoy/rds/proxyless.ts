@@ -3,11 +3,11 @@
 // alias Listener of that port.
 import { splitEmptiness } from '../../catalog/split.js';
 import type { MeshService, MeshServicePort, MeshView, ProxyContext } from '../../catalog/types.js';
+import type { RouteAction, RouteConfiguration } from '../api/envoy.js';
 import { IdentityMemo, NONE } from '../common/memo.js';
 import { byName } from '../common/outbound.js';
 import { proxylessClientListenerName } from '../names.js';
 import { clientTargetAliases, resolveClientTarget, routeDestinations } from '../proxyless/targets.js';
-import type { RouteAction, RouteConfiguration } from '../api/envoy.js';
 import type { GenerationContext, Resource, ResourceGenerator } from '../types.js';
 import { TypeUrl } from '../types.js';
 

@@ -2,13 +2,13 @@
 // header; `rds-inbound.<targetPort>` forwards to the local app (HTTP policy is
 // enforced by the RBAC filter in front of it, lds/sidecar.ts).
 import type { MeshService, ProxyContext } from '../../catalog/types.js';
+import type { Route, RouteAction, RouteConfiguration } from '../api/envoy.js';
 import { type InboundPort, inboundPorts, isHttpLike } from '../common/inbound.js';
 import { IdentityMemo } from '../common/memo.js';
 import { byName, type OutboundPlan, type OutboundPort, proxyOutboundPlan } from '../common/outbound.js';
 import { egressRouteConfig, egressRouteConfigName } from '../egress/egress.js';
 import { type EgressPlan, egressPlan, NO_EGRESS } from '../egress/plan.js';
 import { inboundRouteConfigName, outboundRouteConfigName } from '../names.js';
-import type { Route, RouteAction, RouteConfiguration } from '../api/envoy.js';
 import { type Resource, type ResourceGenerator, TypeUrl } from '../types.js';
 
 /**

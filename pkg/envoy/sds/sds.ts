@@ -3,6 +3,7 @@
 // identity's key: names for other identities are never answered.
 import type { InboundRule, ProxyContext } from '../../catalog/types.js';
 import { identityKey, pinnedSans, spiffeId } from '../../mesh/identity.js';
+import type { EnvoyTypeMatcher$StringMatcher, Secret, SubjectAltNameMatcher } from '../api/envoy.js';
 import { SanType } from '../common/enums.js';
 import { type InboundPort, inboundPorts, isHttpLike } from '../common/inbound.js';
 import { IdentityMemo } from '../common/memo.js';
@@ -16,7 +17,6 @@ import {
   outboundRootSecretName,
   serviceCertSecretName,
 } from '../names.js';
-import type { EnvoyTypeMatcher$StringMatcher, Secret, SubjectAltNameMatcher } from '../api/envoy.js';
 import { type GenerationContext, type Resource, type ResourceGenerator, TypeUrl } from '../types.js';
 
 const SERVICE_CERT = serviceCertSecretName('');
