@@ -16,6 +16,7 @@ import type {
   IngressBackend,
   IngressBackendRef,
 } from '../model/objects.js';
+import { isGatewayIngress } from './gateway.js';
 import { compareStrings } from './pods.js';
 import type { ProblemList } from './problems.js';
 import type { MeshService, MeshServicePort } from './types.js';
@@ -109,7 +110,8 @@ export function compileIngress(inputs: IngressInputs, problems: ProblemList): Ma
       ),
     );
 
-  for (const ing of sorted(inputs.ingresses)) {
+  // skein's own gateway is a mesh caller (gateway.ts): its Ingresses open nothing here.
+  for (const ing of sorted(inputs.ingresses.filter((i) => !isGatewayIngress(i)))) {
     const ns = ing.metadata.namespace ?? '';
     const name = ing.metadata.name;
     const origin = `Ingress ${ns}/${name}`;

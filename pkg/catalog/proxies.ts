@@ -147,7 +147,10 @@ export function proxyContext(identity: ProxyIdentity, view: MeshView): ProxyCont
   const pod = found && proxyPodMismatch(identity, found) === undefined ? found : undefined;
   const services = pod ? view.servicesOfPod(pod).map((s) => servedByPod(s, pod)) : [];
   const podIP = pod?.status?.podIP || undefined;
-  const outsideMesh = !view.inMesh(identity.namespace);
+  // The gateway runs in the control-plane namespace, never a monitored one: it
+  // is part of the mesh by its kind (only the webhook issues that kind, to
+  // pods it labels in that namespace, pkg/injector/gateway.ts).
+  const outsideMesh = identity.kind !== 'gateway' && !view.inMesh(identity.namespace);
   // Sidecars of one identity backing the same services get identical config;
   // proxyless servers also bind their listener name to the pod IP.
   const groupKey = [
@@ -188,7 +191,7 @@ export interface ProxyGroup {
 export function proxyGroup(identity: ProxyIdentity, view: MeshView, previous?: ProxyGroup): ProxyGroup {
   const pod = view.podOfProxy(identity.uuid);
   const services = view.services();
-  const inMesh = view.inMesh(identity.namespace);
+  const inMesh = identity.kind === 'gateway' || view.inMesh(identity.namespace);
   if (
     previous !== undefined &&
     previous.pod === pod &&

@@ -3,6 +3,7 @@
 // object, so everything downstream (generator memos, the encoded-resource
 // interner) can tell "unchanged" by identity instead of by content.
 import type { Identity } from '../mesh/identity.js';
+import type { GatewayPlan } from './gateway.js';
 import type { IngressPort } from './ingress.js';
 import type { Endpoint, InboundRule, MeshService, SplitBackend } from './types.js';
 
@@ -45,6 +46,27 @@ function sameList<T>(a: readonly T[], b: readonly T[], same: (x: T, y: T) => boo
 }
 
 const identical = <T>(x: T, y: T): boolean => x === y;
+
+/** Routes name services by object: settled services make identity the right comparison. */
+function sameGatewayPlan(a: GatewayPlan, b: GatewayPlan): boolean {
+  return (
+    sameJson(a.tls, b.tls) &&
+    sameJson(a.ingresses, b.ingresses) &&
+    sameList(
+      a.hosts,
+      b.hosts,
+      (x, y) =>
+        x.host === y.host &&
+        x.tlsSecret === y.tlsSecret &&
+        sameList(
+          x.routes,
+          y.routes,
+          (r, q) =>
+            r.service === q.service && r.port === q.port && r.origin === q.origin && sameJson(r.path, q.path),
+        ),
+    )
+  );
+}
 // Plain data built by the view itself (no cycles, fixed key order), so JSON is a faithful comparison.
 const sameJson = (x: unknown, y: unknown): boolean => JSON.stringify(x) === JSON.stringify(y);
 
@@ -71,6 +93,8 @@ export class ViewLineage {
   readonly inbound = new StablePool<readonly InboundRule[]>(sameJson);
   /** Ingress answers by `<ns>/<svc>|<targetPort>` (catalog/ingress.ts). */
   readonly ingress = new StablePool<IngressPort>(sameJson);
+  /** The ingress gateway's plan (catalog/gateway.ts), one key. */
+  readonly gateway = new StablePool<GatewayPlan>(sameGatewayPlan);
   readonly outbound = new StablePool<readonly MeshService[]>((a, b) => sameList(a, b, identical));
   readonly splits = new StablePool<readonly SplitBackend[]>((a, b) =>
     sameList(a, b, (x, y) => x.service === y.service && x.weight === y.weight),

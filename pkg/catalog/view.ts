@@ -13,6 +13,7 @@ import {
 import type { MeshStore } from '../registry/store.js';
 import { derive } from './derive.js';
 import { compileEgresses, type EgressRule, egressBySource } from './egress.js';
+import { compileGateway, type GatewayPlan } from './gateway.js';
 import { compileIngress, type IngressPort, ingressPortKey } from './ingress.js';
 import { selectMeshConfig } from './meshconfig.js';
 import { compareStrings, PodIndex, selectorMatches } from './pods.js';
@@ -65,7 +66,12 @@ export function policyProblems(view: MeshView): readonly PolicyProblem[] {
   if (!(view instanceof CatalogView)) return [];
   let list = problemsOfView.get(view);
   if (!list) {
-    list = Object.freeze([...view.problems, ...emptyBackends(view), ...view.ingressTable().problems]);
+    list = Object.freeze([
+      ...view.problems,
+      ...emptyBackends(view),
+      ...view.ingressTable().problems,
+      ...view.gatewayTable().problems,
+    ]);
     problemsOfView.set(view, list);
   }
   return list;
@@ -106,6 +112,16 @@ function emptyBackends(view: MeshView): PolicyProblem[] {
 export function ingressPort(view: MeshView, serviceKey: string, targetPort: number): IngressPort | undefined {
   const key = ingressPortKey(serviceKey, targetPort);
   return derive(view, `ingress\0${key}`, (v) => (v instanceof CatalogView ? v.ingressPort(key) : undefined));
+}
+
+const NO_GATEWAY: GatewayPlan = Object.freeze({ hosts: [], tls: [], ingresses: [] });
+
+/**
+ * What skein's ingress gateway serves (catalog/gateway.ts): the same object
+ * while the Ingresses of class skein and their backends are unchanged.
+ */
+export function gatewayPlan(view: MeshView): GatewayPlan {
+  return derive(view, 'gateway', (v) => (v instanceof CatalogView ? v.gatewayTable().plan : NO_GATEWAY));
 }
 
 /** Every ingress answer of the view by `<ns>/<svc>|<targetPort>` (debug, CLI). */
@@ -172,6 +188,7 @@ class CatalogView implements MeshView {
   private readonly podServices = new WeakMap<Pod, readonly MeshService[]>();
   private reachable: Map<string, Set<string>> | undefined;
   private ingress: { ports: Map<string, IngressPort>; problems: readonly PolicyProblem[] } | undefined;
+  private gateway: { plan: GatewayPlan; problems: readonly PolicyProblem[] } | undefined;
   /** Read with everything else at construction (the store moves on), compiled on first use. */
   private readonly ingressObjects: {
     ingresses: readonly Ingress[];
@@ -297,6 +314,19 @@ class CatalogView implements MeshView {
     for (const [k, p] of compiled) ports.set(k, this.lineage.ingress.settle(k, p, this.recording));
     this.ingress = { ports, problems: Object.freeze(problems.items) };
     return this.ingress;
+  }
+
+  /** The ingress gateway's routes, compiled on first use. */
+  gatewayTable(): { plan: GatewayPlan; problems: readonly PolicyProblem[] } {
+    if (this.gateway) return this.gateway;
+    const problems = new ProblemList();
+    const fresh = compileGateway(
+      { ingresses: this.ingressObjects.ingresses, service: (k) => this.service(k) },
+      problems,
+    );
+    const plan = this.lineage.gateway.settle('gateway', fresh, this.recording);
+    this.gateway = { plan, problems: Object.freeze(problems.items) };
+    return this.gateway;
   }
 
   ingressPort(key: string): IngressPort | undefined {

@@ -47,4 +47,16 @@ export interface SecretSource {
   readonly version?: number;
   /** The workload certificate of an identity (`<ns>/<sa>`). */
   serviceCertificate(identityKey: string): IssuedCertificate | undefined;
+  /**
+   * A kubernetes.io/tls Secret `<ns>/<name>` the ingress gateway presents
+   * (ingress-tls.ts): the same object while unchanged; undefined when absent,
+   * invalid, or the gateway is off. Only the gateway's SDS asks.
+   */
+  ingressTlsCertificate?(secretKey: string): TlsKeyPair | undefined;
+}
+
+/** A certificate chain and its private key, PEM encoded (not issued by skein). */
+export interface TlsKeyPair {
+  certPem: string;
+  keyPem: string;
 }

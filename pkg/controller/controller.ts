@@ -12,8 +12,10 @@ import {
   IngressGatewayCertificates,
   KubeIngressSecretSink,
 } from '../certificate/ingress-gateway.js';
+import { IngressTlsSecrets } from '../certificate/ingress-tls.js';
 import { CertificateManager } from '../certificate/manager.js';
 import { ServingRenewal } from '../certificate/serving-renewal.js';
+import type { SecretSource } from '../certificate/types.js';
 import { meshGenerators } from '../envoy/generators.js';
 import { HealthServer } from '../health/server.js';
 import type { LeaseElector } from '../leader/elector.js';
@@ -41,6 +43,7 @@ import { AdsServer } from '../xds/server/server.js';
 import type { ProxyConfigSource } from '../xds/server/types.js';
 import { loadControllerCA } from './ca.js';
 import { mountHttpRoutes } from './http-routes.js';
+import { IngressTlsWatch, meshSecrets } from './ingress-tls.js';
 import { Injection, servingNames } from './injection.js';
 import { LocalWorkloads } from './local-workloads.js';
 import type { ControllerOptions } from './options.js';
@@ -70,6 +73,8 @@ export class Controller {
   private registry: Registry | undefined;
   private ca: BuiltinCA | undefined;
   private certs: CertificateManager | undefined;
+  /** What the generators read: the workload certificates and the ingress gateway's TLS. */
+  private secrets: SecretSource | undefined;
   private planner: PushPlanner<ProxyGroup> | undefined;
   /** What each proxy group's configuration was generated from: a change pushes only the groups it touches. */
   private readonly dependencies = new DependencyTracker();
@@ -237,6 +242,29 @@ export class Controller {
       this.store.off('change', onMeshConfig);
       ingressCerts.stop();
     });
+    // The ingress gateway's TLS: Secrets watched only when the gateway is on (Kubernetes mode).
+    const ingressTls = new IngressTlsSecrets();
+    const secrets = meshSecrets(certs, ingressTls);
+    this.secrets = secrets;
+    if (this.kube && o.ingressGateway) {
+      const watch = new IngressTlsWatch({
+        kube: this.kube,
+        store: ingressTls,
+        bus: this.bus,
+        problems: this.problemBook,
+        view: () => this.currentView(),
+        logger: log.child({ component: 'ingress-tls' }),
+      });
+      await watch.start();
+      const onIngress = (e: StoreEvent) => {
+        if (e.kind === 'Ingress') watch.refreshProblems();
+      };
+      this.store.on('change', onIngress);
+      this.stopFns.push(() => {
+        this.store.off('change', onIngress);
+        void watch.stop();
+      });
+    }
     this.metrics.watchCertificateExpiry(() => certs.list().map((c) => c.notAfter));
     certs.on('rotated', onRotated);
     certs.on('issued', onIssued);
@@ -247,7 +275,7 @@ export class Controller {
 
     this.planner = new PushPlanner<ProxyGroup>(this.bus, {
       tracker: this.dependencies,
-      context: () => ({ mesh: this.currentView(), secrets: certs }),
+      context: () => ({ mesh: this.currentView(), secrets }),
       membership: (identity, mesh, previous) => proxyGroup(identity, mesh, previous),
       carryOver: (ctx, unaffected) => this.ads?.cache.carryOver(ctx, unaffected),
       minIntervalMs: o.minPushIntervalMs ?? settings.minPushIntervalMs,
@@ -519,7 +547,8 @@ export class Controller {
   private configSource(): ProxyConfigSource {
     const certs = this.certs;
     const planner = this.planner;
-    if (!certs || !planner) throw new Error('controller not initialised');
+    const secrets = this.secrets;
+    if (!certs || !planner || !secrets) throw new Error('controller not initialised');
     return {
       generators: meshGenerators(),
       proxyConnected: (identity, streamId, remote) => {
@@ -538,7 +567,7 @@ export class Controller {
         this.proxies.disconnect(streamId);
       },
       proxyContext: (identity) => proxyContext(identity, this.currentView()),
-      generationContext: () => ({ mesh: this.currentView(), secrets: certs }),
+      generationContext: () => ({ mesh: this.currentView(), secrets }),
       // Called right after proxyConnected; the planner pushes the stream only when a
       // change may affect its group, timed from the earliest change behind the push.
       onPush: (streamId, push) => {

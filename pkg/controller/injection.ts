@@ -165,6 +165,7 @@ export class Injection {
       controllerServiceName: o.serviceName,
       images: { envoy: o.envoyImage, init: o.initImage },
       nativeSidecars: layout.native,
+      ...(o.ingressGateway ? { ingressGateway: true } : {}),
       ca: i.ca,
       secrets,
       namespaces,

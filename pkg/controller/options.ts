@@ -59,6 +59,12 @@ export interface ControllerOptions {
    * A pod's `skein.dev/native-sidecar` annotation wins (pkg/injector/layout.ts).
    */
   nativeSidecars: NativeSidecarsMode;
+  /**
+   * Kubernetes mode: serve skein's ingress gateway (Ingresses of class skein): the webhook
+   * gives pods labelled skein.dev/gateway=ingress in the control-plane namespace the
+   * gateway identity, and the controller watches kubernetes.io/tls Secrets for its TLS.
+   */
+  ingressGateway?: boolean;
   /** How long after admission a bootstrap Secret with no pod is deleted (default 5 min; pkg/injector/secret-gc.ts). */
   bootstrapOrphanGraceMs?: number;
   /** Kubernetes mode: the Secret in the control-plane namespace holding the CA (ca.crt, ca.key). */
@@ -140,6 +146,9 @@ Flags:
                               asks the API server's version at start, classic if it cannot (default
                               ${DEFAULT_NATIVE_SIDECARS_MODE}; local mode: classic unless always). The pod annotation
                               skein.dev/native-sidecar: "true"|"false" wins
+  --ingress-gateway           Kubernetes mode: serve skein's ingress gateway (Ingresses with
+                              ingressClassName skein); needs list/watch on Secrets for their TLS
+                              (chart: ingressGateway.enabled)
   --bootstrap-orphan-grace <dur>
                               Kubernetes mode: delete a bootstrap Secret whose pod never got stored (a later
                               admission step refused it) this long after admission (default 5m)
@@ -260,6 +269,7 @@ export function parseControllerArgs(
   if (minPushIntervalMs !== undefined) options.minPushIntervalMs = minPushIntervalMs;
   if (bootstrapOrphanGraceMs !== undefined) options.bootstrapOrphanGraceMs = bootstrapOrphanGraceMs;
   if (v['workload-files']) options.workloadFiles = true;
+  if (v['ingress-gateway']) options.ingressGateway = true;
   const webhookPort = port(
     'webhook-port',
     v['webhook-port'],
@@ -332,6 +342,7 @@ function parse(argv: string[]) {
       'min-push-interval': { type: 'string' },
       'log-level': { type: 'string' },
       'workload-files': { type: 'boolean' },
+      'ingress-gateway': { type: 'boolean' },
       'webhook-port': { type: 'string' },
       'webhook-config-name': { type: 'string' },
       'service-name': { type: 'string' },

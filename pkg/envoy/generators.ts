@@ -1,12 +1,16 @@
 // The generator of each xDS type, chosen by the kind of proxy asking: Envoy
-// sidecars and proxyless gRPC clients share EDS but differ everywhere else.
+// sidecars, skein's ingress gateway and proxyless gRPC clients share EDS but
+// differ elsewhere.
 import type { ProxyContext } from '../catalog/types.js';
 import type { ProxyKind } from '../mesh/constants.js';
+import { gatewayCdsGenerator } from './cds/gateway.js';
 import { proxylessClusterGenerator } from './cds/proxyless.js';
 import { sidecarCdsGenerator } from './cds/sidecar.js';
 import { edsGenerator } from './eds/eds.js';
+import { gatewayLdsGenerator } from './lds/gateway.js';
 import { proxylessListenerGenerator } from './lds/proxyless.js';
 import { sidecarLdsGenerator } from './lds/sidecar.js';
+import { gatewayRdsGenerator } from './rds/gateway.js';
 import { proxylessRouteGenerator } from './rds/proxyless.js';
 import { sidecarRdsGenerator } from './rds/sidecar.js';
 import { sdsGenerator } from './sds/sds.js';
@@ -20,6 +24,14 @@ const BY_KIND: Record<ProxyKind, Record<TypeUrl, ResourceGenerator>> = {
     [T.Listener]: sidecarLdsGenerator,
     [T.RouteConfiguration]: sidecarRdsGenerator,
     [T.Cluster]: sidecarCdsGenerator,
+    [T.ClusterLoadAssignment]: edsGenerator,
+    [T.Secret]: sdsGenerator,
+  },
+  // skein's ingress gateway: its own listeners, routes and clusters; EDS and SDS as a sidecar's.
+  gateway: {
+    [T.Listener]: gatewayLdsGenerator,
+    [T.RouteConfiguration]: gatewayRdsGenerator,
+    [T.Cluster]: gatewayCdsGenerator,
     [T.ClusterLoadAssignment]: edsGenerator,
     [T.Secret]: sdsGenerator,
   },

@@ -73,3 +73,15 @@ export function inboundPlaintextChainName(targetPort: number): string {
 export function ingressRootSecretName(identityKey: string): string {
   return `root-cert-for-mtls-ingress:${identityKey}`;
 }
+
+// ---- skein's ingress gateway (lds/gateway.ts, rds/gateway.ts) --------------------
+
+/** The gateway's plaintext listener and its route configuration. */
+export const GATEWAY_HTTP = 'gateway-http';
+/** The gateway's TLS listener (one filter chain per Secret, chosen by SNI) and its route configuration. */
+export const GATEWAY_HTTPS = 'gateway-https';
+export const INGRESS_TLS_PREFIX = 'ingress-tls:';
+/** The key pair of an Ingress's kubernetes.io/tls Secret `<ns>/<name>`, served to the gateway only. */
+export function ingressTlsSecretName(secretKey: string): string {
+  return `${INGRESS_TLS_PREFIX}${secretKey}`;
+}

@@ -249,6 +249,38 @@ function append(path: string[], exists: boolean, value: Json): JsonPatchOperatio
     : { op: 'add', path: pointer(...path), value: [value] };
 }
 
+/** The Secret the Envoy of one proxy UUID boots from: its Bootstrap, the ADS SDS files, its certificate. */
+export function bootstrapSecret(
+  namespace: string,
+  o: Pick<MutateOptions, 'meshName' | 'proxyUuid' | 'certificate'>,
+  bootstrap: JsonObject,
+): SecretManifest {
+  const sds = adsSdsFiles();
+  return {
+    apiVersion: 'v1',
+    kind: 'Secret',
+    metadata: {
+      name: bootstrapSecretName(o.proxyUuid),
+      namespace,
+      // Lets the controller find (and garbage-collect) the Secret of a proxy UUID whose pod is gone.
+      labels: {
+        [LABEL_PROXY_UUID]: o.proxyUuid,
+        'app.kubernetes.io/managed-by': 'skein',
+        'skein.dev/mesh': o.meshName,
+      },
+    },
+    type: 'Opaque',
+    stringData: {
+      [SecretKey.bootstrap]: JSON.stringify(bootstrap, null, 2),
+      [SecretKey.adsCertSds]: JSON.stringify(sds.cert, null, 2),
+      [SecretKey.adsCaSds]: JSON.stringify(sds.ca, null, 2),
+      [SecretKey.cert]: o.certificate.certPem,
+      [SecretKey.key]: o.certificate.keyPem,
+      [SecretKey.ca]: o.certificate.caPem,
+    },
+  };
+}
+
 /** The JSON Patch and bootstrap Secret that inject a pod `decide` accepted. Throws InjectionError. */
 export function mutate(pod: PodInfo, o: MutateOptions): Mutation {
   checkPod(pod);
@@ -272,31 +304,8 @@ export function mutate(pod: PodInfo, o: MutateOptions): Mutation {
     maxDownstreamConnections: sidecar.maxDownstreamConnections,
     envoyReadiness: envoyProbed,
   });
-  const sds = adsSdsFiles();
-  const secretName = bootstrapSecretName(o.proxyUuid);
-  const secret: SecretManifest = {
-    apiVersion: 'v1',
-    kind: 'Secret',
-    metadata: {
-      name: secretName,
-      namespace: pod.namespace,
-      // Lets the controller find (and garbage-collect) the Secret of a proxy UUID whose pod is gone.
-      labels: {
-        [LABEL_PROXY_UUID]: o.proxyUuid,
-        'app.kubernetes.io/managed-by': 'skein',
-        'skein.dev/mesh': o.meshName,
-      },
-    },
-    type: 'Opaque',
-    stringData: {
-      [SecretKey.bootstrap]: JSON.stringify(bootstrap, null, 2),
-      [SecretKey.adsCertSds]: JSON.stringify(sds.cert, null, 2),
-      [SecretKey.adsCaSds]: JSON.stringify(sds.ca, null, 2),
-      [SecretKey.cert]: o.certificate.certPem,
-      [SecretKey.key]: o.certificate.keyPem,
-      [SecretKey.ca]: o.certificate.caPem,
-    },
-  };
+  const secret = bootstrapSecret(pod.namespace, o, bootstrap);
+  const secretName = secret.metadata.name;
   const patch: JsonPatchOperation[] = [
     pod.hasLabels
       ? { op: 'add', path: pointer('metadata', 'labels', LABEL_PROXY_UUID), value: o.proxyUuid }

@@ -19,6 +19,8 @@ export interface ContainerInfo {
   /** Named container ports, for probes that refer to a port by name. */
   portsByName: Map<string, number>;
   probes: Partial<Record<ProbeKind, JsonObject>>;
+  /** Whether `volumeMounts` exists (JSON Patch must `add` a missing array before appending). */
+  hasVolumeMounts: boolean;
 }
 
 export interface PodInfo {
@@ -77,7 +79,7 @@ function container(c: JsonObject, i: number): ContainerInfo {
     if (!isJsonObject(probe)) throw new InjectionError(`container ${name} ${kind} is not an object`);
     probes[kind] = probe;
   }
-  return { name, portsByName, probes };
+  return { name, portsByName, probes, hasVolumeMounts: Array.isArray(c['volumeMounts']) };
 }
 
 /**

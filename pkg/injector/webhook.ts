@@ -7,21 +7,23 @@
 import { randomUUID } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { createServer, type Server } from 'node:https';
-import type { CertificateAuthority } from '../certificate/types.js';
+import type { CertificateAuthority, IssuedCertificate } from '../certificate/types.js';
 import type { Logger } from '../logger/logger.js';
 import { silentLogger } from '../logger/logger.js';
 import { listenTcp } from '../net/listen.js';
 import { InjectionError } from './errors.js';
+import { decideGateway, gatewayCommonName, mutateGateway } from './gateway.js';
 import {
   checkPod,
   decide,
+  type MutateOptions,
   mutate,
   type NamespaceLike,
   type SecretManifest,
   type SidecarImages,
   sidecarCommonName,
 } from './mutate.js';
-import { isJsonObject, type Json, type JsonObject, readPod } from './pod.js';
+import { isJsonObject, type Json, type JsonObject, type PodInfo, readPod } from './pod.js';
 import type { SidecarSettings } from './sidecar-settings.js';
 
 export const MUTATE_PATH = '/mutate-pod-creation';
@@ -84,6 +86,8 @@ export interface WebhookOptions {
   controllerServiceName?: string;
   logger?: Logger;
   observer?: WebhookObserver;
+  /** Give pods labelled skein.dev/gateway=ingress in the control-plane namespace the gateway identity. */
+  ingressGateway?: boolean;
   /** Injectable for tests; a random v4 UUID otherwise. */
   newUuid?: () => string;
 }
@@ -245,6 +249,12 @@ export class InjectorWebhook {
     }
     if (!namespace) return ['denied', deny(uid, 400, `namespace ${pod.namespace} does not exist`)];
     try {
+      const gateway = decideGateway(pod, {
+        controlPlaneNamespace: this.#o.controlPlaneNamespace,
+        gatewayEnabled: this.#o.ingressGateway ?? false,
+      });
+      if (gateway.gateway === 'done') return ['skipped', allow];
+      if (gateway.gateway) return ['injected', await this.#gateway(request, pod, log)];
       const decision = decide(pod, namespace, this.#o);
       if (!decision.inject) {
         log.debug({ reason: decision.reason }, 'not injecting');
@@ -259,21 +269,7 @@ export class InjectorWebhook {
         validityMs: this.#o.proxyCertValidityMs ?? DEFAULT_PROXY_CERT_VALIDITY_MS,
         usage: 'client',
       });
-      const o = this.#o;
-      const m = mutate(pod, {
-        meshName: o.meshName,
-        trustDomain: o.trustDomain,
-        controlPlaneNamespace: o.controlPlaneNamespace,
-        images: o.images,
-        ...(o.clusterDomain !== undefined ? { clusterDomain: o.clusterDomain } : {}),
-        ...(o.controllerServiceName !== undefined ? { controllerServiceName: o.controllerServiceName } : {}),
-        ...(o.envoyLogLevel !== undefined ? { envoyLogLevel: o.envoyLogLevel } : {}),
-        ...(o.envoyResources !== undefined ? { envoyResources: o.envoyResources } : {}),
-        ...(o.sidecarSettings ? { sidecar: o.sidecarSettings() } : {}),
-        ...(o.nativeSidecars !== undefined ? { nativeSidecars: o.nativeSidecars } : {}),
-        proxyUuid,
-        certificate: { certPem: cert.certPem, keyPem: cert.keyPem, caPem: cert.caPem },
-      });
+      const m = mutate(pod, mutateOptions(this.#o, proxyUuid, cert));
       // A dry run must have no side effects (the webhook is registered with sideEffects: NoneOnDryRun).
       if (!request.dryRun) await this.#o.secrets.create(m.secret);
       log.info(
@@ -296,6 +292,47 @@ export class InjectorWebhook {
       return ['error', deny(uid, 500, errorMessage(err))];
     }
   }
+
+  /** The gateway's identity: a proxy certificate of kind `gateway` and its bootstrap Secret (gateway.ts). */
+  async #gateway(request: AdmissionRequest, pod: PodInfo, log: Logger): Promise<AdmissionReviewResponse> {
+    const proxyUuid = (this.#o.newUuid ?? randomUUID)();
+    const commonName = gatewayCommonName(pod, proxyUuid, this.#o.trustDomain);
+    const cert = await this.#o.ca.issue({
+      commonName,
+      validityMs: this.#o.proxyCertValidityMs ?? DEFAULT_PROXY_CERT_VALIDITY_MS,
+      usage: 'client',
+    });
+    const m = mutateGateway(pod, mutateOptions(this.#o, proxyUuid, cert));
+    if (!request.dryRun) await this.#o.secrets.create(m.secret);
+    log.info(
+      { proxyUuid, secret: m.secret.metadata.name, dryRun: request.dryRun },
+      'ingress gateway identity',
+    );
+    return review({
+      uid: request.uid,
+      allowed: true,
+      patchType: 'JSONPatch',
+      patch: Buffer.from(JSON.stringify(m.patch)).toString('base64'),
+    });
+  }
+}
+
+/** Options of `mutate` from the webhook's own (the pod-independent part). */
+function mutateOptions(o: WebhookOptions, proxyUuid: string, cert: IssuedCertificate): MutateOptions {
+  return {
+    meshName: o.meshName,
+    trustDomain: o.trustDomain,
+    controlPlaneNamespace: o.controlPlaneNamespace,
+    images: o.images,
+    ...(o.clusterDomain !== undefined ? { clusterDomain: o.clusterDomain } : {}),
+    ...(o.controllerServiceName !== undefined ? { controllerServiceName: o.controllerServiceName } : {}),
+    ...(o.envoyLogLevel !== undefined ? { envoyLogLevel: o.envoyLogLevel } : {}),
+    ...(o.envoyResources !== undefined ? { envoyResources: o.envoyResources } : {}),
+    ...(o.sidecarSettings ? { sidecar: o.sidecarSettings() } : {}),
+    ...(o.nativeSidecars !== undefined ? { nativeSidecars: o.nativeSidecars } : {}),
+    proxyUuid,
+    certificate: { certPem: cert.certPem, keyPem: cert.keyPem, caPem: cert.caPem },
+  };
 }
 
 /** The whole body, or undefined once it exceeds `limit` (the rest is discarded). */

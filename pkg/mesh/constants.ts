@@ -21,6 +21,19 @@ export const PORT_WEBHOOK = 9090;
 /** REST-JSON xDS over HTTPS with client certificates (Kubernetes mode). */
 export const PORT_REST_XDS = 15127;
 
-/** Proxy kinds carried in the certificate CN. */
-export type ProxyKind = 'sidecar' | 'grpc';
-export const PROXY_KINDS: readonly ProxyKind[] = ['sidecar', 'grpc'];
+/**
+ * Proxy kinds carried in the certificate CN: an Envoy sidecar, a proxyless
+ * gRPC workload, or skein's ingress gateway (an Envoy at the mesh's edge).
+ */
+export type ProxyKind = 'sidecar' | 'grpc' | 'gateway';
+export const PROXY_KINDS: readonly ProxyKind[] = ['sidecar', 'grpc', 'gateway'];
+
+/** The IngressClass skein's ingress gateway serves (`spec.ingressClassName`). */
+export const INGRESS_CLASS = 'skein';
+/** The legacy annotation that names an Ingress's class (before spec.ingressClassName). */
+export const ANNOTATION_INGRESS_CLASS = 'kubernetes.io/ingress.class';
+/** Pods labelled so (in the control-plane namespace) get the ingress gateway's identity at admission. */
+export const LABEL_GATEWAY = 'skein.dev/gateway';
+/** The gateway's listeners; unprivileged ports (Envoy runs as 1500), the Service maps 80 and 443. */
+export const PORT_GATEWAY_HTTP = 8080;
+export const PORT_GATEWAY_HTTPS = 8443;

@@ -24,6 +24,6 @@ test('parses a proxy CN; the trust domain may contain dots', () => {
 test('rejects malformed CNs with a reason', () => {
   assert.throws(() => parseProxyCommonName('bookbuyer.bookstore'), /expected/);
   assert.throws(() => parseProxyCommonName(`not-a-uuid.sidecar.sa.ns.td`), /not a UUID/);
-  assert.throws(() => parseProxyCommonName(`${uuid}.gateway.sa.ns.td`), /unknown proxy kind/);
+  assert.throws(() => parseProxyCommonName(`${uuid}.mesh-gateway.sa.ns.td`), /unknown proxy kind/);
   assert.throws(() => parseProxyCommonName(`${uuid}.grpc.Bad_SA.ns.td`), /service account/);
 });

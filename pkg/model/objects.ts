@@ -153,10 +153,16 @@ export interface IngressRule {
   host?: string;
   http?: { paths: HTTPIngressPath[] };
 }
+/** TLS for some hosts: the kubernetes.io/tls Secret (in the Ingress's namespace) the gateway presents. */
+export interface IngressTLS {
+  hosts?: string[];
+  secretName?: string;
+}
 export interface IngressSpec {
   ingressClassName?: string;
   defaultBackend?: IngressBackendRef;
   rules?: IngressRule[];
+  tls?: IngressTLS[];
 }
 export type Ingress = KubeObject<'Ingress', IngressSpec>;
 

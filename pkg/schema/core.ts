@@ -154,6 +154,7 @@ const ingressSpec = obj({
       ),
     }),
   ),
+  tls: arrayOf(obj({ hosts: arrayOf({ type: 'string' }), secretName: { type: 'string' } })),
 });
 
 export interface CoreKind {

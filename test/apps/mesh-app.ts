@@ -29,7 +29,8 @@
 // while its endpoints are withdrawn (the shutdown-ordering tests).
 // Each call's outcome is a string: `<status> <pod>` for HTTP (`200 bookstore-v1`),
 // `OK <pod>` or the gRPC status name, `ok <pod>` or the socket error for TCP.
-import { createServer as createHttpServer, request } from 'node:http';
+import { createServer as createHttpServer, type IncomingMessage, request } from 'node:http';
+import { request as httpsRequest } from 'node:https';
 import { connect, createServer as createTcpServer } from 'node:net';
 import { createInterface } from 'node:readline';
 import { parseArgs } from 'node:util';
@@ -142,9 +143,12 @@ async function serve(): Promise<void> {
 
 interface HttpCall {
   kind: 'http';
+  /** http: or https: (then `ca`, PEM, is the only trusted root, and `servername` the SNI). */
   url: string;
   method?: string;
   headers?: Record<string, string>;
+  ca?: string;
+  servername?: string;
 }
 interface GrpcCall {
   kind: 'grpc';
@@ -164,27 +168,43 @@ const lastBody = new Map<string, string>();
 
 function httpCall(c: HttpCall): Promise<string> {
   return new Promise((resolve) => {
-    const req = request(
-      c.url,
-      { method: c.method ?? 'GET', headers: c.headers ?? {}, timeout: CALL_TIMEOUT_MS, agent: false },
-      (res) => {
-        const chunks: Buffer[] = [];
-        res.on('data', (d: Buffer) => chunks.push(d));
-        res.on('end', () => {
-          const body = Buffer.concat(chunks).toString();
-          let pod = '';
-          try {
-            const parsed: unknown = JSON.parse(body);
-            if (parsed && typeof parsed === 'object' && 'pod' in parsed) pod = String(parsed.pod);
-          } catch {
-            // Not an app answer (a proxy's local reply): keep the body for the test.
-          }
-          const outcome = pod ? `${res.statusCode} ${pod}` : `${res.statusCode}`;
-          lastBody.set(outcome, body.slice(0, 500));
-          resolve(outcome);
-        });
-      },
-    );
+    const options = {
+      method: c.method ?? 'GET',
+      headers: c.headers ?? {},
+      timeout: CALL_TIMEOUT_MS,
+      agent: false,
+    };
+    const send = c.url.startsWith('https:')
+      ? (cb: (res: IncomingMessage) => void) =>
+          httpsRequest(
+            c.url,
+            {
+              ...options,
+              ...(c.ca ? { ca: c.ca } : {}),
+              ...(c.servername ? { servername: c.servername } : {}),
+            },
+            cb,
+          )
+      : (cb: (res: IncomingMessage) => void) => request(c.url, options, cb);
+    const req = send((res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (d: Buffer) => chunks.push(d));
+      res.on('end', () => {
+        const body = Buffer.concat(chunks).toString();
+        let pod = '';
+        try {
+          const parsed: unknown = JSON.parse(body);
+          if (parsed && typeof parsed === 'object' && 'pod' in parsed) pod = String(parsed.pod);
+        } catch {
+          // Not an app answer (a proxy's local reply): keep the body for the test.
+        }
+        const outcome = pod ? `${res.statusCode} ${pod}` : `${res.statusCode}`;
+        // A redirect says where to: its Location is what a test checks.
+        const location = res.headers.location;
+        lastBody.set(outcome, location ? `location: ${location}` : body.slice(0, 500));
+        resolve(outcome);
+      });
+    });
     req.on('timeout', () => req.destroy(new Error('timeout')));
     req.on('error', (err: NodeJS.ErrnoException) => resolve(err.code ?? err.message));
     req.end();

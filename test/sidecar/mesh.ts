@@ -100,7 +100,8 @@ export class SidecarMesh {
     return `skein-controller.${this.controlPlane}.svc.cluster.local`;
   }
 
-  static async start(sfx: string): Promise<SidecarMesh> {
+  /** `controllerArgs`: more skein-controller flags (e.g. `--ingress-gateway`). */
+  static async start(sfx: string, opts: { controllerArgs?: string[] } = {}): Promise<SidecarMesh> {
     const cluster = await acquireCluster();
     const kc = cluster.kubeConfig;
     const api = new KubeClient({ kubeConfig: kc });
@@ -129,6 +130,7 @@ export class SidecarMesh {
           ...['--native-sidecars', 'never'],
           // SKEIN_TEST_LOG_LEVEL=debug keeps every push and issuance in the controller's captured lines.
           ...['--log-level', process.env['SKEIN_TEST_LOG_LEVEL'] ?? 'info'],
+          ...(opts.controllerArgs ?? []),
         ],
       });
     const controller = await startController();
@@ -174,6 +176,18 @@ export class SidecarMesh {
             clientConfig: { url },
             rules: [{ operations: ['CREATE'], apiGroups: [''], apiVersions: ['v1'], resources: ['pods'] }],
             namespaceSelector: { matchLabels: { 'skein.dev/monitored-by': this.meshName } },
+            sideEffects: 'NoneOnDryRun',
+            admissionReviewVersions: ['v1'],
+            failurePolicy: 'Fail',
+            timeoutSeconds: 10,
+          },
+          // The chart's second webhook: the ingress gateway's pods in the control-plane namespace.
+          {
+            name: 'ingress-gateway.skein.dev',
+            clientConfig: { url },
+            rules: [{ operations: ['CREATE'], apiGroups: [''], apiVersions: ['v1'], resources: ['pods'] }],
+            namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': this.controlPlane } },
+            objectSelector: { matchLabels: { 'skein.dev/gateway': 'ingress' } },
             sideEffects: 'NoneOnDryRun',
             admissionReviewVersions: ['v1'],
             failurePolicy: 'Fail',

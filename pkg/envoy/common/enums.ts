@@ -20,6 +20,12 @@ export const SanType = { URI: 3 } as const;
 /** envoy.config.accesslog.v3.ComparisonFilter.Op */
 export const ComparisonOp = { EQ: 0 } as const;
 
+/** envoy.config.route.v3.VirtualHost.TlsRequirementType */
+export const TlsRequirement = { ALL: 2 } as const;
+
+/** envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager.CodecType */
+export const CodecType = { AUTO: 0 } as const;
+
 /** Proto enum full name → the values above, for the test. */
 export const ENUMS_BY_PROTO_NAME: Readonly<Record<string, Readonly<Record<string, number>>>> = {
   'envoy.config.core.v3.ApiVersion': ApiVersion,
@@ -30,4 +36,6 @@ export const ENUMS_BY_PROTO_NAME: Readonly<Record<string, Readonly<Record<string
   'envoy.config.rbac.v3.RBAC.Action': RbacAction,
   'envoy.extensions.transport_sockets.tls.v3.SubjectAltNameMatcher.SanType': SanType,
   'envoy.config.accesslog.v3.ComparisonFilter.Op': ComparisonOp,
+  'envoy.config.route.v3.VirtualHost.TlsRequirementType': TlsRequirement,
+  'envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager.CodecType': CodecType,
 };

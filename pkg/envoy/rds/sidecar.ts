@@ -31,7 +31,7 @@ export function serviceDomains(svc: MeshService, port: number, proxyNamespace: s
   return domains;
 }
 
-function routeAction(
+export function routeAction(
   p: { targets: OutboundPort['targets'] } | { cluster: string },
   grpc: boolean,
 ): RouteAction {

@@ -2,18 +2,22 @@
 // inbound and outbound mTLS use (names.ts). A proxy only ever gets its own
 // identity's key: names for other identities are never answered.
 import type { InboundRule, ProxyContext } from '../../catalog/types.js';
+import { gatewayPlan } from '../../catalog/view.js';
 import { identityKey, pinnedSans, spiffeId } from '../../mesh/identity.js';
 import type { EnvoyTypeMatcher$StringMatcher, Secret, SubjectAltNameMatcher } from '../api/envoy.js';
 import { SanType } from '../common/enums.js';
+import { servableTls } from '../common/gateway.js';
 import { type InboundPort, inboundPorts, isHttpLike } from '../common/inbound.js';
 import { IdentityMemo } from '../common/memo.js';
 import { byName, proxyOutboundPlan } from '../common/outbound.js';
 import { ingressInputs } from '../lds/ingress.js';
 import {
   INBOUND_TCP_ROOT_PREFIX,
+  INGRESS_TLS_PREFIX,
   inboundRootSecretName,
   inboundTcpRootSecretName,
   ingressRootSecretName,
+  ingressTlsSecretName,
   outboundRootSecretName,
   serviceCertSecretName,
 } from '../names.js';
@@ -135,6 +139,21 @@ class SecretBuilder {
         },
       }));
     }
+    if (name.startsWith(INGRESS_TLS_PREFIX)) {
+      // Only the gateway presents Ingress certificates, and only those its Ingresses name.
+      if (this.proxy.identity.kind !== 'gateway') return undefined;
+      const key = name.slice(INGRESS_TLS_PREFIX.length);
+      if (!gatewayPlan(ctx.mesh).tls.some((t) => t.secret === key)) return undefined;
+      const pair = ctx.secrets.ingressTlsCertificate?.(key);
+      if (!pair) return undefined;
+      return certSecrets.get([pair], name, () => ({
+        name,
+        tls_certificate: {
+          certificate_chain: { inline_string: pair.certPem },
+          private_key: { inline_string: pair.keyPem },
+        },
+      }));
+    }
     if (bundle === '') return undefined;
     if (name.startsWith(OUTBOUND_ROOT)) {
       const serviceKey = name.slice(OUTBOUND_ROOT.length);
@@ -194,6 +213,14 @@ class SecretBuilder {
 /** Every secret name a proxy's listeners and clusters reference. */
 function defaultNames(proxy: ProxyContext, ctx: GenerationContext): string[] {
   const own = identityKey(proxy.identity);
+  if (proxy.identity.kind === 'gateway') {
+    const names = [serviceCertSecretName(own)];
+    for (const t of servableTls(gatewayPlan(ctx.mesh), ctx.secrets))
+      names.push(ingressTlsSecretName(t.secret));
+    for (const key of proxyOutboundPlan(ctx.mesh, proxy).upstreamServices.keys())
+      names.push(outboundRootSecretName(key));
+    return names;
+  }
   const names = [serviceCertSecretName(own), inboundRootSecretName(own)];
   const ports = inboundPorts(proxy);
   for (const p of ports) {

@@ -17,6 +17,8 @@ export interface ReflectorOptions<T> {
   client: KubeClient;
   /** The collection path, e.g. `/api/v1/pods` (cluster-wide) or `/apis/g/v/namespaces/ns/things`. */
   path: string;
+  /** Selectors sent with every list and watch (e.g. `fieldSelector: 'type=kubernetes.io/tls'`). */
+  query?: Readonly<Record<string, string>>;
   /** Turns an API object into what the cache keeps; must not throw. */
   decode: (raw: RawObject) => T;
   handler: ReflectorHandler<T>;
@@ -228,7 +230,7 @@ export class Reflector<T> {
     let listVersion: string | undefined;
     do {
       const page = await this.opts.client.request('GET', this.opts.path, {
-        query: { limit: this.opts.pageSize ?? 500, continue: cont },
+        query: { ...this.opts.query, limit: this.opts.pageSize ?? 500, continue: cont },
         signal,
       });
       if (!isRecord(page) || !isRecord(page['metadata']))
@@ -333,6 +335,7 @@ export class Reflector<T> {
       await this.opts.client.watch(
         this.opts.path,
         {
+          ...this.opts.query,
           resourceVersion: this.resourceVersion,
           allowWatchBookmarks: true,
           timeoutSeconds: this.watchTimeout(),

@@ -7,7 +7,7 @@
 // group read is identical now" means "its configuration is unchanged".
 import { type DerivingView, derive } from '../../catalog/derive.js';
 import type { Endpoint, InboundRule, MeshService, MeshView, SplitBackend } from '../../catalog/types.js';
-import type { IssuedCertificate, SecretSource } from '../../certificate/types.js';
+import type { IssuedCertificate, SecretSource, TlsKeyPair } from '../../certificate/types.js';
 import type { GenerationContext } from '../../envoy/types.js';
 import type { Identity } from '../../mesh/identity.js';
 import type { Pod } from '../../model/objects.js';
@@ -29,6 +29,8 @@ enum Kind {
   InboundRules,
   TrustBundle,
   Certificate,
+  /** A TLS Secret the ingress gateway presents (SecretSource.ingressTlsCertificate). */
+  IngressTls,
   /** A derived answer (pkg/catalog/derive.ts): one question for a computation over the view. */
   Derived,
 }
@@ -78,6 +80,8 @@ class Question {
         return secrets.trustBundlePem;
       case Kind.Certificate:
         return secrets.serviceCertificate(this.key);
+      case Kind.IngressTls:
+        return secrets.ingressTlsCertificate?.(this.key);
       case Kind.Derived:
         return derive(mesh, this.key, this.compute ?? (() => undefined));
     }
@@ -405,6 +409,12 @@ class RecordingSecrets implements SecretSource {
     return this.rec.note(
       this.rec.table.ofKey(Kind.Certificate, identityKey),
       this.secrets.serviceCertificate(identityKey),
+    );
+  }
+  ingressTlsCertificate(secretKey: string): TlsKeyPair | undefined {
+    return this.rec.note(
+      this.rec.table.ofKey(Kind.IngressTls, secretKey),
+      this.secrets.ingressTlsCertificate?.(secretKey),
     );
   }
 }

@@ -1,0 +1,33 @@
+// CDS for skein's ingress gateway: the mesh clusters its routes point at
+// (rds/gateway.ts), with the same mTLS as a sidecar's upstream clusters: the
+// gateway presents its own identity's certificate and pins the backend's.
+import { gatewayPlan } from '../../catalog/view.js';
+import { identityKey } from '../../mesh/identity.js';
+import { IdentityMemo } from '../common/memo.js';
+import { byName, proxyOutboundPlan } from '../common/outbound.js';
+import { gatewayTarget } from '../rds/gateway.js';
+import { type ProtoObject, type Resource, type ResourceGenerator, TypeUrl } from '../types.js';
+import { upstreamCluster } from './sidecar.js';
+
+const clusters = new IdentityMemo<ProtoObject>();
+
+/** Always the full set: CDS is state-of-the-world (xDS rule 7). */
+export const gatewayCdsGenerator: ResourceGenerator = {
+  typeUrl: TypeUrl.Cluster,
+  generate(proxy, ctx): Resource[] {
+    if (proxy.identity.kind !== 'gateway') return [];
+    const plan = proxyOutboundPlan(ctx.mesh, proxy);
+    const own = identityKey(proxy.identity);
+    const names = new Set<string>();
+    for (const h of gatewayPlan(ctx.mesh).hosts)
+      for (const r of h.routes) for (const t of gatewayTarget(plan, r)?.targets ?? []) names.add(t.cluster);
+    const out: Resource[] = [];
+    for (const name of names) {
+      const up = plan.clusters.get(name);
+      if (!up) continue;
+      const message = clusters.get([up.service, up.port], own, () => upstreamCluster(proxy.identity, up));
+      out.push({ name, typeUrl: TypeUrl.Cluster, message });
+    }
+    return byName(out);
+  },
+};

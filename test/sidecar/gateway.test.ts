@@ -1,0 +1,339 @@
+// skein's ingress gateway through real Envoy on both sides: the gateway pod
+// (the chart's shape: an `envoy` container, labelled skein.dev/gateway=ingress
+// in the control-plane namespace, given its identity by the real webhook) and
+// the backend's injected sidecar. A client pod outside the mesh calls the
+// gateway's pod IP, as a LoadBalancer Service would deliver it.
+import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { after, before, describe, test } from 'node:test';
+import { promisify } from 'node:util';
+import { ENVOY_READY_PATH, PORT_ENVOY_READINESS } from '../../pkg/injector/constants.js';
+import { ENVOY_NEWEST } from '../support/envoy-bin.js';
+import { createNamespace } from '../support/kube.js';
+import { eventually } from '../support/kube-registry-fixture.js';
+import type { RunningPod } from '../support/pod-runner.js';
+import { APP_IMAGE, envoyImage, HTTP_PORT, MeshClient, SidecarMesh, sidecarSuiteSkipReason } from './mesh.js';
+
+const execFileAsync = promisify(execFile);
+const sfx = randomBytes(3).toString('hex');
+const GATEWAY_SA = 'skein-ingress-gateway';
+
+/** A self-signed certificate for `host` (the test's own CA: the client trusts exactly it). */
+async function testCertificate(host: string): Promise<{ crt: string; key: string }> {
+  const dir = await mkdtemp(path.join(tmpdir(), 'skein-gw-cert-'));
+  try {
+    await execFileAsync('openssl', [
+      ...['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256', '-nodes'],
+      ...['-keyout', path.join(dir, 'tls.key'), '-out', path.join(dir, 'tls.crt')],
+      ...['-days', '2', '-subj', `/CN=${host}`, '-addext', `subjectAltName=DNS:${host}`],
+    ]);
+    return {
+      crt: await readFile(path.join(dir, 'tls.crt'), 'utf8'),
+      key: await readFile(path.join(dir, 'tls.key'), 'utf8'),
+    };
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
+}
+
+const skip = await sidecarSuiteSkipReason();
+
+describe('skein ingress gateway through real Envoy', { skip, timeout: 300_000 }, () => {
+  let mesh: SidecarMesh;
+  let backend: RunningPod;
+  let gateway: RunningPod;
+  let client: MeshClient;
+  let clientPod: RunningPod;
+  const outside = `outside-${sfx}`;
+  let cert: { crt: string; key: string };
+
+  const call = (host: string, urlPath: string) =>
+    client.http(`http://${gateway.net.ip}:8080${urlPath}`, 1, { headers: { host } });
+  const callTls = (host: string, urlPath: string, servername = host) =>
+    client.http(`https://${gateway.net.ip}:8443${urlPath}`, 1, {
+      headers: { host },
+      ca: cert.crt,
+      servername,
+    });
+  const fromWeb = (o: { counts: Record<string, number> }) => (o.counts['200 web-1'] ?? 0) === 1;
+
+  before(async () => {
+    mesh = await SidecarMesh.start(`gw${sfx}`, { controllerArgs: ['--ingress-gateway'] });
+    await mesh.setMeshConfig({ traffic: { permissive: false } });
+    await mesh.createServiceAccount('web');
+    await mesh.createService({
+      name: 'web',
+      selector: { app: 'web' },
+      ports: [{ name: 'http', port: HTTP_PORT }],
+    });
+    backend = await mesh.startPod({
+      name: 'web-1',
+      serviceAccount: 'web',
+      labels: { app: 'web' },
+      serve: ['--http', String(HTTP_PORT)],
+    });
+    await mesh.waitReady(backend);
+
+    // The chart's gateway pod, created as the Deployment's ReplicaSet would.
+    await mesh.api.request('POST', `/api/v1/namespaces/${mesh.controlPlane}/serviceaccounts`, {
+      body: { metadata: { name: GATEWAY_SA } },
+    });
+    await mesh.api.request('POST', `/api/v1/namespaces/${mesh.controlPlane}/pods`, {
+      body: {
+        metadata: {
+          name: 'gateway',
+          labels: { app: 'skein-ingress-gateway', 'skein.dev/gateway': 'ingress' },
+        },
+        spec: {
+          nodeName: 'test-node',
+          serviceAccountName: GATEWAY_SA,
+          containers: [
+            {
+              name: 'envoy',
+              image: envoyImage(ENVOY_NEWEST),
+              command: ['envoy'],
+              args: ['--config-path', '/etc/skein/bootstrap.json', '--log-level', 'warning'],
+              securityContext: { runAsUser: 1500, runAsGroup: 1500, runAsNonRoot: true },
+              ports: [
+                { name: 'http', containerPort: 8080 },
+                { name: 'https', containerPort: 8443 },
+              ],
+              readinessProbe: {
+                httpGet: { path: ENVOY_READY_PATH, port: PORT_ENVOY_READINESS },
+                periodSeconds: 1,
+              },
+            },
+          ],
+        },
+      },
+    });
+    gateway = await mesh.runner.run(mesh.controlPlane, 'gateway');
+
+    await createNamespace(mesh.core, outside);
+    await mesh.api.request('POST', `/api/v1/namespaces/${outside}/pods`, {
+      body: {
+        metadata: { name: 'client' },
+        spec: {
+          nodeName: 'test-node',
+          containers: [
+            {
+              name: 'app',
+              image: APP_IMAGE,
+              command: ['mesh-app', 'serve', '--name', 'client', '--http', '8080'],
+            },
+          ],
+        },
+      },
+    });
+    clientPod = await mesh.runner.run(outside, 'client');
+    client = MeshClient.open(clientPod);
+    cert = await testCertificate('shop.example.com');
+  });
+
+  after(async () => {
+    await client?.close().catch(() => undefined);
+    await mesh?.api.request('DELETE', `/api/v1/namespaces/${outside}`).catch(() => undefined);
+    await mesh?.stop();
+  });
+
+  test('the webhook gives the gateway pod its identity and the gateway connects as kind gateway', async () => {
+    const stored = (await mesh.api.request(
+      'GET',
+      `/api/v1/namespaces/${mesh.controlPlane}/pods/gateway`,
+    )) as {
+      metadata: { labels: Record<string, string> };
+      spec: {
+        containers: { name: string; volumeMounts?: { mountPath: string }[] }[];
+        initContainers?: unknown[];
+      };
+    };
+    const uuid = stored.metadata.labels['skein.dev/proxy-uuid'];
+    assert.ok(uuid, 'proxy UUID label');
+    assert.equal(stored.spec.initContainers, undefined, 'no iptables init container on the gateway');
+    assert.deepEqual(
+      stored.spec.containers.map((c) => c.name),
+      ['envoy'],
+      'no sidecar added: the gateway is the Envoy',
+    );
+    assert.ok(stored.spec.containers[0]?.volumeMounts?.some((m) => m.mountPath === '/etc/skein'));
+    await eventually(
+      'the gateway is connected',
+      async () => {
+        const stats = await gateway.envoyStats('control_plane\\.connected_state');
+        assert.equal(stats.get('control_plane.connected_state'), 1);
+      },
+      30_000,
+    );
+    // A gateway pod anywhere else is refused at admission.
+    await assert.rejects(
+      mesh.api.request('POST', `/api/v1/namespaces/${mesh.namespace}/pods`, {
+        body: {
+          metadata: { name: 'fake-gateway', labels: { 'skein.dev/gateway': 'ingress' } },
+          spec: { containers: [{ name: 'envoy', image: envoyImage(ENVOY_NEWEST) }] },
+        },
+      }),
+      /only in the control-plane namespace/,
+    );
+  });
+
+  test('http: routed on the Ingress hosts and paths only; SMI governs the gateway like any caller', async () => {
+    await mesh.apply('networking.k8s.io', 'v1', 'ingresses', {
+      apiVersion: 'networking.k8s.io/v1',
+      kind: 'Ingress',
+      metadata: { name: 'plain', namespace: mesh.namespace },
+      spec: {
+        ingressClassName: 'skein',
+        rules: [
+          {
+            host: 'plain.example.com',
+            http: {
+              paths: [
+                {
+                  path: '/books',
+                  pathType: 'Prefix',
+                  backend: { service: { name: 'web', port: { number: HTTP_PORT } } },
+                },
+              ],
+            },
+          },
+        ],
+      },
+    });
+    // No TrafficTarget names the gateway yet: it answers 403 itself, saying why.
+    let denied = await call('plain.example.com', '/books/1');
+    await eventually(
+      'the gateway routes the Ingress (denied: no TrafficTarget)',
+      async () => {
+        denied = await call('plain.example.com', '/books/1');
+        assert.equal(denied.counts['403'], 1, JSON.stringify(denied));
+      },
+      30_000,
+    );
+    assert.match(denied.bodies['403'] ?? '', /no TrafficTarget allows the gateway/);
+
+    await mesh.apply('access.smi-spec.io', 'v1alpha3', 'traffictargets', {
+      apiVersion: 'access.smi-spec.io/v1alpha3',
+      kind: 'TrafficTarget',
+      metadata: { name: 'gateway-to-web', namespace: mesh.namespace },
+      spec: {
+        destination: { kind: 'ServiceAccount', name: 'web', namespace: mesh.namespace },
+        sources: [{ kind: 'ServiceAccount', name: GATEWAY_SA, namespace: mesh.controlPlane }],
+        rules: [{ kind: 'HTTPRouteGroup', name: 'web-routes', matches: ['all'] }],
+      },
+    });
+    await mesh.apply('specs.smi-spec.io', 'v1alpha4', 'httproutegroups', {
+      apiVersion: 'specs.smi-spec.io/v1alpha4',
+      kind: 'HTTPRouteGroup',
+      metadata: { name: 'web-routes', namespace: mesh.namespace },
+      spec: { matches: [{ name: 'all', pathRegex: '.*', methods: ['*'] }] },
+    });
+    await eventually(
+      'allowed through the gateway',
+      async () => assert.ok(fromWeb(await call('plain.example.com', '/books/1'))),
+      30_000,
+    );
+    assert.ok(fromWeb(await call('plain.example.com', '/books')));
+    assert.ok(fromWeb(await call('Plain.Example.com:8080', '/books/2')), 'host case and port');
+    const otherPath = await call('plain.example.com', '/admin');
+    assert.equal(otherPath.counts['404'], 1, JSON.stringify(otherPath));
+    assert.match(otherPath.bodies['404'] ?? '', /no Ingress of class skein routes/);
+    assert.equal((await call('plain.example.com', '/booksx')).counts['404'], 1, 'Prefix is element-wise');
+    assert.equal((await call('plain.example.com', '/books/../admin')).counts['404'], 1, 'normalised path');
+    assert.equal((await call('evil.example.com', '/books')).counts['404'], 1, 'another host');
+
+    // Gateway → backend is mesh mTLS under the gateway's identity: the backend's
+    // inbound chain did the handshake and its RBAC allowed the gateway.
+    const ssl = await backend.envoyStats('ssl\\.handshake');
+    const handshakes = [...ssl].filter(([k]) => k.startsWith('listener.')).reduce((a, [, v]) => a + v, 0);
+    assert.ok(handshakes >= 1, JSON.stringify([...ssl]));
+    const rbac = await backend.envoyStats('rbac\\.allowed');
+    assert.ok(
+      [...rbac].some(([k, v]) => k.startsWith('http.inbound_') && v >= 1),
+      JSON.stringify([...rbac]),
+    );
+    const upstream = await gateway.envoyStats('upstream_rq_2xx');
+    assert.ok((upstream.get(`cluster.${mesh.namespace}/web|${HTTP_PORT}.upstream_rq_2xx`) ?? 0) >= 3);
+    console.log(`gateway http: backend inbound ssl.handshake=${handshakes}`);
+  });
+
+  test('https: TLS terminated at the gateway with the Ingress Secret; plaintext redirected', async () => {
+    await mesh.api.request('POST', `/api/v1/namespaces/${mesh.namespace}/secrets`, {
+      body: {
+        metadata: { name: 'shop-tls' },
+        type: 'kubernetes.io/tls',
+        data: {
+          'tls.crt': Buffer.from(cert.crt).toString('base64'),
+          'tls.key': Buffer.from(cert.key).toString('base64'),
+        },
+      },
+    });
+    await mesh.apply('networking.k8s.io', 'v1', 'ingresses', {
+      apiVersion: 'networking.k8s.io/v1',
+      kind: 'Ingress',
+      metadata: { name: 'shop', namespace: mesh.namespace },
+      spec: {
+        ingressClassName: 'skein',
+        tls: [{ hosts: ['shop.example.com'], secretName: 'shop-tls' }],
+        rules: [
+          {
+            host: 'shop.example.com',
+            http: {
+              paths: [
+                {
+                  path: '/books',
+                  pathType: 'Prefix',
+                  backend: { service: { name: 'web', port: { name: 'http' } } },
+                },
+              ],
+            },
+          },
+        ],
+      },
+    });
+    await eventually(
+      'https through the gateway',
+      async () => assert.ok(fromWeb(await callTls('shop.example.com', '/books/1'))),
+      30_000,
+    );
+    const redirect = await call('shop.example.com', '/books/1');
+    assert.equal(redirect.counts['301'], 1, JSON.stringify(redirect));
+    assert.equal(redirect.bodies['301'], 'location: https://shop.example.com/books/1');
+    // A name the Secret does not serve: no filter chain, the handshake fails.
+    const wrongSni = await callTls('shop.example.com', '/books/1', 'other.example.com');
+    assert.ok(!fromWeb(wrongSni), JSON.stringify(wrongSni));
+    const tls = await gateway.envoyStats('ssl\\.handshake');
+    assert.ok(
+      [...tls].some(([k, v]) => k.startsWith('listener.') && v >= 1),
+      `gateway listener handshakes: ${JSON.stringify([...tls])}`,
+    );
+
+    // A broken edit of the Secret: reported, and the last good certificate keeps serving.
+    await mesh.api.request('PUT', `/api/v1/namespaces/${mesh.namespace}/secrets/shop-tls`, {
+      body: {
+        metadata: { name: 'shop-tls' },
+        type: 'kubernetes.io/tls',
+        data: {
+          'tls.crt': Buffer.from(cert.crt).toString('base64'),
+          'tls.key': Buffer.from('not a key').toString('base64'),
+        },
+      },
+    });
+    await eventually(
+      'the broken Secret is reported',
+      async () => {
+        const problems = JSON.stringify(await mesh.debug('problems'));
+        assert.match(problems, /shop-tls/);
+        assert.match(problems, /last valid certificate stays in force/);
+      },
+      20_000,
+    );
+    assert.ok(
+      fromWeb(await callTls('shop.example.com', '/books/2')),
+      'still served with the last good key pair',
+    );
+  });
+});
