@@ -9,12 +9,18 @@ import { renderEnvoyApi } from './gen.js';
 /** Where the generated module lives, relative to the repository root. */
 export const ENVOY_API_PATH = 'pkg/envoy/api/envoy.ts';
 
+function xdsPackageVersion(): string {
+  const manifest: unknown = createRequire(import.meta.url)('@grpc/grpc-js-xds/package.json');
+  const version =
+    typeof manifest === 'object' && manifest !== null ? Reflect.get(manifest, 'version') : undefined;
+  if (typeof version !== 'string') throw new Error('@grpc/grpc-js-xds/package.json has no version');
+  return version;
+}
+
 export function skeinEnvoyApi(): string {
-  const require = createRequire(import.meta.url);
-  const { version } = require('@grpc/grpc-js-xds/package.json') as { version: string };
   return renderEnvoyApi(
     envoyRoot(),
     { resources: Object.values(TypeUrl), anys: Object.values(AnyType) },
-    `@grpc/grpc-js-xds ${version}`,
+    `@grpc/grpc-js-xds ${xdsPackageVersion()}`,
   );
 }
