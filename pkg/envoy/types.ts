@@ -1,5 +1,6 @@
 import type { MeshView, ProxyContext } from '../catalog/types.js';
 import type { SecretSource } from '../certificate/types.js';
+import type { ResourceMessages } from './api/envoy.js';
 
 export const TypeUrl = {
   Listener: 'type.googleapis.com/envoy.config.listener.v3.Listener',
@@ -28,12 +29,10 @@ export function isWildcardType(typeUrl: string): boolean {
 export type ProtoObject = { [field: string]: ProtoValue };
 export type ProtoValue = string | number | boolean | null | ProtoObject | ProtoValue[];
 
-/** One xDS resource before encoding. */
-export interface Resource {
-  name: string;
-  typeUrl: TypeUrl;
-  message: ProtoObject;
-}
+/** One xDS resource before encoding, its message of the type its URL names (pkg/envoy/api/envoy.ts). */
+export type Resource = {
+  [U in TypeUrl]: { name: string; typeUrl: U; message: ResourceMessages[U] };
+}[TypeUrl];
 
 export interface GenerationContext {
   mesh: MeshView;

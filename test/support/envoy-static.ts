@@ -8,7 +8,7 @@ import { BuiltinCA } from '../../pkg/certificate/builtin.js';
 import type { IssuedCertificate, SecretSource } from '../../pkg/certificate/types.js';
 import { DiscoveryType } from '../../pkg/envoy/common/enums.js';
 import type { ProxyResources } from '../../pkg/envoy/testing/crossref.js';
-import { isProtoObject } from '../../pkg/envoy/testing/pick.js';
+import { isProtoObject, plain } from '../../pkg/envoy/testing/pick.js';
 import type { ProtoObject, ProtoValue } from '../../pkg/envoy/types.js';
 import { BOOTSTRAP_TYPE_URL } from '../../pkg/injector/bootstrap.js';
 import { type Identity, serviceIdentityName, spiffeId } from '../../pkg/mesh/identity.js';
@@ -89,7 +89,7 @@ function loadAssignment(cluster: string, endpoints: readonly ProtoValue[]): Prot
 /** The bootstrap (fromObject form) that runs these resources as static configuration. */
 export function staticBootstrap(res: ProxyResources, opts: StaticOptions): ProtoObject {
   const routes = new Map(res.routes.map((r) => [r.name, r.message]));
-  const endpointsOf = new Map(res.endpoints.map((r) => [r.name, r.message['endpoints'] ?? []]));
+  const endpointsOf = new Map(res.endpoints.map((r) => [r.name, plain(r.message)['endpoints'] ?? []]));
   const ports = opts.destinationPorts ?? new Map<number, number>();
   const moved = (p: ProtoValue | undefined) => (typeof p === 'number' ? (ports.get(p) ?? p) : p);
   const fix = (o: ProtoObject): ProtoObject => {

@@ -3,13 +3,14 @@
 // gateway presents its own identity's certificate and pins the backend's.
 import { gatewayPlan } from '../../catalog/view.js';
 import { identityKey } from '../../mesh/identity.js';
+import type { Cluster } from '../api/envoy.js';
 import { IdentityMemo } from '../common/memo.js';
 import { byName, proxyOutboundPlan } from '../common/outbound.js';
 import { gatewayTarget } from '../rds/gateway.js';
-import { type ProtoObject, type Resource, type ResourceGenerator, TypeUrl } from '../types.js';
+import { type Resource, type ResourceGenerator, TypeUrl } from '../types.js';
 import { upstreamCluster } from './sidecar.js';
 
-const clusters = new IdentityMemo<ProtoObject>();
+const clusters = new IdentityMemo<Cluster>();
 
 /** Always the full set: CDS is state-of-the-world (xDS rule 7). */
 export const gatewayCdsGenerator: ResourceGenerator = {

@@ -3,23 +3,24 @@
 // with gRFC A29 mTLS that pins the server's SPIFFE identities.
 import type { MeshService, MeshServicePort, MeshView, ProxyContext } from '../../catalog/types.js';
 import { pinnedSans } from '../../mesh/identity.js';
+import type { Cluster, EnvoyTypeMatcher$StringMatcher } from '../api/envoy.js';
 import { DiscoveryType, LbPolicy } from '../common/enums.js';
 import { IdentityMemo } from '../common/memo.js';
 import { byName } from '../common/outbound.js';
 import { AnyType, adsConfigSource, ExtName, typed } from '../common/xds.js';
 import { parseUpstreamClusterName } from '../eds/eds.js';
 import { PROXYLESS_CERT_PROVIDER, upstreamClusterName } from '../names.js';
-import type { GenerationContext, ProtoObject, Resource, ResourceGenerator } from '../types.js';
+import type { GenerationContext, Resource, ResourceGenerator } from '../types.js';
 import { TypeUrl } from '../types.js';
 
 /** SAN matchers for a service's identities (pinnedSans: never none, which grpc-js would read as any). */
-function sanMatchers(mesh: MeshView, service: MeshService): ProtoObject[] {
+function sanMatchers(mesh: MeshView, service: MeshService): EnvoyTypeMatcher$StringMatcher[] {
   return pinnedSans(mesh.serviceIdentities(service.key), mesh.trustDomain, service.key).map((exact) => ({
     exact,
   }));
 }
 
-export function proxylessCluster(mesh: MeshView, service: MeshService, port: number): ProtoObject {
+export function proxylessCluster(mesh: MeshView, service: MeshService, port: number): Cluster {
   const provider = { instance_name: PROXYLESS_CERT_PROVIDER };
   return {
     name: upstreamClusterName(service, port),
@@ -45,9 +46,9 @@ export function proxylessCluster(mesh: MeshView, service: MeshService, port: num
 
 // Keyed on the service and its identities (both the same objects while
 // unchanged, MeshView contract), plus the trust domain and port.
-const clusters = new IdentityMemo<ProtoObject>();
+const clusters = new IdentityMemo<Cluster>();
 
-function clusterOf(mesh: MeshView, service: MeshService, port: MeshServicePort): ProtoObject {
+function clusterOf(mesh: MeshView, service: MeshService, port: MeshServicePort): Cluster {
   const parts = [service, port, mesh.serviceIdentities(service.key)];
   return clusters.get(parts, mesh.trustDomain, () => proxylessCluster(mesh, service, port.port));
 }

@@ -4,6 +4,7 @@
 // the endpoint-less blackhole cluster in SMI mode (lds/sidecar.ts).
 import type { MeshServicePort } from '../../catalog/types.js';
 import { type Identity, identityKey } from '../../mesh/identity.js';
+import type { Cluster } from '../api/envoy.js';
 import { DiscoveryType, LbPolicy } from '../common/enums.js';
 import { inboundPorts } from '../common/inbound.js';
 import { IdentityMemo } from '../common/memo.js';
@@ -13,18 +14,18 @@ import { adsConfigSource, durationSeconds, http2ProtocolOptions, socketAddress }
 import { egressDnsCluster } from '../egress/egress.js';
 import { egressPlan } from '../egress/plan.js';
 import { BLACKHOLE_CLUSTER, PASSTHROUGH_CLUSTER } from '../names.js';
-import { type ProtoObject, type Resource, type ResourceGenerator, TypeUrl } from '../types.js';
+import { type Resource, type ResourceGenerator, TypeUrl } from '../types.js';
 
 // OSM's value: fail fast so Envoy retries another endpoint.
 const CONNECT_TIMEOUT_S = 1;
 
-function withProtocol(cluster: ProtoObject, port: MeshServicePort): ProtoObject {
+function withProtocol(cluster: Cluster, port: MeshServicePort): Cluster {
   // gRPC needs HTTP/2 to the upstream; plain HTTP stays on Envoy's HTTP/1.1 default.
-  if (port.protocol === 'grpc') cluster['typed_extension_protocol_options'] = http2ProtocolOptions();
+  if (port.protocol === 'grpc') cluster.typed_extension_protocol_options = http2ProtocolOptions();
   return cluster;
 }
 
-export function upstreamCluster(own: Identity, up: UpstreamCluster): ProtoObject {
+export function upstreamCluster(own: Identity, up: UpstreamCluster): Cluster {
   return withProtocol(
     {
       name: up.name,
@@ -38,7 +39,7 @@ export function upstreamCluster(own: Identity, up: UpstreamCluster): ProtoObject
   );
 }
 
-export function localCluster(name: string, port: MeshServicePort): ProtoObject {
+export function localCluster(name: string, port: MeshServicePort): Cluster {
   return withProtocol(
     {
       name,
@@ -60,14 +61,14 @@ export function localCluster(name: string, port: MeshServicePort): ProtoObject {
 // Messages keyed on the MeshService they describe (the same object while
 // unchanged, MeshView contract) plus the scalars they embed, so an unrelated
 // change leaves every cluster message — and its encoding — as it was.
-const upstreamClusters = new IdentityMemo<ProtoObject>();
-const localClusters = new IdentityMemo<ProtoObject>();
+const upstreamClusters = new IdentityMemo<Cluster>();
+const localClusters = new IdentityMemo<Cluster>();
 // Egress clusters depend on the host and port alone (their name): shared by every proxy.
-const egressClusters = new Map<string, ProtoObject>();
-let passthrough: ProtoObject | undefined;
-let blackhole: ProtoObject | undefined;
+const egressClusters = new Map<string, Cluster>();
+let passthrough: Cluster | undefined;
+let blackhole: Cluster | undefined;
 
-export function passthroughCluster(): ProtoObject {
+export function passthroughCluster(): Cluster {
   return {
     name: PASSTHROUGH_CLUSTER,
     type: DiscoveryType.ORIGINAL_DST,
@@ -81,7 +82,7 @@ export function passthroughCluster(): ProtoObject {
  * Where the SMI outbound listener sends TCP it denies: with no endpoint,
  * tcp_proxy closes the connection at once (cluster.blackhole.upstream_cx_none_healthy).
  */
-export function blackholeCluster(): ProtoObject {
+export function blackholeCluster(): Cluster {
   return {
     name: BLACKHOLE_CLUSTER,
     type: DiscoveryType.STATIC,
@@ -95,7 +96,7 @@ export const sidecarCdsGenerator: ResourceGenerator = {
   generate(proxy, ctx): Resource[] {
     if (proxy.identity.kind !== 'sidecar') return [];
     const out: Resource[] = [];
-    const add = (message: ProtoObject, name: string): void => {
+    const add = (message: Cluster, name: string): void => {
       out.push({ name, typeUrl: TypeUrl.Cluster, message });
     };
     const own = identityKey(proxy.identity);

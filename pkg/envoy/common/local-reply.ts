@@ -1,6 +1,6 @@
 // The HCM local_reply_config skein uses for its own refusals: a body that says why.
 
-import type { ProtoObject } from '../types.js';
+import type { LocalReplyConfig } from '../api/envoy.js';
 import { ComparisonOp } from './enums.js';
 
 /**
@@ -8,7 +8,7 @@ import { ComparisonOp } from './enums.js';
  * body (substitution format). Only local replies are rewritten, never the
  * app's responses.
  */
-export function localReplyBody(status: number, body: string): ProtoObject {
+export function localReplyBody(status: number, body: string): LocalReplyConfig {
   return {
     mappers: [
       {

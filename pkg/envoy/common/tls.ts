@@ -2,16 +2,16 @@
 // (secret names in names.ts).
 import type { MeshService } from '../../catalog/types.js';
 import { type Identity, identityKey } from '../../mesh/identity.js';
+import type { SdsSecretConfig, TransportSocket } from '../api/envoy.js';
 import { outboundRootSecretName, serviceCertSecretName } from '../names.js';
-import type { ProtoObject } from '../types.js';
 import { AnyType, adsConfigSource, ExtName, typed } from './xds.js';
 
-function sdsSecret(name: string): ProtoObject {
+function sdsSecret(name: string): SdsSecretConfig {
   return { name, sds_config: adsConfigSource() };
 }
 
 /** Client side: present the proxy's own service cert, accept only the service's identities. */
-export function upstreamTlsSocket(own: Identity, service: MeshService): ProtoObject {
+export function upstreamTlsSocket(own: Identity, service: MeshService): TransportSocket {
   return {
     name: ExtName.Tls,
     typed_config: typed(AnyType.UpstreamTlsContext, {
@@ -26,7 +26,7 @@ export function upstreamTlsSocket(own: Identity, service: MeshService): ProtoObj
 }
 
 /** Server side: mTLS with a client certificate required, checked against the named validation context. */
-export function downstreamTlsSocket(own: Identity, validationSecret: string): ProtoObject {
+export function downstreamTlsSocket(own: Identity, validationSecret: string): TransportSocket {
   const key = identityKey(own);
   return {
     name: ExtName.Tls,

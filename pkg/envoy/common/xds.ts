@@ -1,6 +1,6 @@
 // Small building blocks shared by the sidecar and proxyless generators: Any
 // type URLs, well-known extension names and config sources.
-import type { ProtoObject } from '../types.js';
+import type { Address, AnyMessages, ConfigSource, Duration, TypedAny } from '../api/envoy.js';
 import { ApiVersion } from './enums.js';
 
 const T = 'type.googleapis.com/';
@@ -38,22 +38,25 @@ export const ExtName = {
   GlobalDownstreamMaxConnections: 'envoy.resource_monitors.global_downstream_max_connections',
 } as const;
 
-/** An Any in fromObject form. */
-export function typed(typeUrl: string, body: ProtoObject = {}): ProtoObject {
+/**
+ * An Any in fromObject form. The URL picks the payload's type (AnyMessages,
+ * pkg/envoy/api/envoy.ts), so a payload of another message fails to compile.
+ */
+export function typed<U extends keyof AnyMessages>(typeUrl: U, body?: AnyMessages[U]): TypedAny<U> {
   return { '@type': typeUrl, ...body };
 }
 
 /** Config source "over this same ADS stream", v3 resources. */
-export function adsConfigSource(): ProtoObject {
+export function adsConfigSource(): ConfigSource {
   return { ads: {}, resource_api_version: ApiVersion.V3 };
 }
 
-export function socketAddress(address: string, port: number): ProtoObject {
+export function socketAddress(address: string, port: number): Address {
   return { socket_address: { address, port_value: port } };
 }
 
 /** Upstream HTTP/2 (gRPC needs it end to end); HTTP/1.1 is Envoy's default otherwise. */
-export function http2ProtocolOptions(): ProtoObject {
+export function http2ProtocolOptions(): { [name: string]: TypedAny<typeof AnyType.HttpProtocolOptions> } {
   return {
     [ExtName.HttpProtocolOptions]: typed(AnyType.HttpProtocolOptions, {
       explicit_http_config: { http2_protocol_options: {} },
@@ -61,6 +64,6 @@ export function http2ProtocolOptions(): ProtoObject {
   };
 }
 
-export function durationSeconds(seconds: number): ProtoObject {
+export function durationSeconds(seconds: number): Duration {
   return { seconds };
 }

@@ -1,11 +1,12 @@
 // EDS for sidecars and proxyless gRPC alike: one ClusterLoadAssignment per
 // requested upstream cluster name `<ns>/<svc>|<port>` (names.ts).
 import type { Endpoint } from '../../catalog/types.js';
+import type { ClusterLoadAssignment, LbEndpoint } from '../api/envoy.js';
 import { HealthStatus } from '../common/enums.js';
 import { IdentityMemo } from '../common/memo.js';
 import { byName } from '../common/outbound.js';
 import { socketAddress } from '../common/xds.js';
-import { type ProtoObject, type Resource, type ResourceGenerator, TypeUrl } from '../types.js';
+import { type Resource, type ResourceGenerator, TypeUrl } from '../types.js';
 
 const CLUSTER_NAME = /^([^/|]+\/[^/|]+)\|([0-9]{1,5})$/;
 
@@ -22,8 +23,11 @@ export function parseUpstreamClusterName(name: string): { serviceKey: string; po
  * `load_balancing_weight` because grpc-js-xds silently drops localities
  * without one (grpc-js-xds 1.14, `src/load-balancer-xds-wrr-locality.ts`). Only ready endpoints are listed.
  */
-export function clusterLoadAssignment(clusterName: string, endpoints: readonly Endpoint[]): ProtoObject {
-  const lbEndpoints: ProtoObject[] = [];
+export function clusterLoadAssignment(
+  clusterName: string,
+  endpoints: readonly Endpoint[],
+): ClusterLoadAssignment {
+  const lbEndpoints: LbEndpoint[] = [];
   for (const ep of endpoints) {
     if (!ep.ready) continue;
     lbEndpoints.push({
@@ -39,9 +43,9 @@ export function clusterLoadAssignment(clusterName: string, endpoints: readonly E
 
 // Keyed on the endpoints array (the same object while unchanged, MeshView
 // contract) and the cluster name: an unchanged service keeps its message.
-const assignments = new IdentityMemo<ProtoObject>();
+const assignments = new IdentityMemo<ClusterLoadAssignment>();
 
-function assignmentOf(name: string, endpoints: readonly Endpoint[]): ProtoObject {
+function assignmentOf(name: string, endpoints: readonly Endpoint[]): ClusterLoadAssignment {
   return assignments.get([endpoints], name, () => clusterLoadAssignment(name, endpoints));
 }
 

@@ -14,12 +14,26 @@
 // chain (tcp_proxy to the endpoint-less blackhole cluster: closed).
 import type { IpRange } from '../../catalog/egress.js';
 import type { HTTPMatch } from '../../model/objects.js';
+import type {
+  CidrRange,
+  Cluster,
+  EnvoyTypeMatcher$StringMatcher,
+  FilterChain,
+  FilterChainMatch,
+  HeaderMatcher,
+  HttpFilter,
+  Listener$Filter,
+  ListenerFilter,
+  LocalReplyConfig,
+  Policy,
+  RouteConfiguration,
+  RouteMatch,
+} from '../api/envoy.js';
 import { DiscoveryType, RbacAction } from '../common/enums.js';
 import { localReplyBody } from '../common/local-reply.js';
 import { AnyType, adsConfigSource, durationSeconds, ExtName, socketAddress, typed } from '../common/xds.js';
 import { BLACKHOLE_CLUSTER, PASSTHROUGH_CLUSTER } from '../names.js';
 import { headerRegexToSafeRegex, pathRegexToSafeRegex } from '../rbac/rbac.js';
-import type { ProtoObject } from '../types.js';
 import type { EgressDnsCluster, EgressHttpPort, EgressPlan } from './plan.js';
 
 /** Stat prefix and chain name of what an egress port refuses. */
@@ -35,23 +49,23 @@ const HTTP_PROTOCOLS = ['http/1.0', 'http/1.1', 'h2c'];
 // External hosts are farther away than mesh pods (1 s there, cds/sidecar.ts).
 const CONNECT_TIMEOUT_S = 5;
 
-function prefixRanges(ranges: readonly IpRange[]): ProtoObject[] {
+function prefixRanges(ranges: readonly IpRange[]): CidrRange[] {
   return ranges.map((r) => ({ address_prefix: r.address, prefix_len: { value: r.prefixLen } }));
 }
 
-function tcpProxy(statPrefix: string, cluster: string): ProtoObject {
+function tcpProxy(statPrefix: string, cluster: string): Listener$Filter {
   return {
     name: ExtName.TcpProxy,
     typed_config: typed(AnyType.TcpProxy, { stat_prefix: statPrefix, cluster }),
   };
 }
 
-function deniedChain(name: string, match: ProtoObject): ProtoObject {
+function deniedChain(name: string, match: FilterChainMatch): FilterChain {
   return { name, filter_chain_match: match, filters: [tcpProxy(EGRESS_DENIED, BLACKHOLE_CLUSTER)] };
 }
 
 /** `:authority` values allowed for a host (RFC 9110 §7.2: the port may follow). */
-function authorityMatchers(host: string, port: number): ProtoObject[] {
+function authorityMatchers(host: string, port: number): EnvoyTypeMatcher$StringMatcher[] {
   if (host.startsWith('*.')) {
     const suffix = host.slice(1);
     return [
@@ -66,11 +80,11 @@ function authorityMatchers(host: string, port: number): ProtoObject[] {
 }
 
 /** RBAC (ALLOW) admitting only the port's allowed Host headers; an empty list denies all. */
-function hostRbac(p: EgressHttpPort): ProtoObject {
+function hostRbac(p: EgressHttpPort): HttpFilter {
   const permissions = p.hosts.flatMap((h) =>
     authorityMatchers(h.host, p.port).map((m) => ({ header: { name: ':authority', string_match: m } })),
   );
-  const policies: ProtoObject = {};
+  const policies: { [name: string]: Policy } = {};
   if (permissions.length > 0) {
     policies['egress-hosts'] = {
       permissions: [{ or_rules: { rules: permissions } }],
@@ -89,7 +103,7 @@ function hostRbac(p: EgressHttpPort): ProtoObject {
   };
 }
 
-function deniedReply(port: number): ProtoObject {
+function deniedReply(port: number): LocalReplyConfig {
   return localReplyBody(
     403,
     `skein: egress to %REQ(:authority)% on port ${port} is not allowed for this proxy` +
@@ -97,9 +111,12 @@ function deniedReply(port: number): ProtoObject {
   );
 }
 
-function httpChain(p: EgressHttpPort): ProtoObject {
-  const match: ProtoObject = { destination_port: { value: p.port }, application_protocols: HTTP_PROTOCOLS };
-  if (p.ipRanges.length > 0) match['prefix_ranges'] = prefixRanges(p.ipRanges);
+function httpChain(p: EgressHttpPort): FilterChain {
+  const match: FilterChainMatch = {
+    destination_port: { value: p.port },
+    application_protocols: HTTP_PROTOCOLS,
+  };
+  if (p.ipRanges.length > 0) match.prefix_ranges = prefixRanges(p.ipRanges);
   const name = `egress_http_${p.port}`;
   const hcm = typed(AnyType.HttpConnectionManager, {
     stat_prefix: `egress_${p.port}`,
@@ -117,7 +134,7 @@ function httpChain(p: EgressHttpPort): ProtoObject {
 
 /** What the egress plan adds to the outbound listener (SMI mode, no enableEgress). */
 export interface EgressListenerPart {
-  chains: ProtoObject[];
+  chains: FilterChain[];
   /** Ports whose port-only HTTP denial an egress chain replaces (identical matches are rejected). */
   httpPortsTaken: ReadonlySet<number>;
   /** Ports where no inspector may run (tcp and tcp-server-first egress). */
@@ -132,7 +149,7 @@ export interface EgressListenerPart {
  * the mesh destination keeps its chain).
  */
 export function egressListenerPart(plan: EgressPlan, portOnlyTaken: ReadonlySet<number>): EgressListenerPart {
-  const chains: ProtoObject[] = [];
+  const chains: FilterChain[] = [];
   const httpPortsTaken = new Set<number>();
   const inspectorOff: number[] = [];
   const tlsPorts = new Set<number>();
@@ -141,9 +158,9 @@ export function egressListenerPart(plan: EgressPlan, portOnlyTaken: ReadonlySet<
     if (p.ipRanges.length === 0) httpPortsTaken.add(p.port);
   }
   plan.tls.forEach((t, i) => {
-    const match: ProtoObject = { destination_port: { value: t.port }, transport_protocol: 'tls' };
-    if (t.ipRanges.length > 0) match['prefix_ranges'] = prefixRanges(t.ipRanges);
-    if (t.serverNames.length > 0) match['server_names'] = [...t.serverNames];
+    const match: FilterChainMatch = { destination_port: { value: t.port }, transport_protocol: 'tls' };
+    if (t.ipRanges.length > 0) match.prefix_ranges = prefixRanges(t.ipRanges);
+    if (t.serverNames.length > 0) match.server_names = [...t.serverNames];
     chains.push({
       name: `egress_https_${t.port}_${i}`,
       filter_chain_match: match,
@@ -157,11 +174,11 @@ export function egressListenerPart(plan: EgressPlan, portOnlyTaken: ReadonlySet<
   }
   for (const t of plan.tcp) {
     inspectorOff.push(t.port);
-    const match: ProtoObject = { destination_port: { value: t.port } };
+    const match: FilterChainMatch = { destination_port: { value: t.port } };
     if (t.ipRanges.length === 0) {
       if (portOnlyTaken.has(t.port)) continue;
     } else {
-      match['prefix_ranges'] = prefixRanges(t.ipRanges);
+      match.prefix_ranges = prefixRanges(t.ipRanges);
       if (!portOnlyTaken.has(t.port))
         chains.push(deniedChain(`${EGRESS_DENIED}_tcp_${t.port}`, { destination_port: { value: t.port } }));
     }
@@ -184,7 +201,7 @@ export function egressListenerPart(plan: EgressPlan, portOnlyTaken: ReadonlySet<
  * server-first protocols until the listener-filter timeout like http_inspector
  * (ListenerFilter.filter_disabled, a ListenerFilterChainMatchPredicate).
  */
-export function egressTlsInspector(ports: readonly number[]): ProtoObject {
+export function egressTlsInspector(ports: readonly number[]): ListenerFilter {
   const rules = ports.map((p) => ({ destination_port_range: { start: p, end: p + 1 } }));
   // MatchSet needs at least two rules (PGV min_items 2).
   const on = rules.length === 1 && rules[0] ? rules[0] : { or_match: { rules } };
@@ -197,12 +214,12 @@ export function egressTlsInspector(ports: readonly number[]): ProtoObject {
 
 // ---- RDS ----------------------------------------------------------------------
 
-function routeMatch(m: HTTPMatch): ProtoObject {
-  const match: ProtoObject = {};
+function routeMatch(m: HTTPMatch): RouteMatch {
+  const match: RouteMatch = {};
   if (m.pathRegex !== undefined && m.pathRegex !== '' && m.pathRegex !== '.*')
-    match['safe_regex'] = { regex: pathRegexToSafeRegex(m.pathRegex) };
-  else match['prefix'] = '/';
-  const headers: ProtoObject[] = [];
+    match.safe_regex = { regex: pathRegexToSafeRegex(m.pathRegex) };
+  else match.prefix = '/';
+  const headers: HeaderMatcher[] = [];
   const methods = (m.methods ?? []).filter((x) => x !== '*');
   if (methods.length > 0 && !(m.methods ?? []).includes('*'))
     headers.push({
@@ -214,12 +231,12 @@ function routeMatch(m: HTTPMatch): ProtoObject {
       name: name.toLowerCase(),
       string_match: { safe_regex: { regex: headerRegexToSafeRegex(m.headers?.[name] ?? '') } },
     });
-  if (headers.length > 0) match['headers'] = headers;
+  if (headers.length > 0) match.headers = headers;
   return match;
 }
 
 /** `rds-egress.<port>`: a virtual host per allowed host (`host`, `host:port`), routes from its HTTPRouteGroups. */
-export function egressRouteConfig(p: EgressHttpPort): ProtoObject {
+export function egressRouteConfig(p: EgressHttpPort): RouteConfiguration {
   return {
     name: egressRouteConfigName(p.port),
     virtual_hosts: p.hosts.map((h) => {
@@ -240,7 +257,7 @@ export function egressRouteConfig(p: EgressHttpPort): ProtoObject {
 // ---- CDS ----------------------------------------------------------------------
 
 /** STRICT_DNS: Envoy resolves the allowed host itself (no Host-header spoofing to another address). */
-export function egressDnsCluster(c: EgressDnsCluster): ProtoObject {
+export function egressDnsCluster(c: EgressDnsCluster): Cluster {
   return {
     name: c.name,
     type: DiscoveryType.STRICT_DNS,

@@ -5,19 +5,20 @@
 // forwarded header the client wrote.
 import { gatewayPlan } from '../../catalog/view.js';
 import { PORT_GATEWAY_HTTP, PORT_GATEWAY_HTTPS } from '../../mesh/constants.js';
+import type { Listener, Listener$Filter } from '../api/envoy.js';
 import { servableTls } from '../common/gateway.js';
 import { localReplyBody } from '../common/local-reply.js';
 import { IdentityMemo } from '../common/memo.js';
 import { AnyType, adsConfigSource, ExtName, socketAddress, typed } from '../common/xds.js';
 import { GATEWAY_HTTP, GATEWAY_HTTPS, ingressTlsSecretName } from '../names.js';
-import { type ProtoObject, type Resource, type ResourceGenerator, TypeUrl } from '../types.js';
+import { type Resource, type ResourceGenerator, TypeUrl } from '../types.js';
 
 const NOT_ROUTED_REPLY = localReplyBody(
   404,
   'skein ingress gateway: no Ingress of class skein routes %REQ(:authority)%%REQ(:path)%\n',
 );
 
-function httpConnectionManager(name: string): ProtoObject {
+function httpConnectionManager(name: string): Listener$Filter {
   return {
     name: ExtName.HttpConnectionManager,
     typed_config: typed(AnyType.HttpConnectionManager, {
@@ -37,7 +38,7 @@ function httpConnectionManager(name: string): ProtoObject {
   };
 }
 
-function httpListener(): ProtoObject {
+function httpListener(): Listener {
   return {
     name: GATEWAY_HTTP,
     address: socketAddress('0.0.0.0', PORT_GATEWAY_HTTP),
@@ -45,7 +46,7 @@ function httpListener(): ProtoObject {
   };
 }
 
-function httpsListener(tls: readonly { secret: string; hosts: readonly string[] }[]): ProtoObject {
+function httpsListener(tls: readonly { secret: string; hosts: readonly string[] }[]): Listener {
   return {
     name: GATEWAY_HTTPS,
     address: socketAddress('0.0.0.0', PORT_GATEWAY_HTTPS),
@@ -70,9 +71,9 @@ function httpsListener(tls: readonly { secret: string; hosts: readonly string[] 
   };
 }
 
-let plaintext: ProtoObject | undefined;
+let plaintext: Listener | undefined;
 // Keyed on the plan (the same object while unchanged) and the servable Secrets.
-const tlsListeners = new IdentityMemo<ProtoObject>();
+const tlsListeners = new IdentityMemo<Listener>();
 
 /** Always the full set: LDS is state-of-the-world (xDS rule 7). */
 export const gatewayLdsGenerator: ResourceGenerator = {

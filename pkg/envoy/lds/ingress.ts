@@ -12,6 +12,18 @@ import type { IngressPort } from '../../catalog/ingress.js';
 import type { MeshView } from '../../catalog/types.js';
 import { ingressPort } from '../../catalog/view.js';
 import { type Identity, identityKey } from '../../mesh/identity.js';
+import type {
+  CommonTlsContext,
+  FilterChain,
+  FilterChainMatch,
+  HttpConnectionManager,
+  HttpFilter,
+  Listener$Filter,
+  LocalReplyConfig,
+  RouteAction,
+  SdsSecretConfig,
+  TransportSocket,
+} from '../api/envoy.js';
 import { ComparisonOp } from '../common/enums.js';
 import { type InboundPort, isHttpLike } from '../common/inbound.js';
 import { AnyType, adsConfigSource, ExtName, typed } from '../common/xds.js';
@@ -22,7 +34,6 @@ import {
   serviceCertSecretName,
 } from '../names.js';
 import { cidrRange, ingressRbacFilter } from '../rbac/ingress.js';
-import type { ProtoObject } from '../types.js';
 
 /** One target port's ingress answer, with the inbound port it was found for. */
 export interface IngressChainInput {
@@ -49,10 +60,10 @@ export function ingressInputs(mesh: MeshView, ports: readonly InboundPort[]): In
   return out;
 }
 
-function inlineRoutes(name: string, p: InboundPort): ProtoObject {
-  const route: ProtoObject = { cluster: p.localCluster };
+function inlineRoutes(name: string, p: InboundPort): Pick<HttpConnectionManager, 'route_config'> {
+  const route: RouteAction = { cluster: p.localCluster };
   // gRPC streams outlive Envoy's 15 s default route timeout: 0 disables it.
-  if (p.port.protocol === 'grpc') route['timeout'] = { seconds: 0 };
+  if (p.port.protocol === 'grpc') route.timeout = { seconds: 0 };
   return {
     route_config: {
       name,
@@ -61,7 +72,12 @@ function inlineRoutes(name: string, p: InboundPort): ProtoObject {
   };
 }
 
-function hcm(name: string, p: InboundPort, httpFilters: ProtoObject[], extra: ProtoObject = {}): ProtoObject {
+function hcm(
+  name: string,
+  p: InboundPort,
+  httpFilters: HttpFilter[],
+  extra: { local_reply_config?: LocalReplyConfig } = {},
+): Listener$Filter {
   return {
     name: ExtName.HttpConnectionManager,
     typed_config: typed(AnyType.HttpConnectionManager, {
@@ -73,16 +89,16 @@ function hcm(name: string, p: InboundPort, httpFilters: ProtoObject[], extra: Pr
   };
 }
 
-function sds(name: string): ProtoObject {
+function sds(name: string): SdsSecretConfig {
   return { name, sds_config: adsConfigSource() };
 }
 
 /** https: the backend's certificate; the client's checked against the mesh CA unless skipped. */
-function ingressTlsSocket(own: Identity, skipClientCertValidation: boolean): ProtoObject {
+function ingressTlsSocket(own: Identity, skipClientCertValidation: boolean): TransportSocket {
   const key = identityKey(own);
-  const common: ProtoObject = { tls_certificate_sds_secret_configs: [sds(serviceCertSecretName(key))] };
+  const common: CommonTlsContext = { tls_certificate_sds_secret_configs: [sds(serviceCertSecretName(key))] };
   if (!skipClientCertValidation)
-    common['validation_context_sds_secret_config'] = sds(ingressRootSecretName(key));
+    common.validation_context_sds_secret_config = sds(ingressRootSecretName(key));
   return {
     name: ExtName.Tls,
     typed_config: typed(AnyType.DownstreamTlsContext, {
@@ -92,7 +108,7 @@ function ingressTlsSocket(own: Identity, skipClientCertValidation: boolean): Pro
   };
 }
 
-const INGRESS_DENIED_REPLY: ProtoObject = {
+const INGRESS_DENIED_REPLY: LocalReplyConfig = {
   mappers: [
     {
       filter: {
@@ -114,11 +130,11 @@ const INGRESS_DENIED_REPLY: ProtoObject = {
 };
 
 /** One chain per input: its sources in the match, the HTTP policy in RBAC, the app behind it. */
-export function ingressChain(own: Identity, input: IngressChainInput): ProtoObject {
+export function ingressChain(own: Identity, input: IngressChainInput): FilterChain {
   const { port: p, ingress } = input;
   const name = ingressFilterChainName(p.port.targetPort, ingress.protocol);
   const https = ingress.protocol === 'https';
-  const match: ProtoObject = {
+  const match: FilterChainMatch = {
     destination_port: { value: p.port.targetPort },
     transport_protocol: https ? 'tls' : 'raw_buffer',
     source_prefix_ranges: ingress.cidrs.map(cidrRange),
@@ -126,12 +142,12 @@ export function ingressChain(own: Identity, input: IngressChainInput): ProtoObje
   // On a target port shared by two services the mesh chains carry the SNI;
   // the ingress chain then stays without it (clients sending another name or
   // none reach it).
-  const chain: ProtoObject = {
+  const chain: FilterChain = {
     name,
     filter_chain_match: match,
     filters: [hcm(name, p, [ingressRbacFilter(ingress)], { local_reply_config: INGRESS_DENIED_REPLY })],
   };
-  if (https) chain['transport_socket'] = ingressTlsSocket(own, ingress.skipClientCertValidation);
+  if (https) chain.transport_socket = ingressTlsSocket(own, ingress.skipClientCertValidation);
   return chain;
 }
 
@@ -140,15 +156,15 @@ export function ingressChain(own: Identity, input: IngressChainInput): ProtoObje
  * each target port goes to the app (an ingress controller needs no
  * IngressBackend then, gRPC included — OSM refused it).
  */
-export function permissivePlaintextChains(ports: readonly InboundPort[]): ProtoObject[] {
-  const out: ProtoObject[] = [];
+export function permissivePlaintextChains(ports: readonly InboundPort[]): FilterChain[] {
+  const out: FilterChain[] = [];
   const seen = new Set<number>();
   for (const p of ports) {
     const t = p.port.targetPort;
     if (seen.has(t)) continue;
     seen.add(t);
     const name = inboundPlaintextChainName(t);
-    const filter = isHttpLike(p.port)
+    const filter: Listener$Filter = isHttpLike(p.port)
       ? hcm(name, p, [])
       : {
           name: ExtName.TcpProxy,

@@ -6,6 +6,7 @@
 //   template `grpc/server?xds.resource.listening_address=<ip>:<port>`, carrying
 //   the SMI policy as an RBAC HTTP filter and mTLS (gRFC A29).
 import type { InboundRule, MeshView, ProxyContext } from '../../catalog/types.js';
+import type { HttpFilter, Listener, TransportSocket, TypedAny } from '../api/envoy.js';
 import { IdentityMemo } from '../common/memo.js';
 import { byName } from '../common/outbound.js';
 import { AnyType, adsConfigSource, ExtName, socketAddress, typed } from '../common/xds.js';
@@ -21,14 +22,14 @@ import {
   resolveClientTarget,
 } from '../proxyless/targets.js';
 import { httpRbacFilter } from '../rbac/rbac.js';
-import type { GenerationContext, ProtoObject, Resource, ResourceGenerator } from '../types.js';
+import type { GenerationContext, Resource, ResourceGenerator } from '../types.js';
 import { TypeUrl } from '../types.js';
 
 // grpc-js-xds requires the router filter last (gRFC A39).
-const ROUTER_FILTER: ProtoObject = { name: ExtName.Router, typed_config: typed(AnyType.Router) };
+const ROUTER_FILTER: HttpFilter = { name: ExtName.Router, typed_config: typed(AnyType.Router) };
 
 /** A client Listener for one target, answered under the name the client asked for. */
-export function proxylessClientListener(target: ClientTarget): ProtoObject {
+export function proxylessClientListener(target: ClientTarget): Listener {
   return {
     name: target.name,
     api_listener: {
@@ -50,7 +51,7 @@ export function proxylessClientListener(target: ClientTarget): ProtoObject {
  * certificate provider, client certificates required and validated against the
  * same provider's CA, so RBAC sees the caller's SPIFFE id.
  */
-function downstreamTls(): ProtoObject {
+function downstreamTls(): TransportSocket {
   const provider = { instance_name: PROXYLESS_CERT_PROVIDER };
   return {
     // grpc-js-xds rejects any other transport socket name on a server Listener.
@@ -76,8 +77,8 @@ export function proxylessServerListener(
   port: number,
   rules: readonly InboundRule[],
   trustDomain: string,
-): ProtoObject {
-  const hcm: ProtoObject = typed(AnyType.HttpConnectionManager, {
+): Listener {
+  const hcm: TypedAny<typeof AnyType.HttpConnectionManager> = typed(AnyType.HttpConnectionManager, {
     stat_prefix: `inbound_${port}`,
     // Inline routes: the server only needs non_forwarding_action (grpc-js-xds
     // rejects calls on any other action).
@@ -159,7 +160,7 @@ function clientListeners(
  * this one, a change grpc-js applies, and the routes and clusters it names are
  * subscribed afresh (the placeholder named none).
  */
-export function unresolvedClientListener(name: string, why: string): ProtoObject {
+export function unresolvedClientListener(name: string, why: string): Listener {
   return {
     name,
     api_listener: {
@@ -178,8 +179,8 @@ export function unresolvedClientListener(name: string, why: string): ProtoObject
 // Listeners memoised on the view answers they are built from (the same
 // objects while unchanged, MeshView contract): client listeners on their
 // service, server listeners on the inbound rule lists they enforce.
-const clientListenerMemo = new IdentityMemo<ProtoObject>();
-const serverListenerMemo = new IdentityMemo<ProtoObject>();
+const clientListenerMemo = new IdentityMemo<Listener>();
+const serverListenerMemo = new IdentityMemo<Listener>();
 const PERMISSIVE_RULES: readonly InboundRule[] = Object.freeze([
   { sources: 'any', http: 'all', origin: 'permissive' },
 ]);

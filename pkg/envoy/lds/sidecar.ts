@@ -5,6 +5,18 @@
 import type { MeshService, MeshView, ProxyContext } from '../../catalog/types.js';
 import { PORT_INBOUND_LISTENER, PORT_OUTBOUND_LISTENER } from '../../mesh/constants.js';
 import { type Identity, identityKey } from '../../mesh/identity.js';
+import type {
+  Any,
+  FilterChain,
+  FilterChainMatch,
+  HttpConnectionManager,
+  HttpFilter,
+  Listener,
+  Listener$Filter,
+  ListenerFilter,
+  LocalReplyConfig,
+  TcpProxy,
+} from '../api/envoy.js';
 import { TrafficDirection } from '../common/enums.js';
 import { type InboundPort, inboundPorts, inboundRulesOf, isHttpLike } from '../common/inbound.js';
 import { localReplyBody } from '../common/local-reply.js';
@@ -28,26 +40,29 @@ import {
   PASSTHROUGH_CLUSTER,
 } from '../names.js';
 import { httpRbacFilter, networkRbacFilter } from '../rbac/rbac.js';
-import { type ProtoObject, type Resource, type ResourceGenerator, TypeUrl } from '../types.js';
+import { type Resource, type ResourceGenerator, TypeUrl } from '../types.js';
 import { type IngressChainInput, ingressChain, ingressInputs, permissivePlaintextChains } from './ingress.js';
 
 // How long the outbound listener's http_inspector may wait for a client's first bytes.
 const LISTENER_FILTERS_TIMEOUT_S = 1;
 
-function listenerFilter(name: string, typeUrl: string): ProtoObject {
-  return { name, typed_config: typed(typeUrl) };
+function listenerFilter(name: string, config: Any): ListenerFilter {
+  return { name, typed_config: config };
 }
 
-function rds(routeConfig: string): ProtoObject {
+/** How an HCM gets its routes: over RDS, or inline. */
+type HcmRoutes = Pick<HttpConnectionManager, 'rds' | 'route_config'>;
+
+function rds(routeConfig: string): HcmRoutes {
   return { rds: { route_config_name: routeConfig, config_source: adsConfigSource() } };
 }
 
 function httpConnectionManager(
   statPrefix: string,
-  routes: ProtoObject,
-  httpFilters: ProtoObject[],
-  extra: ProtoObject = {},
-): ProtoObject {
+  routes: HcmRoutes,
+  httpFilters: HttpFilter[],
+  extra: { local_reply_config?: LocalReplyConfig } = {},
+): Listener$Filter {
   return {
     name: ExtName.HttpConnectionManager,
     typed_config: typed(AnyType.HttpConnectionManager, {
@@ -76,14 +91,17 @@ const OUTBOUND_DENIED_REPLY = localReplyBody(
     ' (SMI mode: no TrafficTarget allows its identity to call this destination)\n',
 );
 
-function tcpProxy(statPrefix: string, target: ProtoObject): ProtoObject {
+/** Where a tcp_proxy sends its connections. */
+type TcpTarget = Pick<TcpProxy, 'cluster' | 'weighted_clusters'>;
+
+function tcpProxy(statPrefix: string, target: TcpTarget): Listener$Filter {
   return {
     name: ExtName.TcpProxy,
     typed_config: typed(AnyType.TcpProxy, { stat_prefix: statPrefix, ...target }),
   };
 }
 
-function tcpTarget(p: OutboundPort): ProtoObject {
+function tcpTarget(p: OutboundPort): TcpTarget {
   const [only] = p.targets;
   if (p.targets.length === 1 && only && only.weight === undefined) return { cluster: only.cluster };
   return {
@@ -102,9 +120,9 @@ const HTTP_PROTOCOLS = ['http/1.0', 'http/1.1', 'h2c'];
  * SMI mode: an HTTP connection to a destination no chain matches (on `port`,
  * or on any port without chains when undefined) gets a 403 that says why.
  */
-function deniedHttpChain(port: number | undefined): ProtoObject {
-  const match: ProtoObject = { application_protocols: HTTP_PROTOCOLS };
-  if (port !== undefined) match['destination_port'] = { value: port };
+function deniedHttpChain(port: number | undefined): FilterChain {
+  const match: FilterChainMatch = { application_protocols: HTTP_PROTOCOLS };
+  if (port !== undefined) match.destination_port = { value: port };
   const routeConfig = {
     name: OUTBOUND_DENIED,
     virtual_hosts: [
@@ -131,14 +149,14 @@ function deniedHttpChain(port: number | undefined): ProtoObject {
  * before choosing a chain, and the inspector waits for the client's first
  * bytes: a server-first TCP protocol would stall until the timeout).
  */
-function httpInspector(offPorts: readonly number[]): ProtoObject {
-  const filter = listenerFilter(ExtName.HttpInspector, AnyType.HttpInspector);
+function httpInspector(offPorts: readonly number[]): ListenerFilter {
+  const filter = listenerFilter(ExtName.HttpInspector, typed(AnyType.HttpInspector));
   // Int32Range: [start, end).
   const ranges = offPorts.map((p) => ({ destination_port_range: { start: p, end: p + 1 } }));
   const [only] = ranges;
   // MatchSet needs at least two rules (PGV min_items 2).
-  if (ranges.length === 1 && only) filter['filter_disabled'] = only;
-  else if (ranges.length > 1) filter['filter_disabled'] = { or_match: { rules: ranges } };
+  if (ranges.length === 1 && only) filter.filter_disabled = only;
+  else if (ranges.length > 1) filter.filter_disabled = { or_match: { rules: ranges } };
   return filter;
 }
 
@@ -157,18 +175,18 @@ function httpInspector(offPorts: readonly number[]): ProtoObject {
  * once a port matches, port-less chains are out, so each port with IP-matched
  * chains gets its own HTTP denial chain besides the port-less one.
  */
-function outboundListener(plan: OutboundPlan, permissive: boolean, egress: EgressPlan): ProtoObject {
-  const chains: ProtoObject[] = [];
+function outboundListener(plan: OutboundPlan, permissive: boolean, egress: EgressPlan): Listener {
+  const chains: FilterChain[] = [];
   const ports = new Set<number>();
   const portOnly = new Set<number>();
   const tcpPorts = new Set<number>();
   for (const p of plan.ports) {
     const name = outboundFilterChainName(p.service, p.port);
     const port = p.port.port;
-    const match: ProtoObject = { destination_port: { value: port } };
+    const match: FilterChainMatch = { destination_port: { value: port } };
     if (hasClusterIP(p.service)) {
       const ip = p.service.clusterIP;
-      match['prefix_ranges'] = [{ address_prefix: ip, prefix_len: { value: ip.includes(':') ? 128 : 32 } }];
+      match.prefix_ranges = [{ address_prefix: ip, prefix_len: { value: ip.includes(':') ? 128 : 32 } }];
     } else {
       if (portOnly.has(port)) continue;
       portOnly.add(port);
@@ -181,8 +199,8 @@ function outboundListener(plan: OutboundPlan, permissive: boolean, egress: Egres
       : tcpProxy(name, tcpTarget(p));
     chains.push({ name, filter_chain_match: match, filters: [filter] });
   }
-  const listenerFilters = [listenerFilter(ExtName.OriginalDst, AnyType.OriginalDst)];
-  const listener: ProtoObject = {
+  const listenerFilters = [listenerFilter(ExtName.OriginalDst, typed(AnyType.OriginalDst))];
+  const listener: Listener = {
     name: OUTBOUND_LISTENER,
     address: socketAddress('0.0.0.0', PORT_OUTBOUND_LISTENER),
     traffic_direction: TrafficDirection.OUTBOUND,
@@ -192,7 +210,7 @@ function outboundListener(plan: OutboundPlan, permissive: boolean, egress: Egres
   // MeshConfig enableEgress: whatever is not a mesh destination leaves as it
   // would without a mesh; no port-wide HTTP denial may catch it first.
   if (permissive || egress.passthrough) {
-    listener['default_filter_chain'] = {
+    listener.default_filter_chain = {
       name: PASSTHROUGH_CLUSTER,
       filters: [tcpProxy(PASSTHROUGH_CLUSTER, { cluster: PASSTHROUGH_CLUSTER })],
     };
@@ -222,23 +240,26 @@ function outboundListener(plan: OutboundPlan, permissive: boolean, egress: Egres
   // Elsewhere a client that sends nothing (server-first, to a destination
   // that is denied anyway) is held this long, then gets its chain without the
   // inspector's answer instead of being closed by Envoy (default 15 s).
-  listener['listener_filters_timeout'] = durationSeconds(LISTENER_FILTERS_TIMEOUT_S);
-  listener['continue_on_listener_filters_timeout'] = true;
-  listener['default_filter_chain'] = {
+  listener.listener_filters_timeout = durationSeconds(LISTENER_FILTERS_TIMEOUT_S);
+  listener.continue_on_listener_filters_timeout = true;
+  listener.default_filter_chain = {
     name: OUTBOUND_DENIED,
     filters: [tcpProxy(OUTBOUND_DENIED, { cluster: BLACKHOLE_CLUSTER })],
   };
   return listener;
 }
 
-function inboundChain(mesh: MeshView, own: Identity, p: InboundPort): ProtoObject {
+function inboundChain(mesh: MeshView, own: Identity, p: InboundPort): FilterChain {
   const name = inboundFilterChainName(p.service, p.port);
   const rules = inboundRulesOf(mesh, p);
-  const match: ProtoObject = { destination_port: { value: p.port.targetPort }, transport_protocol: 'tls' };
+  const match: FilterChainMatch = {
+    destination_port: { value: p.port.targetPort },
+    transport_protocol: 'tls',
+  };
   // Two services of this pod on one target port are told apart by the SNI
   // their clients send (cds/sidecar.ts sets sni = service FQDN); otherwise
   // any SNI is accepted, which also admits clients that send none.
-  if (p.sharedTargetPort) match['server_names'] = [p.service.fqdn];
+  if (p.sharedTargetPort) match.server_names = [p.service.fqdn];
   if (isHttpLike(p.port)) {
     // Any mesh identity completes the handshake (sds/sds.ts); the RBAC filter
     // decides per request, before the router, so a denied request never
@@ -273,7 +294,7 @@ function inboundListener(
   proxy: ProxyContext,
   ports: readonly InboundPort[],
   ingress: readonly IngressChainInput[],
-): ProtoObject {
+): Listener {
   const chains = ports.map((p) => inboundChain(mesh, proxy.identity, p));
   for (const i of ingress) chains.push(ingressChain(proxy.identity, i));
   if (mesh.permissive) chains.push(...permissivePlaintextChains(ports));
@@ -282,8 +303,8 @@ function inboundListener(
     address: socketAddress('0.0.0.0', PORT_INBOUND_LISTENER),
     traffic_direction: TrafficDirection.INBOUND,
     listener_filters: [
-      listenerFilter(ExtName.TlsInspector, AnyType.TlsInspector),
-      listenerFilter(ExtName.OriginalDst, AnyType.OriginalDst),
+      listenerFilter(ExtName.TlsInspector, typed(AnyType.TlsInspector)),
+      listenerFilter(ExtName.OriginalDst, typed(AnyType.OriginalDst)),
     ],
     filter_chains: chains,
   };
@@ -292,15 +313,15 @@ function inboundListener(
 // Listeners memoised on the view answers they are built from (the same
 // objects while unchanged, MeshView contract). The outbound listener depends
 // on the outbound plan alone, so proxies sharing a plan share the message.
-const outboundListeners = new IdentityMemo<ProtoObject>();
-const inboundListeners = new IdentityMemo<ProtoObject>();
+const outboundListeners = new IdentityMemo<Listener>();
+const inboundListeners = new IdentityMemo<Listener>();
 
 /**
  * The inbound listener reads, per inbound port, its service (ports, fqdn, key)
  * and the inbound rules of every service port behind it; inboundPorts derives
  * the rest from the services.
  */
-function inboundListenerOf(mesh: MeshView, proxy: ProxyContext): ProtoObject | undefined {
+function inboundListenerOf(mesh: MeshView, proxy: ProxyContext): Listener | undefined {
   const ports = inboundPorts(proxy);
   if (ports.length === 0) return undefined;
   const parts: object[] = [];

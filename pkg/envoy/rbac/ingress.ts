@@ -2,9 +2,9 @@
 // IngressBackend, its sources as principals and the Ingress routes and
 // HTTPRouteGroup matches as permissions, ANDed (catalog/ingress.ts).
 import type { IngressPolicy, IngressPort, IngressRoute } from '../../catalog/ingress.js';
+import type { CidrRange, ConfigRbac$RBAC, HttpFilter, Permission, Policy, Principal } from '../api/envoy.js';
 import { RbacAction } from '../common/enums.js';
 import { AnyType, ExtName, typed } from '../common/xds.js';
-import type { ProtoObject } from '../types.js';
 import { httpMatchPermission } from './rbac.js';
 
 function escapeRe2(text: string): string {
@@ -12,7 +12,7 @@ function escapeRe2(text: string): string {
 }
 
 /** `cidr` as an Envoy CidrRange. */
-export function cidrRange(cidr: string): ProtoObject {
+export function cidrRange(cidr: string): CidrRange {
   const [address = '', len] = cidr.split('/');
   const max = address.includes(':') ? 128 : 32;
   return { address_prefix: address, prefix_len: { value: len === undefined ? max : Number(len) } };
@@ -28,11 +28,11 @@ export function hostRegex(host: string): string {
   return `(?i)${name}(:[0-9]+)?`;
 }
 
-function anyOf(rules: ProtoObject[]): ProtoObject {
+function anyOf(rules: Permission[]): Permission {
   const [only] = rules;
   return rules.length === 1 && only ? only : { or_rules: { rules } };
 }
-function allOf(rules: ProtoObject[]): ProtoObject {
+function allOf(rules: Permission[]): Permission {
   const [only] = rules;
   // Envoy RBAC's `Permission.any` (matches every request), not a TypeScript any: no rules, no limit.
   if (rules.length === 0) return { any: true };
@@ -44,8 +44,8 @@ function allOf(rules: ProtoObject[]): ProtoObject {
  * element-wise (Kubernetes Ingress pathType Prefix): the path itself or the
  * path followed by `/`.
  */
-export function ingressRoutePermission(route: IngressRoute): ProtoObject {
-  const parts: ProtoObject[] = [];
+export function ingressRoutePermission(route: IngressRoute): Permission {
+  const parts: Permission[] = [];
   if (route.host !== undefined)
     parts.push({
       header: { name: ':authority', string_match: { safe_regex: { regex: hostRegex(route.host) } } },
@@ -59,15 +59,15 @@ export function ingressRoutePermission(route: IngressRoute): ProtoObject {
   return allOf(parts);
 }
 
-function policyPrincipal(policy: IngressPolicy): ProtoObject {
+function policyPrincipal(policy: IngressPolicy): Principal {
   // direct_remote_ip: the connection's peer, never a forwarded-for header.
-  const ips: ProtoObject[] = policy.cidrs.map((c) => ({ direct_remote_ip: cidrRange(c) }));
-  const ids: ProtoObject[] = [ips.length === 1 && ips[0] ? ips[0] : { or_ids: { ids: ips } }];
+  const ips: Principal[] = policy.cidrs.map((c) => ({ direct_remote_ip: cidrRange(c) }));
+  const ids: Principal[] = [ips.length === 1 && ips[0] ? ips[0] : { or_ids: { ids: ips } }];
   if (policy.principals.length > 0) {
     // Exact names as given: a principal_name is matched against the URI SAN,
     // then the DNS SAN (rbac.proto). Nothing is appended (OSM appended the
     // trust domain, and users saw rbac_access_denied_matched_policy[none]).
-    const who: ProtoObject[] = policy.principals.map((name) => ({
+    const who: Principal[] = policy.principals.map((name) => ({
       authenticated: { principal_name: { exact: name } },
     }));
     ids.push(who.length === 1 && who[0] ? who[0] : { or_ids: { ids: who } });
@@ -76,8 +76,8 @@ function policyPrincipal(policy: IngressPolicy): ProtoObject {
   return ids.length === 1 && only ? only : { and_ids: { ids } };
 }
 
-function policyPermission(port: IngressPort, policy: IngressPolicy): ProtoObject {
-  const parts: ProtoObject[] = [];
+function policyPermission(port: IngressPort, policy: IngressPolicy): Permission {
+  const parts: Permission[] = [];
   if (port.routes !== 'all') parts.push(anyOf(port.routes.map(ingressRoutePermission)));
   if (policy.matches !== 'all') {
     // spec.matches naming no existing match admits nothing: a never-matching rule
@@ -94,8 +94,8 @@ function policyPermission(port: IngressPort, policy: IngressPolicy): ProtoObject
 }
 
 /** The `rules` of the ingress chain's RBAC filter; the chain's source ranges already narrowed who connects. */
-export function ingressRbacRules(port: IngressPort): ProtoObject {
-  const policies: ProtoObject = {};
+export function ingressRbacRules(port: IngressPort): ConfigRbac$RBAC {
+  const policies: { [name: string]: Policy } = {};
   for (const policy of port.policies) {
     if (policy.cidrs.length === 0) continue;
     policies[policy.origin] = {
@@ -106,6 +106,6 @@ export function ingressRbacRules(port: IngressPort): ProtoObject {
   return { action: RbacAction.ALLOW, policies };
 }
 
-export function ingressRbacFilter(port: IngressPort): ProtoObject {
+export function ingressRbacFilter(port: IngressPort): HttpFilter {
   return { name: ExtName.HttpRbac, typed_config: typed(AnyType.HttpRbac, { rules: ingressRbacRules(port) }) };
 }

@@ -3,9 +3,16 @@
 import type { InboundRule } from '../../catalog/types.js';
 import { spiffeId } from '../../mesh/identity.js';
 import type { HTTPMatch } from '../../model/objects.js';
+import type {
+  ConfigRbac$RBAC,
+  HttpFilter,
+  Listener$Filter,
+  Permission,
+  Policy,
+  Principal,
+} from '../api/envoy.js';
 import { RbacAction } from '../common/enums.js';
 import { AnyType, ExtName, typed } from '../common/xds.js';
-import type { ProtoObject } from '../types.js';
 
 /**
  * SMI pathRegex is anchored at the start only, while RBAC's safe_regex must
@@ -26,7 +33,7 @@ export function headerRegexToSafeRegex(regex: string): string {
   return `(?:${regex})`;
 }
 
-function principals(rule: InboundRule, trustDomain: string): ProtoObject[] {
+function principals(rule: InboundRule, trustDomain: string): Principal[] {
   // 'any' (permissive): the DownstreamTlsContext already demands a client
   // certificate from the mesh CA, so any authenticated peer is a mesh member.
   if (rule.sources === 'any') return [{ any: true }]; // Envoy's Principal.any field
@@ -37,14 +44,14 @@ function principals(rule: InboundRule, trustDomain: string): ProtoObject[] {
 }
 
 /** One HTTPMatch: its conditions ANDed (SMI HTTPRouteGroup semantics). */
-export function httpMatchPermission(match: HTTPMatch): ProtoObject {
-  const parts: ProtoObject[] = [];
+export function httpMatchPermission(match: HTTPMatch): Permission {
+  const parts: Permission[] = [];
   if (match.pathRegex !== undefined && match.pathRegex !== '' && match.pathRegex !== '.*') {
     parts.push({ url_path: { path: { safe_regex: { regex: pathRegexToSafeRegex(match.pathRegex) } } } });
   }
   const methods = match.methods ?? [];
   if (methods.length > 0 && !methods.includes('*')) {
-    const byMethod: ProtoObject[] = methods.map((m) => ({
+    const byMethod: Permission[] = methods.map((m) => ({
       header: { name: ':method', string_match: { exact: m.toUpperCase() } },
     }));
     parts.push(byMethod.length === 1 && byMethod[0] ? byMethod[0] : { or_rules: { rules: byMethod } });
@@ -71,14 +78,18 @@ export function httpMatchPermission(match: HTTPMatch): ProtoObject {
  * ORed within it). No rules gives ALLOW with no policies, which denies all.
  * For TCP (`http: false`) a rule grants the connection, whatever its matches.
  */
-export function rbacRules(rules: readonly InboundRule[], trustDomain: string, http: boolean): ProtoObject {
-  const policies: ProtoObject = {};
+export function rbacRules(
+  rules: readonly InboundRule[],
+  trustDomain: string,
+  http: boolean,
+): ConfigRbac$RBAC {
+  const policies: { [name: string]: Policy } = {};
   rules.forEach((rule, i) => {
     const who = principals(rule, trustDomain);
     // Envoy requires at least one principal and permission per policy; a rule
     // with no sources allows no one, so it gets no policy.
     if (who.length === 0) return;
-    const what: ProtoObject[] =
+    const what: Permission[] =
       !http || rule.http === 'all' ? [{ any: true }] : rule.http.map(httpMatchPermission);
     if (what.length === 0) return;
     const name = rule.origin in policies ? `${rule.origin}#${i}` : rule.origin;
@@ -88,7 +99,7 @@ export function rbacRules(rules: readonly InboundRule[], trustDomain: string, ht
 }
 
 /** `envoy.filters.http.rbac` for an inbound HTTP connection manager. */
-export function httpRbacFilter(rules: readonly InboundRule[], trustDomain: string): ProtoObject {
+export function httpRbacFilter(rules: readonly InboundRule[], trustDomain: string): HttpFilter {
   return {
     name: ExtName.HttpRbac,
     typed_config: typed(AnyType.HttpRbac, { rules: rbacRules(rules, trustDomain, true) }),
@@ -100,7 +111,7 @@ export function networkRbacFilter(
   rules: readonly InboundRule[],
   trustDomain: string,
   statPrefix: string,
-): ProtoObject {
+): Listener$Filter {
   return {
     name: ExtName.NetworkRbac,
     typed_config: typed(AnyType.NetworkRbac, {

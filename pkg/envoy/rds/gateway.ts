@@ -7,12 +7,13 @@
 import type { GatewayHost, GatewayRoute } from '../../catalog/gateway.js';
 import { gatewayPlan } from '../../catalog/view.js';
 import { type Identity, identityKey } from '../../mesh/identity.js';
+import type { Route, RouteConfiguration, RouteMatch, VirtualHost } from '../api/envoy.js';
 import { TlsRequirement } from '../common/enums.js';
 import { servableTls } from '../common/gateway.js';
 import { IdentityMemo } from '../common/memo.js';
 import { type OutboundPlan, type OutboundPort, proxyOutboundPlan } from '../common/outbound.js';
 import { GATEWAY_HTTP, GATEWAY_HTTPS } from '../names.js';
-import { type ProtoObject, type Resource, type ResourceGenerator, TypeUrl } from '../types.js';
+import { type Resource, type ResourceGenerator, TypeUrl } from '../types.js';
 import { routeAction } from './sidecar.js';
 
 /** The outbound port a route's backend resolves to in the plan, if the gateway may call it. */
@@ -24,18 +25,18 @@ function escapeRegex(s: string): string {
   return s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 }
 
-function routeMatch(host: string, route: GatewayRoute): ProtoObject {
+function routeMatch(host: string, route: GatewayRoute): RouteMatch {
   const p = route.path;
   // Prefix is element-wise in Kubernetes (`/foo` matches `/foo/bar`, not `/foobar`):
   // exactly Envoy's path_separated_prefix.
-  const match: ProtoObject = !p
+  const match: RouteMatch = !p
     ? { prefix: '/' }
     : p.type === 'Exact'
       ? { path: p.value }
       : { path_separated_prefix: p.value };
   // Envoy's `*.example.com` domain matches any depth; an Ingress wildcard is one DNS label.
   if (host.startsWith('*.'))
-    match['headers'] = [
+    match.headers = [
       {
         name: ':authority',
         string_match: { safe_regex: { regex: `^[^.]+${escapeRegex(host.slice(1))}$` } },
@@ -44,12 +45,12 @@ function routeMatch(host: string, route: GatewayRoute): ProtoObject {
   return match;
 }
 
-function route(host: string, r: GatewayRoute, plan: OutboundPlan, own: Identity): ProtoObject {
+function route(host: string, r: GatewayRoute, plan: OutboundPlan, own: Identity): Route {
   const target = gatewayTarget(plan, r);
-  const out: ProtoObject = { match: routeMatch(host, r) };
-  if (target) out['route'] = routeAction(target, r.port.protocol === 'grpc');
+  const out: Route = { match: routeMatch(host, r) };
+  if (target) out.route = routeAction(target, r.port.protocol === 'grpc');
   else
-    out['direct_response'] = {
+    out.direct_response = {
       status: 403,
       body: {
         inline_string: `skein ingress gateway: no TrafficTarget allows the gateway (${identityKey(own)}) to call ${r.service.key} (${r.origin})\n`,
@@ -58,18 +59,18 @@ function route(host: string, r: GatewayRoute, plan: OutboundPlan, own: Identity)
   return out;
 }
 
-function virtualHost(h: GatewayHost, plan: OutboundPlan, own: Identity, redirect: boolean): ProtoObject {
-  const vh: ProtoObject = {
+function virtualHost(h: GatewayHost, plan: OutboundPlan, own: Identity, redirect: boolean): VirtualHost {
+  const vh: VirtualHost = {
     name: h.host,
     domains: [h.host],
     routes: h.routes.map((r) => route(h.host, r, plan, own)),
   };
   // Plaintext for a host with a certificate answers with a redirect to https (as ingress-nginx's ssl-redirect).
-  if (redirect) vh['require_tls'] = TlsRequirement.ALL;
+  if (redirect) vh.require_tls = TlsRequirement.ALL;
   return vh;
 }
 
-const configs = new IdentityMemo<ProtoObject>();
+const configs = new IdentityMemo<RouteConfiguration>();
 
 /** Serves both route configurations (the gateway's listeners name exactly these). */
 export const gatewayRdsGenerator: ResourceGenerator = {

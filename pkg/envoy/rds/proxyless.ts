@@ -3,14 +3,15 @@
 // alias Listener of that port.
 import { splitEmptiness } from '../../catalog/split.js';
 import type { MeshService, MeshServicePort, MeshView, ProxyContext } from '../../catalog/types.js';
+import type { RouteAction, RouteConfiguration } from '../api/envoy.js';
 import { IdentityMemo, NONE } from '../common/memo.js';
 import { byName } from '../common/outbound.js';
 import { proxylessClientListenerName } from '../names.js';
 import { clientTargetAliases, resolveClientTarget, routeDestinations } from '../proxyless/targets.js';
-import type { GenerationContext, ProtoObject, Resource, ResourceGenerator } from '../types.js';
+import type { GenerationContext, Resource, ResourceGenerator } from '../types.js';
 import { TypeUrl } from '../types.js';
 
-function routeAction(mesh: MeshView, service: MeshService, port: number): ProtoObject {
+function routeAction(mesh: MeshView, service: MeshService, port: number): RouteAction {
   const destinations = routeDestinations(mesh, service, port);
   const only = destinations.length === 1 ? destinations[0] : undefined;
   if (only && only.weight === undefined) return { cluster: only.cluster };
@@ -26,7 +27,7 @@ export function proxylessRouteConfiguration(
   mesh: MeshView,
   service: MeshService,
   port: MeshServicePort,
-): ProtoObject {
+): RouteConfiguration {
   const name = proxylessClientListenerName(service, port.port);
   return {
     name,
@@ -44,7 +45,7 @@ export function proxylessRouteConfiguration(
 
 // Keyed on the service and its split (the same objects while unchanged,
 // MeshView contract): routeDestinations reads nothing else.
-const configs = new IdentityMemo<ProtoObject>();
+const configs = new IdentityMemo<RouteConfiguration>();
 
 /** RDS for `identity.kind === 'grpc'` proxies. */
 export const proxylessRouteGenerator: ResourceGenerator = {

@@ -2,13 +2,14 @@
 // header; `rds-inbound.<targetPort>` forwards to the local app (HTTP policy is
 // enforced by the RBAC filter in front of it, lds/sidecar.ts).
 import type { MeshService, ProxyContext } from '../../catalog/types.js';
+import type { Route, RouteAction, RouteConfiguration } from '../api/envoy.js';
 import { type InboundPort, inboundPorts, isHttpLike } from '../common/inbound.js';
 import { IdentityMemo } from '../common/memo.js';
 import { byName, type OutboundPlan, type OutboundPort, proxyOutboundPlan } from '../common/outbound.js';
 import { egressRouteConfig, egressRouteConfigName } from '../egress/egress.js';
 import { type EgressPlan, egressPlan, NO_EGRESS } from '../egress/plan.js';
 import { inboundRouteConfigName, outboundRouteConfigName } from '../names.js';
-import { type ProtoObject, type Resource, type ResourceGenerator, TypeUrl } from '../types.js';
+import { type Resource, type ResourceGenerator, TypeUrl } from '../types.js';
 
 /**
  * Host names the app may use for a service, each also with `:<port>`. The
@@ -33,25 +34,25 @@ export function serviceDomains(svc: MeshService, port: number, proxyNamespace: s
 export function routeAction(
   p: { targets: OutboundPort['targets'] } | { cluster: string },
   grpc: boolean,
-): ProtoObject {
-  const action: ProtoObject = {};
-  if ('cluster' in p) action['cluster'] = p.cluster;
+): RouteAction {
+  const action: RouteAction = {};
+  if ('cluster' in p) action.cluster = p.cluster;
   else {
     const [only] = p.targets;
-    if (p.targets.length === 1 && only && only.weight === undefined) action['cluster'] = only.cluster;
+    if (p.targets.length === 1 && only && only.weight === undefined) action.cluster = only.cluster;
     // Every cluster carries its weight: a weighted cluster without one counts
     // as 0 for grpc-js (grpc-js-xds 1.14 reads a missing weight as 0); zero weights never get here.
     else
-      action['weighted_clusters'] = {
+      action.weighted_clusters = {
         clusters: p.targets.map((t) => ({ name: t.cluster, weight: { value: t.weight ?? 0 } })),
       };
   }
   // gRPC streams outlive Envoy's 15 s default route timeout: 0 disables it.
-  if (grpc) action['timeout'] = { seconds: 0 };
+  if (grpc) action.timeout = { seconds: 0 };
   return action;
 }
 
-function catchAllRoute(action: ProtoObject): ProtoObject {
+function catchAllRoute(action: RouteAction): Route {
   return { match: { prefix: '/' }, route: action };
 }
 
@@ -59,7 +60,7 @@ function outboundRouteConfig(
   name: string,
   ports: readonly OutboundPort[],
   proxyNamespace: string,
-): ProtoObject {
+): RouteConfiguration {
   return {
     name,
     virtual_hosts: ports.map((p) => ({
@@ -75,7 +76,7 @@ function outboundRouteConfig(
  * 127.0.0.1:<targetPort>, so one catch-all route to the first one's local
  * cluster serves them all; the per-service RBAC sits on each filter chain.
  */
-function inboundRouteConfig(name: string, port: InboundPort): ProtoObject {
+function inboundRouteConfig(name: string, port: InboundPort): RouteConfiguration {
   return {
     name,
     virtual_hosts: [
@@ -91,17 +92,17 @@ function inboundRouteConfig(name: string, port: InboundPort): ProtoObject {
 // Route configs memoised on what they are built from (the same objects while
 // unchanged, MeshView contract): outbound ones on the plan plus the proxy's
 // namespace (bare service names), inbound ones on the service served.
-const outboundConfigs = new IdentityMemo<ProtoObject>();
-const inboundConfigs = new IdentityMemo<ProtoObject>();
-const egressConfigs = new IdentityMemo<ProtoObject>();
+const outboundConfigs = new IdentityMemo<RouteConfiguration>();
+const inboundConfigs = new IdentityMemo<RouteConfiguration>();
+const egressConfigs = new IdentityMemo<RouteConfiguration>();
 
 /** Route config name → builder, without building anything yet. */
 function routeConfigBuilders(
   proxy: ProxyContext,
   plan: OutboundPlan,
   egress: EgressPlan,
-): Map<string, () => ProtoObject> {
-  const builders = new Map<string, () => ProtoObject>();
+): Map<string, () => RouteConfiguration> {
+  const builders = new Map<string, () => RouteConfiguration>();
   const outboundByPort = new Map<number, OutboundPort[]>();
   for (const p of plan.ports) {
     if (!isHttpLike(p.port)) continue;

@@ -4,6 +4,7 @@
 import type { InboundRule, ProxyContext } from '../../catalog/types.js';
 import { gatewayPlan } from '../../catalog/view.js';
 import { identityKey, pinnedSans, spiffeId } from '../../mesh/identity.js';
+import type { EnvoyTypeMatcher$StringMatcher, Secret, SubjectAltNameMatcher } from '../api/envoy.js';
 import { SanType } from '../common/enums.js';
 import { servableTls } from '../common/gateway.js';
 import { type InboundPort, inboundPorts, isHttpLike } from '../common/inbound.js';
@@ -20,13 +21,7 @@ import {
   outboundRootSecretName,
   serviceCertSecretName,
 } from '../names.js';
-import {
-  type GenerationContext,
-  type ProtoObject,
-  type Resource,
-  type ResourceGenerator,
-  TypeUrl,
-} from '../types.js';
+import { type GenerationContext, type Resource, type ResourceGenerator, TypeUrl } from '../types.js';
 
 const SERVICE_CERT = serviceCertSecretName('');
 const INBOUND_ROOT = inboundRootSecretName('');
@@ -34,11 +29,11 @@ const OUTBOUND_ROOT = outboundRootSecretName('');
 const INGRESS_ROOT = ingressRootSecretName('');
 
 /** A URI SAN matcher: skein's workload certificates name their identity in a URI SAN only (spiffeId). */
-function uriSan(matcher: ProtoObject): ProtoObject {
+function uriSan(matcher: EnvoyTypeMatcher$StringMatcher): SubjectAltNameMatcher {
   return { san_type: SanType.URI, matcher };
 }
 
-function validationContext(name: string, trustBundle: string, sans: ProtoObject[]): ProtoObject {
+function validationContext(name: string, trustBundle: string, sans: SubjectAltNameMatcher[]): Secret {
   return {
     name,
     validation_context: {
@@ -57,7 +52,7 @@ function validationContext(name: string, trustBundle: string, sans: ProtoObject[
  * failed handshake; mTLS from the mesh CA is still required. The trailing
  * slash keeps `spiffe://<td>.evil/...` out.
  */
-export function inboundSanMatchers(trustDomain: string): ProtoObject[] {
+export function inboundSanMatchers(trustDomain: string): SubjectAltNameMatcher[] {
   return [uriSan({ prefix: `spiffe://${trustDomain}/` })];
 }
 
@@ -68,7 +63,7 @@ export function inboundSanMatchers(trustDomain: string): ProtoObject[] {
  * would accept any certificate of the CA, an absent secret would stall the
  * whole inbound listener while warming.
  */
-function inboundTcpSanMatchers(rules: readonly InboundRule[], trustDomain: string): ProtoObject[] {
+function inboundTcpSanMatchers(rules: readonly InboundRule[], trustDomain: string): SubjectAltNameMatcher[] {
   const ids = new Set<string>();
   for (const rule of rules) {
     if (rule.sources === 'any') return inboundSanMatchers(trustDomain);
@@ -92,13 +87,13 @@ function inboundTcpPort(proxy: ProxyContext, name: string): InboundPort | undefi
 // and the trust bundle: they live in a scope that a change of either
 // replaces. The inbound one of HTTP ports depends on nothing else (one per
 // identity name, never on policy).
-const certSecrets = new IdentityMemo<ProtoObject>();
+const certSecrets = new IdentityMemo<Secret>();
 interface Scope {
   readonly trustDomain: string;
   readonly bundle: string;
-  readonly inbound: Map<string, ProtoObject>;
-  readonly inboundTcp: IdentityMemo<ProtoObject>;
-  readonly outbound: IdentityMemo<ProtoObject>;
+  readonly inbound: Map<string, Secret>;
+  readonly inboundTcp: IdentityMemo<Secret>;
+  readonly outbound: IdentityMemo<Secret>;
 }
 let scope: Scope | undefined;
 
@@ -129,7 +124,7 @@ class SecretBuilder {
     this.bundle = ctx.secrets.trustBundlePem;
   }
 
-  secret(name: string): ProtoObject | undefined {
+  secret(name: string): Secret | undefined {
     const { own, bundle, ctx } = this;
     if (name.startsWith(SERVICE_CERT)) {
       // Never another identity's key, whatever the proxy asks for.

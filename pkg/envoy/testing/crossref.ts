@@ -2,7 +2,7 @@
 // each other consistently, the way Envoy resolves them: route config names in
 // listeners, clusters in routes and tcp_proxy, a ClusterLoadAssignment for
 // every EDS cluster, and every SDS secret a transport socket names.
-import type { ProtoValue, Resource } from '../types.js';
+import type { ProtoObject, ProtoValue, Resource } from '../types.js';
 
 export interface ProxyResources {
   listeners: readonly Resource[];
@@ -66,8 +66,10 @@ export function referencesOf(resources: readonly Resource[]): References {
     secrets: new Set(),
   };
   for (const r of resources) {
-    collect(r.message, refs);
-    const eds = r.message['eds_cluster_config'];
+    // Read as plain data: the field names checked here span all resource types.
+    const message: ProtoObject = r.message;
+    collect(message, refs);
+    const eds = message['eds_cluster_config'];
     if (isObject(eds)) {
       const serviceName = eds['service_name'];
       refs.edsClusters.add(typeof serviceName === 'string' && serviceName !== '' ? serviceName : r.name);
@@ -87,8 +89,9 @@ function checkList(
   for (const r of list) {
     if (names.has(r.name)) problems.push(`${kind}: duplicate name ${r.name} (xDS rule 9)`);
     if (r.name < previous) problems.push(`${kind}: ${r.name} out of order (generators sort by name)`);
-    if (r.message[nameField] !== r.name)
-      problems.push(`${kind}: ${r.name} has ${nameField} ${String(r.message[nameField])}`);
+    const message: ProtoObject = r.message;
+    if (message[nameField] !== r.name)
+      problems.push(`${kind}: ${r.name} has ${nameField} ${String(message[nameField])}`);
     names.add(r.name);
     previous = r.name;
   }

@@ -5,6 +5,11 @@ export function isProtoObject(v: ProtoValue | undefined): v is ProtoObject {
   return typeof v === 'object' && v !== null && !Array.isArray(v);
 }
 
+/** A typed message seen as plain data, for walking fields by name (a widening, not a cast). */
+export function plain(message: ProtoObject): ProtoObject {
+  return message;
+}
+
 /** The value at a path of keys / array indexes, or undefined. */
 export function at(v: ProtoValue | undefined, ...path: (string | number)[]): ProtoValue | undefined {
   let cur = v;
