@@ -78,3 +78,35 @@ test('Kubernetes mode: POST a kubernetes.io/tls Secret, merge-patch its data whe
   );
   assert.match(JSON.stringify(calls[0]?.body), /"type":"kubernetes.io\/tls"/);
 });
+
+test('a refused write is a problem naming the Secret and what to do; a later success clears it', async () => {
+  const ca = await BuiltinCA.create();
+  let refuse = true;
+  const problems: ({ secret: { name: string; namespace: string }; reason: string } | undefined)[] = [];
+  const certs = new IngressGatewayCertificates({
+    ca,
+    sink: {
+      write: async () => {
+        if (refuse) throw new KubeApiError(403, 'Forbidden', 'denied by policy');
+      },
+    },
+    logger: silentLogger(),
+    onProblem: (p) => problems.push(p),
+  });
+  try {
+    certs.update(SPEC);
+    const deadline = Date.now() + 5_000;
+    while (problems.length < 1 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+    const [first] = problems;
+    assert.deepEqual(first?.secret, SPEC.secret);
+    assert.match(first?.reason ?? '', /never overwritten: delete it, or name another Secret/);
+    refuse = false;
+    // The retry comes 10 s later; a new spec issues at once.
+    certs.update({ ...SPEC, subjectAltNames: ['other.ingress.cluster.local'] });
+    while (problems.at(-1) !== undefined && Date.now() < deadline + 5_000)
+      await new Promise((r) => setTimeout(r, 20));
+    assert.equal(problems.at(-1), undefined);
+  } finally {
+    certs.stop();
+  }
+});

@@ -81,6 +81,16 @@ export interface IngressGatewayOptions {
   logger: Logger;
   /** Called after each write (metrics, tests). */
   onIssued?: (cert: IssuedCertificate) => void;
+  /** Told why a write failed (the target and the reason), and undefined once one succeeds. */
+  onProblem?: (problem: { secret: IngressGatewaySpec['secret']; reason: string } | undefined) => void;
+}
+
+/** What a failed write means for the operator: a Secret skein did not make is never taken over. */
+export function ingressWriteProblem(err: unknown): string {
+  const text = err instanceof Error ? err.message : String(err);
+  if (err instanceof KubeApiError && (err.status === 403 || err.status === 422))
+    return `cannot write the ingress client certificate: ${text} (a Secret of that name that skein did not create is never overwritten: delete it, or name another Secret in MeshConfig spec.certificate.ingressGateway.secret)`;
+  return `cannot write the ingress client certificate: ${text}; retrying every 10 s`;
 }
 
 /**
@@ -150,8 +160,10 @@ export class IngressGatewayCertificates {
         'ingress gateway certificate issued',
       );
       this.o.onIssued?.(cert);
+      this.o.onProblem?.(undefined);
       this.schedule(validityMs * RENEW_AT);
     } catch (err) {
+      if (key === this.specKey) this.o.onProblem?.({ secret: spec.secret, reason: ingressWriteProblem(err) });
       this.log.error(
         { err: err instanceof Error ? err.message : String(err) },
         'ingress gateway certificate not written; retrying in 10 s',

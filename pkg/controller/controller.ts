@@ -230,6 +230,19 @@ export class Controller {
         ? new KubeIngressSecretSink(this.kube)
         : new FileIngressCertSink(path.join(o.stateDir, 'ingress-gateway')),
       logger: log,
+      // On /debug/problems (and the problem log) until a write succeeds.
+      onProblem: (p) => {
+        this.problemBook.resolved('ingress-client-cert');
+        if (p)
+          this.problemBook.report({
+            source: 'ingress-client-cert',
+            kind: 'Secret',
+            namespace: p.secret.namespace,
+            name: p.secret.name,
+            reason: p.reason,
+            code: 'IngressCertNotWritten',
+          });
+      },
     });
     const followIngressGateway = () =>
       ingressCerts.update(meshConfigOf(this.currentView())?.spec.certificate?.ingressGateway);
