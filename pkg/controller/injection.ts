@@ -10,6 +10,7 @@ import { DEFAULT_SERVER_CERT_VALIDITY_MS } from '../certificate/builtin.js';
 import { ServingRenewal } from '../certificate/serving-renewal.js';
 import { CaBundleSync, type KubeWatchClient } from '../injector/ca-bundle.js';
 import { FileSecretWriter } from '../injector/file-secrets.js';
+import { GATEWAY_INGRESS } from '../injector/gateway.js';
 import { KubeSecretWriter, StoreOrApiNamespaceReader } from '../injector/kube.js';
 import { chooseDefaultLayout, type LayoutChoice, parseServerVersion } from '../injector/layout.js';
 import { BootstrapSecretGc, KubeBootstrapSecretApi } from '../injector/secret-gc.js';
@@ -22,7 +23,9 @@ import {
 } from '../injector/webhook.js';
 import type { Leadership } from '../leader/leadership.js';
 import type { Logger } from '../logger/logger.js';
-import { LABEL_PROXY_UUID } from '../mesh/constants.js';
+import { LABEL_GATEWAY, LABEL_PROXY_UUID } from '../mesh/constants.js';
+import type { Pod } from '../model/objects.js';
+import { Reflector } from '../registry/kube/reflector.js';
 import type { MeshStore } from '../registry/store.js';
 import type { ControllerOptions } from './options.js';
 
@@ -103,6 +106,7 @@ export class Injection {
     private readonly renewal: ServingRenewal,
     private readonly caBundle: CaBundleSync | undefined,
     private readonly secretGc: BootstrapSecretGc | undefined,
+    private readonly gatewayPods: Reflector<Pod> | undefined,
   ) {}
 
   /** Listens on --webhook-port; in Kubernetes mode also starts keeping the caBundle current. */
@@ -181,6 +185,22 @@ export class Injection {
       throw err;
     }
     secretGc?.start();
+    let gatewayPods: Reflector<Pod> | undefined;
+    if (i.kube && secretGc && o.ingressGateway) {
+      // The gateway's pods live outside the mesh's namespaces, so the registry never
+      // reports them gone: a watch of its own tells the collector.
+      const gc = secretGc;
+      gatewayPods = new Reflector<Pod>({
+        name: 'gateway Pod',
+        client: i.kube,
+        path: `/api/v1/namespaces/${encodeURIComponent(o.namespace)}/pods`,
+        query: { labelSelector: `${LABEL_GATEWAY}=${GATEWAY_INGRESS}` },
+        decode: (raw) => raw as unknown as Pod,
+        handler: { upsert: () => {}, delete: (_key, pod) => gc.podDeleted(pod) },
+        logger: log,
+      });
+      gatewayPods.start();
+    }
     let caBundle: CaBundleSync | undefined;
     if (i.kube) {
       caBundle = new CaBundleSync({
@@ -193,7 +213,7 @@ export class Injection {
       caBundle.start();
     }
     log.info({ port, sans: names }, 'sidecar-injection webhook serving');
-    return new Injection(port, webhook, renewal, caBundle, secretGc);
+    return new Injection(port, webhook, renewal, caBundle, secretGc, gatewayPods);
   }
 
   /** This replica became leader: reconcile the caBundle now, collect what it saw as a follower. */
@@ -211,6 +231,7 @@ export class Injection {
     this.renewal.stop();
     await this.caBundle?.stop();
     await this.webhook.close();
+    await this.gatewayPods?.stop();
     await this.secretGc?.stop();
   }
 }

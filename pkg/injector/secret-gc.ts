@@ -180,7 +180,15 @@ export class BootstrapSecretGc {
 
   #storeChanged(e: StoreEvent): void {
     if (e.type !== 'deleted' || e.object.kind !== 'Pod') return;
-    const pod: Pod = e.object;
+    this.podDeleted(e.object);
+  }
+
+  /**
+   * A pod carrying a proxy UUID is gone: collect its Secret. The store reports
+   * the pods of monitored namespaces; others (the ingress gateway's, in the
+   * control-plane namespace) come from their own watch.
+   */
+  podDeleted(pod: Pod): void {
     const proxyUuid = pod.metadata.labels?.[LABEL_PROXY_UUID];
     const namespace = pod.metadata.namespace;
     if (proxyUuid === undefined || namespace === undefined) return;

@@ -364,4 +364,25 @@ describe('skein ingress gateway through real Envoy', { skip, timeout: 300_000 },
       'still served with the last good key pair',
     );
   });
+
+  test('a deleted gateway pod leaves no bootstrap Secret behind', async () => {
+    const stored = (await mesh.api.request(
+      'GET',
+      `/api/v1/namespaces/${mesh.controlPlane}/pods/gateway`,
+    )) as {
+      metadata: { labels: Record<string, string> };
+    };
+    const uuid = stored.metadata.labels['skein.dev/proxy-uuid'];
+    const secret = `/api/v1/namespaces/${mesh.controlPlane}/secrets/skein-bootstrap-${uuid}`;
+    await mesh.api.request('GET', secret);
+    await mesh.runner.remove(mesh.controlPlane, 'gateway');
+    await mesh.api.request('DELETE', `/api/v1/namespaces/${mesh.controlPlane}/pods/gateway`, {
+      query: { gracePeriodSeconds: '0' },
+    });
+    await eventually(
+      'the bootstrap Secret is collected',
+      () => assert.rejects(mesh.api.request('GET', secret), /not ?found|404/i),
+      20_000,
+    );
+  });
 });

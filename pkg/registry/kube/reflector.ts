@@ -14,7 +14,7 @@ export interface ReflectorHandler<T> {
 export interface ReflectorOptions<T> {
   /** For logs, e.g. `Pod`. */
   name: string;
-  client: KubeClient;
+  client: Pick<KubeClient, 'request' | 'watch'>;
   /** The collection path, e.g. `/api/v1/pods` (cluster-wide) or `/apis/g/v/namespaces/ns/things`. */
   path: string;
   /** Selectors sent with every list and watch (e.g. `fieldSelector: 'type=kubernetes.io/tls'`). */
