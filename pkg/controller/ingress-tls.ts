@@ -69,9 +69,25 @@ export class IngressTlsWatch {
     });
   }
 
-  async start(): Promise<void> {
+  /**
+   * Starts the watch and waits for the first list, but at most `syncTimeoutMs`:
+   * without RBAC for Secrets the list fails forever (retried with backoff),
+   * and the rest of the mesh must not wait for the gateway's certificates.
+   */
+  async start(syncTimeoutMs = 10_000): Promise<void> {
     this.#reflector.start();
-    await this.#reflector.whenSynced();
+    let timer: NodeJS.Timeout | undefined;
+    const synced = await Promise.race([
+      this.#reflector.whenSynced().then(() => true),
+      new Promise<boolean>((resolve) => {
+        timer = setTimeout(() => resolve(false), syncTimeoutMs);
+      }),
+    ]).finally(() => clearTimeout(timer));
+    if (!synced)
+      this.#o.logger.warn(
+        { waitedMs: syncTimeoutMs },
+        'kubernetes.io/tls Secrets not listed yet (does the controller have list/watch on secrets? chart: ingressGateway.enabled); the gateway serves no TLS until they are',
+      );
     this.refreshProblems();
   }
 
