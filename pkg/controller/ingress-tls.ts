@@ -78,7 +78,11 @@ export class IngressTlsWatch {
     this.#reflector.start();
     let timer: NodeJS.Timeout | undefined;
     const synced = await Promise.race([
-      this.#reflector.whenSynced().then(() => true),
+      // Rejected when stopped before the first list: no unhandled rejection after the race.
+      this.#reflector.whenSynced().then(
+        () => true,
+        () => false,
+      ),
       new Promise<boolean>((resolve) => {
         timer = setTimeout(() => resolve(false), syncTimeoutMs);
       }),
