@@ -1,6 +1,6 @@
 import './reflect-shim.js';
 import assert from 'node:assert/strict';
-import { KeyObject, webcrypto } from 'node:crypto';
+import { KeyObject, webcrypto, X509Certificate } from 'node:crypto';
 import { before, test } from 'node:test';
 import * as x509 from '@peculiar/x509';
 import { decodeTlsSecret, IngressTlsSecrets, type TlsSecretEntry, tlsSecretProblem } from './ingress-tls.js';
@@ -68,7 +68,13 @@ before(async () => {
 const reasonOf = (e: TlsSecretEntry) => (e.ok ? 'ok' : e.reason);
 
 test('decode: a valid kubernetes.io/tls Secret is its key pair', () => {
-  assert.deepEqual(decodeTlsSecret(secret(tlsData(good))), { ok: true, pair: good });
+  const decoded = decodeTlsSecret(secret(tlsData(good)));
+  assert.ok(decoded.ok);
+  assert.deepEqual(decoded.pair, good);
+  assert.equal(
+    decoded.notAfter?.toISOString(),
+    new Date(new X509Certificate(good.certPem).validTo).toISOString(),
+  );
   assert.equal(tlsSecretProblem(good.certPem, good.keyPem), undefined);
 });
 
@@ -170,4 +176,19 @@ test('version moves and change fires exactly once per real change', () => {
   // Another key's change names that key.
   store.upsert('shop/t', decodeTlsSecret(secret(tlsData(good))));
   assert.equal(changes.at(-1), 'shop/t');
+});
+
+test('issues: a certificate that expires while in force is reported, and still presented', () => {
+  const store = new IngressTlsSecrets();
+  const notAfter = new Date('2030-01-01T00:00:00Z');
+  store.upsert('shop/tls', { ok: true, pair: { certPem: 'c', keyPem: 'k' }, notAfter });
+  assert.deepEqual(store.issues(['shop/tls'], notAfter.getTime() - 1), []);
+  assert.deepEqual(store.issues(['shop/tls'], notAfter.getTime() + 1), [
+    {
+      secret: 'shop/tls',
+      reason: 'the certificate expired on 2030-01-01T00:00:00.000Z',
+      servingPrevious: true,
+    },
+  ]);
+  assert.ok(store.get('shop/tls'), 'still presented');
 });

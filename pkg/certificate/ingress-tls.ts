@@ -25,7 +25,7 @@ export function tlsSecretProblem(
 }
 
 /** What a watched Secret decodes to: a key pair, or why not. */
-export type TlsSecretEntry = { ok: true; pair: TlsKeyPair } | { ok: false; reason: string };
+export type TlsSecretEntry = { ok: true; pair: TlsKeyPair; notAfter?: Date } | { ok: false; reason: string };
 
 /** One Secret object as the API returns it (data base64). */
 export function decodeTlsSecret(raw: Record<string, unknown>): TlsSecretEntry {
@@ -41,7 +41,7 @@ export function decodeTlsSecret(raw: Record<string, unknown>): TlsSecretEntry {
   const reason = tlsSecretProblem(certPem, keyPem);
   if (reason !== undefined || certPem === undefined || keyPem === undefined)
     return { ok: false, reason: reason ?? 'incomplete' };
-  return { ok: true, pair: { certPem, keyPem } };
+  return { ok: true, pair: { certPem, keyPem }, notAfter: new Date(new X509Certificate(certPem).validTo) };
 }
 
 /** A Secret the gateway cannot use as it is now, and whether an older version still serves. */
@@ -58,6 +58,8 @@ export interface TlsSecretIssue {
 export class IngressTlsSecrets extends EventEmitter<{ change: [string] }> {
   readonly #good = new Map<string, TlsKeyPair>();
   readonly #bad = new Map<string, string>();
+  /** notAfter of each good pair: a certificate can expire while in force. */
+  readonly #expiry = new Map<string, Date>();
   #version = 0;
 
   get version(): number {
@@ -75,6 +77,8 @@ export class IngressTlsSecrets extends EventEmitter<{ change: [string] }> {
       const hadIssue = this.#bad.delete(key);
       if (old && old.certPem === entry.pair.certPem && old.keyPem === entry.pair.keyPem && !hadIssue) return;
       this.#good.set(key, entry.pair);
+      if (entry.notAfter) this.#expiry.set(key, entry.notAfter);
+      else this.#expiry.delete(key);
     } else {
       if (this.#bad.get(key) === entry.reason) return;
       this.#bad.set(key, entry.reason);
@@ -88,17 +92,26 @@ export class IngressTlsSecrets extends EventEmitter<{ change: [string] }> {
     if (!had) return;
     this.#good.delete(key);
     this.#bad.delete(key);
+    this.#expiry.delete(key);
     this.#version++;
     this.emit('change', key);
   }
 
   /** Why each of `wanted` (the Secrets Ingresses of class skein name) cannot be presented as it is. */
-  issues(wanted: readonly string[]): TlsSecretIssue[] {
+  issues(wanted: readonly string[], now = Date.now()): TlsSecretIssue[] {
     const out: TlsSecretIssue[] = [];
     for (const secret of wanted) {
       const bad = this.#bad.get(secret);
       const serving = this.#good.has(secret);
+      const notAfter = this.#expiry.get(secret);
       if (bad !== undefined) out.push({ secret, reason: bad, servingPrevious: serving });
+      else if (serving && notAfter && notAfter.getTime() < now)
+        // Still presented (no certificate is no better for clients): replace the Secret.
+        out.push({
+          secret,
+          reason: `the certificate expired on ${notAfter.toISOString()}`,
+          servingPrevious: true,
+        });
       else if (!serving)
         out.push({ secret, reason: 'no such kubernetes.io/tls Secret', servingPrevious: false });
     }

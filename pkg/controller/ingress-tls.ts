@@ -48,6 +48,7 @@ export class IngressTlsWatch {
   readonly #o: IngressTlsWatchOptions;
   readonly #reflector: Reflector<TlsSecretEntry>;
   #reported = '';
+  #expiryCheck: NodeJS.Timeout | undefined;
 
   constructor(o: IngressTlsWatchOptions) {
     this.#o = o;
@@ -93,9 +94,13 @@ export class IngressTlsWatch {
         'kubernetes.io/tls Secrets not listed yet (does the controller have list/watch on secrets? chart: ingressGateway.enabled); the gateway serves no TLS until they are',
       );
     this.refreshProblems();
+    // A certificate in force can expire without any Secret event.
+    this.#expiryCheck = setInterval(() => this.refreshProblems(), 60_000);
+    this.#expiryCheck.unref();
   }
 
   stop(): Promise<void> {
+    clearInterval(this.#expiryCheck);
     return this.#reflector.stop();
   }
 
