@@ -15,6 +15,7 @@ import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import { X509Certificate } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
+import { get as httpGet } from 'node:http';
 import { after, before, describe, test } from 'node:test';
 import { promisify } from 'node:util';
 import { bookstoreSplit, waitFor } from '../support/kube.js';
@@ -106,7 +107,11 @@ describe('the test node', { skip, timeout: 900_000 }, () => {
         meshName: 'skein',
         namespace: ns,
         // Short-lived workload certificates, so they rotate several times during the run.
-        values: { certificateValidity: '16s' },
+        // The gateway's Service as ClusterIP: kube-proxy's rules take the test's own calls to it.
+        values: {
+          certificateValidity: '16s',
+          ingressGateway: { enabled: true, service: { type: 'ClusterIP' } },
+        },
         onLine: (l) => lines.push(l),
       }).catch((err: unknown) => {
         throw new Error(`${(err as Error).message}\nhelm: ${lines.slice(-20).join('\n')}`);
@@ -295,6 +300,112 @@ describe('the test node', { skip, timeout: 900_000 }, () => {
       );
       const tt = await mesh.call(thief, { kind: 'tcp', host: host(), port: TCP_PORT, count: 3 });
       assert.equal(sum(tt.counts, 'ok '), 0, JSON.stringify(tt.counts));
+    });
+
+    test("the chart's ingress gateway: from outside the mesh through its Service to bookstore, on the Ingress's host and path only", async () => {
+      await mesh.apply('access.smi-spec.io', 'v1alpha3', 'traffictargets', {
+        apiVersion: 'access.smi-spec.io/v1alpha3',
+        kind: 'TrafficTarget',
+        metadata: { name: 'gateway-to-bookstore', namespace: ns },
+        spec: {
+          destination: { kind: 'ServiceAccount', name: 'bookstore', namespace: ns },
+          sources: [{ kind: 'ServiceAccount', name: 'skein-ingress-gateway', namespace: mesh.controlPlane }],
+          rules: [{ kind: 'HTTPRouteGroup', name: 'bookstore-routes', matches: ['books'] }],
+        },
+      });
+      await mesh.apply('networking.k8s.io', 'v1', 'ingresses', {
+        apiVersion: 'networking.k8s.io/v1',
+        kind: 'Ingress',
+        metadata: { name: 'shop', namespace: ns },
+        spec: {
+          ingressClassName: 'skein',
+          rules: [
+            {
+              host: 'shop.example.com',
+              http: {
+                paths: [
+                  {
+                    path: '/books',
+                    pathType: 'Prefix',
+                    backend: { service: { name: 'bookstore', port: { number: HTTP_PORT } } },
+                  },
+                ],
+              },
+            },
+          ],
+        },
+      });
+      const svc = (await mesh.api.request(
+        'GET',
+        `/api/v1/namespaces/${mesh.controlPlane}/services/skein-ingress-gateway`,
+      )) as { spec: { clusterIP: string } };
+      // node:http, not fetch: fetch will not send a Host header of our choosing.
+      const get = (path: string, hostHeader = 'shop.example.com') =>
+        new Promise<{ status: number; body: string }>((resolve, reject) => {
+          const req = httpGet(
+            `http://${svc.spec.clusterIP}:80${path}`,
+            { headers: { host: hostHeader }, timeout: 5_000, agent: false },
+            (res) => {
+              let body = '';
+              res.setEncoding('utf8');
+              res.on('data', (d: string) => {
+                body += d;
+              });
+              res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
+            },
+          );
+          req.on('timeout', () => req.destroy(new Error('timeout')));
+          req.on('error', reject);
+        });
+      await eventually(
+        'bookstore answers through the gateway',
+        async () => {
+          const r = await get('/books/1');
+          assert.equal(r.status, 200, r.body);
+          assert.match(r.body, /"pod":"bookstore-v[12]/);
+        },
+        90_000,
+      ).catch(async (err: unknown) => {
+        // What kept the gateway from serving: its pods, its ReplicaSet's conditions, the namespace's events.
+        const cp = `/api/v1/namespaces/${mesh.controlPlane}`;
+        const pods = (await mesh.api.request('GET', `${cp}/pods`, {
+          query: { labelSelector: 'app=skein-ingress-gateway' },
+        })) as { items: { metadata: { name: string } }[] };
+        const logs: Record<string, unknown> = {};
+        for (const p of pods.items)
+          logs[p.metadata.name] = await mesh.api
+            .request('GET', `${cp}/pods/${p.metadata.name}/log`, {
+              query: { container: 'envoy', previous: 'true' },
+            })
+            .catch((e: unknown) => String(e));
+        const dump = {
+          logs,
+          pods,
+          replicaSets: await mesh.api.request(
+            'GET',
+            `/apis/apps/v1/namespaces/${mesh.controlPlane}/replicasets`,
+          ),
+          events: await mesh.api.request('GET', `${cp}/events`),
+        };
+        throw new Error(
+          `${err instanceof Error ? err.message : String(err)}\n${JSON.stringify(dump).slice(0, 20_000)}`,
+        );
+      });
+      const outcomes: Record<string, number> = {};
+      for (let i = 0; i < 20; i++) {
+        const r = await get('/books/1').catch((e: unknown) => ({ status: 0, body: String(e) }));
+        const k = r.status === 200 ? '200' : `${r.status} ${r.body.slice(0, 200)}`;
+        outcomes[k] = (outcomes[k] ?? 0) + 1;
+      }
+      assert.equal(outcomes['200'], 20, JSON.stringify(outcomes));
+      assert.equal((await get('/admin')).status, 404, 'a path no Ingress routes');
+      assert.equal((await get('/books/1', 'evil.example.com')).status, 404, 'a host no Ingress routes');
+      // The gateway pod ran as the chart declares it: Envoy as 1500, its bootstrap Secret mounted by kubelet.
+      const pods = (await mesh.api.request('GET', `/api/v1/namespaces/${mesh.controlPlane}/pods`, {
+        query: { labelSelector: 'app=skein-ingress-gateway' },
+      })) as { items: { metadata: { labels: Record<string, string> }; status: { phase: string } }[] };
+      assert.equal(pods.items[0]?.status.phase, 'Running');
+      assert.ok(pods.items[0]?.metadata.labels['skein.dev/proxy-uuid']);
     });
 
     test('permissive and SMI mode switch at runtime', async () => {
