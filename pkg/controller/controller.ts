@@ -307,6 +307,7 @@ export class Controller {
         observer: this.metrics.webhookObserver,
         // Read at each admission: a MeshConfig change applies to pods created afterwards.
         sidecarSettings: () => this.currentSettings().sidecar,
+        meshExclusions: () => this.currentSettings().exclusions,
         logger: log,
         leadership: this.leadership,
       });

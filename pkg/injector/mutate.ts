@@ -25,7 +25,7 @@ import {
   SYSTEM_NAMESPACES,
 } from './constants.js';
 import { badAnnotation, InjectionError } from './errors.js';
-import { parseExclusions } from './exclusions.js';
+import { type Exclusions, mergeExclusions, NO_EXCLUSIONS, parseExclusions } from './exclusions.js';
 import { defaultProxyServedPorts, renderIptablesRules } from './iptables.js';
 import { type JsonPatchOperation, pointer } from './jsonpatch.js';
 import { envoyReadinessProbe, envoyStartupProbe, podLayout, type SidecarLayout } from './layout.js';
@@ -111,6 +111,11 @@ export interface MutateOptions {
   /** The mesh's sidecar settings (MeshConfig `spec.sidecar`); the pod's annotations override them. */
   sidecar?: SidecarSettings;
   /**
+   * The mesh's interception lists (MeshConfig `spec.traffic`), merged with the
+   * pod's annotations (exclusions.ts). Default: none.
+   */
+  meshExclusions?: Exclusions;
+  /**
    * Inject Envoy as a native sidecar (layout.ts) unless the pod's
    * `skein.dev/native-sidecar` annotation says otherwise. Default false: classic.
    */
@@ -132,6 +137,8 @@ export interface Mutation {
   proxyUuid: string;
   commonName: string;
   iptablesRules: string;
+  /** What the rules were rendered from: the mesh's lists merged with the pod's annotations. */
+  exclusions: Exclusions;
   bootstrap: JsonObject;
   /** What the bootstrap was built with, after the pod's annotations. */
   sidecar: SidecarSettings;
@@ -252,7 +259,7 @@ function append(path: string[], exists: boolean, value: Json): JsonPatchOperatio
 /** The JSON Patch and bootstrap Secret that inject a pod `decide` accepted. Throws InjectionError. */
 export function mutate(pod: PodInfo, o: MutateOptions): Mutation {
   checkPod(pod);
-  const exclusions = parseExclusions(pod.annotations);
+  const exclusions = mergeExclusions(o.meshExclusions ?? NO_EXCLUSIONS, parseExclusions(pod.annotations));
   const probes = planProbes(pod);
   const commonName = sidecarCommonName(pod, o.proxyUuid, o.trustDomain);
   const sidecar = podSidecarSettings(pod, o.sidecar);
@@ -317,5 +324,15 @@ export function mutate(pod: PodInfo, o: MutateOptions): Mutation {
       }),
     ),
   ];
-  return { patch, secret, proxyUuid: o.proxyUuid, commonName, iptablesRules, bootstrap, sidecar, layout };
+  return {
+    patch,
+    secret,
+    proxyUuid: o.proxyUuid,
+    commonName,
+    iptablesRules,
+    exclusions,
+    bootstrap,
+    sidecar,
+    layout,
+  };
 }

@@ -617,6 +617,7 @@ describe('charts/skein with helm against the real API server', () => {
         replicas: 2,
         debugServer: true,
         webhook: { failurePolicy: 'Ignore', timeoutSeconds: 3 },
+        traffic: { outboundIPRangeExclusionList: ['169.254.169.254/32'], inboundPortExclusionList: [8443] },
       },
       { skipCrds: true },
     );
@@ -625,7 +626,11 @@ describe('charts/skein with helm against the real API server', () => {
       `helm's progress lines were passed on: ${lines.join('\n')}`,
     );
     const mc = await get(`/apis/config.skein.dev/v1alpha1/namespaces/${ns}/meshconfigs/${meshName}`);
-    assert.equal(at(mc, 'spec', 'traffic', 'permissive'), true);
+    assert.deepEqual(at(mc, 'spec', 'traffic'), {
+      permissive: true,
+      outboundIPRangeExclusionList: ['169.254.169.254/32'],
+      inboundPortExclusionList: [8443],
+    });
     assert.equal(at(mc, 'spec', 'observability', 'enableDebugServer'), true);
     const dep = await get(`/apis/apps/v1/namespaces/${ns}/deployments/skein-controller`);
     assert.equal(at(dep, 'spec', 'replicas'), 2);
