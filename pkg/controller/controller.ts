@@ -16,6 +16,7 @@ import { CertificateManager } from '../certificate/manager.js';
 import { ServingRenewal } from '../certificate/serving-renewal.js';
 import { meshGenerators } from '../envoy/generators.js';
 import { HealthServer } from '../health/server.js';
+import { staleRules } from '../injector/stale-rules.js';
 import type { LeaseElector } from '../leader/elector.js';
 import type { Leadership } from '../leader/leadership.js';
 import type { Logger } from '../logger/logger.js';
@@ -162,6 +163,10 @@ export class Controller {
       problems: () => {
         this.currentView(); // policy problems are those of the current view
         return this.problemBook.entries();
+      },
+      interception: () => {
+        const mesh = this.currentSettings().exclusions;
+        return { mesh, stalePods: staleRules(this.store.list('Pod'), mesh) };
       },
       recentlyDisconnected: () => this.proxies.recentlyDisconnected(),
     });

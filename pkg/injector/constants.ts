@@ -55,6 +55,11 @@ export const ANNOTATION_INBOUND_PORT_EXCLUSIONS = 'skein.dev/inbound-port-exclus
 export const ANNOTATION_OUTBOUND_IP_RANGE_EXCLUSIONS = 'skein.dev/outbound-ip-range-exclusion-list';
 /** Only outbound TCP to these ranges is intercepted; replaces MeshConfig's outboundIPRangeInclusionList. */
 export const ANNOTATION_OUTBOUND_IP_RANGE_INCLUSIONS = 'skein.dev/outbound-ip-range-inclusion-list';
+/**
+ * Written by the injector: the merged lists (JSON) the pod's iptables rules were
+ * rendered from, so the controller can list pods whose rules predate a change.
+ */
+export const ANNOTATION_INTERCEPTION = 'skein.dev/interception';
 
 /**
  * Per-pod Envoy image, overriding the webhook's --envoy-image (Istio's

@@ -5,7 +5,7 @@ import { InjectionError } from './errors.js';
 import { parseMeshExclusions } from './exclusions.js';
 import { escapePointerToken, pointer } from './jsonpatch.js';
 import { checkPod, decide, type MutateOptions, mutate, type NamespaceLike } from './mutate.js';
-import { type Json, type JsonObject, readPod } from './pod.js';
+import { isJsonObject, type Json, type JsonObject, readPod } from './pod.js';
 import { applyPatch } from './testing/apply-patch.js';
 import { get, named } from './testing/json-path.js';
 
@@ -292,9 +292,14 @@ test('mutate: a pod without labels, volumes or init containers gets the arrays a
     labels: false,
     spec: { initContainers: null, containers: [{ name: 'app', image: 'a' }] },
   });
+  const meta = raw['metadata'];
+  if (isJsonObject(meta)) delete meta['annotations'];
   const m = mutate(readPod(raw), options);
   const patched = applyPatch(raw, m.patch);
   assert.deepEqual(get(patched, 'metadata', 'labels'), { 'skein.dev/proxy-uuid': UUID });
+  assert.deepEqual(get(patched, 'metadata', 'annotations'), {
+    'skein.dev/interception': JSON.stringify({ outboundPorts: [], inboundPorts: [], outboundIpRanges: [] }),
+  });
   const inits = get(patched, 'spec', 'initContainers');
   assert.ok(Array.isArray(inits));
   assert.deepEqual(
@@ -343,6 +348,11 @@ test("mutate: the mesh's interception lists are merged with the pod's annotation
   ])
     assert.ok(rules.includes(rule), rule);
   assert.ok(!rules.some((l) => l.includes('10.96.0.0/12')), rules.join('\n'));
+  // The pod records what its rules came from (stale-rules.ts compares it later).
+  assert.deepEqual(
+    JSON.parse(String(get(applyPatch(raw, m.patch), 'metadata', 'annotations', 'skein.dev/interception'))),
+    m.exclusions,
+  );
   // Without mesh lists, the pod's annotations alone.
   const alone = mutate(readPod(raw), options);
   assert.deepEqual(alone.exclusions, {

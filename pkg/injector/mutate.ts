@@ -15,6 +15,7 @@ import { proxyCommonName } from '../mesh/identity.js';
 import { adsSdsFiles, controllerAddress, envoyBootstrap } from './bootstrap.js';
 import {
   ANNOTATION_ENVOY_IMAGE,
+  ANNOTATION_INTERCEPTION,
   BOOTSTRAP_MOUNT_PATH,
   BOOTSTRAP_VOLUME_NAME,
   bootstrapSecretName,
@@ -304,10 +305,18 @@ export function mutate(pod: PodInfo, o: MutateOptions): Mutation {
       [SecretKey.ca]: o.certificate.caPem,
     },
   };
+  const recorded = JSON.stringify(exclusions);
   const patch: JsonPatchOperation[] = [
     pod.hasLabels
       ? { op: 'add', path: pointer('metadata', 'labels', LABEL_PROXY_UUID), value: o.proxyUuid }
       : { op: 'add', path: pointer('metadata', 'labels'), value: { [LABEL_PROXY_UUID]: o.proxyUuid } },
+    pod.hasAnnotations
+      ? { op: 'add', path: pointer('metadata', 'annotations', ANNOTATION_INTERCEPTION), value: recorded }
+      : {
+          op: 'add',
+          path: pointer('metadata', 'annotations'),
+          value: { [ANNOTATION_INTERCEPTION]: recorded },
+        },
     append(['spec', 'volumes'], pod.hasVolumes, { name: BOOTSTRAP_VOLUME_NAME, secret: { secretName } }),
     // After the pod's own, so earlier init containers keep a network without interception (no proxy runs yet).
     append(['spec', 'initContainers'], pod.hasInitContainers, initContainer(o, iptablesRules)),

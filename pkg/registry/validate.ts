@@ -175,9 +175,13 @@ function trafficListProblems(t: MeshConfig['spec']['traffic']): string[] {
   };
   const where = (field: string, i: number) => `spec.traffic.${field}[${i}]`;
   for (const field of ['outboundIPRangeExclusionList', 'outboundIPRangeInclusionList'] as const)
-    (t?.[field] ?? []).forEach((r, i) => check(() => parseIpv4Range(where(field, i), r)));
+    (t?.[field] ?? []).forEach((r, i) => {
+      check(() => parseIpv4Range(where(field, i), r));
+    });
   for (const field of ['outboundPortExclusionList', 'inboundPortExclusionList'] as const)
-    (t?.[field] ?? []).forEach((p, i) => check(() => parsePort(where(field, i), p)));
+    (t?.[field] ?? []).forEach((p, i) => {
+      check(() => parsePort(where(field, i), p));
+    });
   return out;
 }
 

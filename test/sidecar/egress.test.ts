@@ -265,6 +265,23 @@ describe('egress through real Envoy sidecars', { skip, timeout: 420_000 }, () =>
     const refused = await script(thief, HTTP_GET(PLAIN, `http://${outsideIp}:${HTTP_EGRESS}/hello`));
     assert.equal(refused['status'], 403, JSON.stringify(refused));
     assert.equal(await outboundConnections(thief), old + 1);
+    // /debug/interception names the pods whose rules predate the change, and not the new one.
+    const report = (await mesh.debug('interception')) as {
+      mesh: { outboundIpRanges: string[] };
+      stalePods: {
+        name: string;
+        admitted: { outboundIpRanges: string[] };
+        now?: { outboundIpRanges: string[] };
+      }[];
+    };
+    assert.deepEqual(report.mesh.outboundIpRanges, [range]);
+    assert.deepEqual(
+      report.stalePods.map((p) => [p.name, p.admitted.outboundIpRanges, p.now?.outboundIpRanges]),
+      [
+        ['buyer', [], [range]],
+        ['thief', [], [range]],
+      ],
+    );
     await mesh.deletePod('direct');
   });
 
