@@ -334,6 +334,18 @@ describe('charts/skein with helm against the real API server', () => {
       render('webhook.nativeSidecars=true'),
       /webhook.nativeSidecars "true": must be auto, always or never/,
     );
+    await assert.rejects(
+      render('traffic.outboundIPRangeExclusionList={10.0.0.0/8,10.0.0.0/33}'),
+      /traffic.outboundIPRangeExclusionList: "10.0.0.0\/33" is not an IPv4 address or CIDR/,
+    );
+    await assert.rejects(
+      render('traffic.outboundIPRangeInclusionList={fd00::/8}'),
+      /traffic.outboundIPRangeInclusionList: "fd00::\/8" is not an IPv4 address or CIDR/,
+    );
+    await assert.rejects(
+      render('traffic.inboundPortExclusionList={8443,70000}'),
+      /traffic.inboundPortExclusionList: 70000 is not a port in 1-65535/,
+    );
     await assert.rejects(render('meshName=Not_A_Label'), (err: unknown) => {
       assert.ok(err instanceof HelmError);
       assert.match(err.message, /meshName "Not_A_Label": must be a DNS label/);
