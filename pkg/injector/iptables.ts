@@ -59,7 +59,8 @@ export function renderIptablesRules(o: IptablesOptions): string {
     // The app talking to itself bypasses the proxy: 127.0.0.0/8 and its own pod IP
     // both route via lo, and so do the proxy's own ports (admin lives on 127.0.0.1).
     `-A ${CHAIN_OUTBOUND} -o lo -j RETURN`,
-    // Exclusions RETURN before anything redirects, so they win over an inclusion list (as OSM's).
+    // Exclusions RETURN before anything redirects, so they win over an inclusion list, the
+    // order OSM v1.2 renders them in (openservicemesh/osm pkg/injector/iptables.go).
     ...o.exclusions.outboundPorts.map((p) => `-A ${CHAIN_OUTBOUND} -p tcp --dport ${p} -j RETURN`),
     ...o.exclusions.outboundIpRanges.map((r) => `-A ${CHAIN_OUTBOUND} -d ${r} -j RETURN`),
     // An inclusion list sends only its ranges to the proxy; the rest falls off the
