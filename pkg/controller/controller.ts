@@ -18,6 +18,7 @@ import { ServingRenewal } from '../certificate/serving-renewal.js';
 import type { SecretSource } from '../certificate/types.js';
 import { meshGenerators } from '../envoy/generators.js';
 import { HealthServer } from '../health/server.js';
+import { staleRules } from '../injector/stale-rules.js';
 import type { LeaseElector } from '../leader/elector.js';
 import type { Leadership } from '../leader/leadership.js';
 import type { Logger } from '../logger/logger.js';
@@ -167,6 +168,10 @@ export class Controller {
       problems: () => {
         this.currentView(); // policy problems are those of the current view
         return this.problemBook.entries();
+      },
+      interception: () => {
+        const mesh = this.currentSettings().exclusions;
+        return { mesh, stalePods: staleRules(this.store.list('Pod'), mesh) };
       },
       recentlyDisconnected: () => this.proxies.recentlyDisconnected(),
     });
@@ -348,6 +353,7 @@ export class Controller {
         observer: this.metrics.webhookObserver,
         // Read at each admission: a MeshConfig change applies to pods created afterwards.
         sidecarSettings: () => this.currentSettings().sidecar,
+        meshExclusions: () => this.currentSettings().exclusions,
         logger: log,
         leadership: this.leadership,
       });

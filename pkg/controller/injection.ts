@@ -9,6 +9,7 @@ import type { BuiltinCA } from '../certificate/builtin.js';
 import { DEFAULT_SERVER_CERT_VALIDITY_MS } from '../certificate/builtin.js';
 import { ServingRenewal } from '../certificate/serving-renewal.js';
 import { CaBundleSync, type KubeWatchClient } from '../injector/ca-bundle.js';
+import type { Exclusions } from '../injector/exclusions.js';
 import { FileSecretWriter } from '../injector/file-secrets.js';
 import { GATEWAY_INGRESS } from '../injector/gateway.js';
 import { KubeSecretWriter, StoreOrApiNamespaceReader } from '../injector/kube.js';
@@ -92,6 +93,8 @@ export interface InjectionOptions {
   observer?: WebhookObserver;
   /** The mesh's sidecar settings now (MeshConfig `spec.sidecar`), read at each admission. */
   sidecarSettings?: () => SidecarSettings;
+  /** The mesh's interception lists now (MeshConfig `spec.traffic`), read at each admission. */
+  meshExclusions?: () => Exclusions;
   logger: Logger;
   /** Serving certificate lifetime (default 1 year; renewed at 2/3 of it). */
   servingValidityMs?: number;
@@ -176,6 +179,7 @@ export class Injection {
       logger: log,
       ...(i.observer ? { observer: i.observer } : {}),
       ...(i.sidecarSettings ? { sidecarSettings: i.sidecarSettings } : {}),
+      ...(i.meshExclusions ? { meshExclusions: i.meshExclusions } : {}),
     });
     let port: number;
     try {

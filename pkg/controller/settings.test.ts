@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { meshConfig } from '../catalog/fixtures.js';
 import { buildMeshView } from '../catalog/view.js';
+import { NO_EXCLUSIONS } from '../injector/exclusions.js';
 import { DEFAULT_SIDECAR_SETTINGS } from '../injector/sidecar-settings.js';
 import { DEFAULT_CERT_VALIDITY_MS, DEFAULT_MIN_PUSH_INTERVAL_MS } from '../mesh/constants.js';
 import { MeshStore } from '../registry/store.js';
@@ -22,6 +23,7 @@ describe('meshSettings', () => {
         validityMs: DEFAULT_CERT_VALIDITY_MS,
         minPushIntervalMs: DEFAULT_MIN_PUSH_INTERVAL_MS,
         sidecar: { xdsTransport: 'sotw', maxDownstreamConnections: 50_000 },
+        exclusions: NO_EXCLUSIONS,
       },
     );
     assert.deepEqual(ignored, []);
@@ -36,6 +38,7 @@ describe('meshSettings', () => {
       validityMs: 90 * 60_000,
       minPushIntervalMs: 250,
       sidecar: DEFAULT_SIDECAR_SETTINGS,
+      exclusions: NO_EXCLUSIONS,
     });
   });
 
@@ -76,5 +79,37 @@ describe('meshSettings', () => {
       ['sidecar.xdsTransport', '"incremental": use "sotw" or "delta"'],
       ['sidecar.maxDownstreamConnections', '0: use a whole number from 1 to 2147483647'],
     ]);
+  });
+
+  it('reads the interception lists for the injector', () => {
+    const s = meshSettings(
+      viewWith({
+        traffic: {
+          outboundIPRangeExclusionList: ['169.254.169.254'],
+          outboundIPRangeInclusionList: ['10.96.0.0/12'],
+          outboundPortExclusionList: [5432],
+          inboundPortExclusionList: [8443],
+        },
+      }),
+      () => assert.fail('nothing should be ignored'),
+    );
+    assert.deepEqual(s.exclusions, {
+      outboundPorts: [5432],
+      inboundPorts: [8443],
+      outboundIpRanges: ['169.254.169.254/32'],
+      outboundIpRangeInclusions: ['10.96.0.0/12'],
+    });
+  });
+
+  it('a bad list entry that got this far is reported by field and value, and no list applies', () => {
+    const ignored: [string, string][] = [];
+    const s = meshSettings(
+      viewWith({
+        traffic: { outboundIPRangeExclusionList: ['10.0.0.0/8'], outboundPortExclusionList: [5432, 0] },
+      }),
+      (f, r) => ignored.push([f, r]),
+    );
+    assert.deepEqual(s.exclusions, NO_EXCLUSIONS);
+    assert.deepEqual(ignored, [['traffic.outboundPortExclusionList[1]', '"0" is not a port in 1-65535']]);
   });
 });

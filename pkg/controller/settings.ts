@@ -4,6 +4,12 @@
 import type { MeshView } from '../catalog/types.js';
 import { meshConfigOf } from '../catalog/view.js';
 import {
+  type Exclusions,
+  ListEntryError,
+  NO_EXCLUSIONS,
+  parseMeshExclusions,
+} from '../injector/exclusions.js';
+import {
   CONNECTION_LIMIT_RULE,
   DEFAULT_SIDECAR_SETTINGS,
   isConnectionLimit,
@@ -18,6 +24,8 @@ export interface MeshSettings {
   minPushIntervalMs: number;
   /** What the injector writes into the bootstrap of pods admitted from now on. */
   sidecar: SidecarSettings;
+  /** The interception lists (spec.traffic) the injector merges into pods admitted from now on. */
+  exclusions: Exclusions;
 }
 
 /** Told about each MeshConfig field that was ignored, and why. */
@@ -58,7 +66,24 @@ export function meshSettings(view: MeshView, ignored: IgnoredSetting): MeshSetti
         ignored,
       ),
     },
+    exclusions: exclusions(spec?.traffic, ignored),
   };
+}
+
+/**
+ * The registries refuse a MeshConfig with a bad entry (pkg/registry/validate.ts), so
+ * its last valid version is what arrives here; checked again rather than trusted, and
+ * on a bad entry none of the lists apply: a partial set could intercept what a pod
+ * relies on bypassing.
+ */
+function exclusions(traffic: Parameters<typeof parseMeshExclusions>[0], ignored: IgnoredSetting): Exclusions {
+  try {
+    return parseMeshExclusions(traffic);
+  } catch (err) {
+    if (!(err instanceof ListEntryError)) throw err;
+    ignored(err.where.replace(/^spec\./, ''), `${JSON.stringify(err.value)} ${err.why}`);
+    return NO_EXCLUSIONS;
+  }
 }
 
 function checked<T>(

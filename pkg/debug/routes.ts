@@ -2,6 +2,8 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { MeshView } from '../catalog/types.js';
 import type { ManagedCertificateInfo } from '../certificate/manager.js';
 import type { HealthServer } from '../health/server.js';
+import type { Exclusions } from '../injector/exclusions.js';
+import type { StaleRules } from '../injector/stale-rules.js';
 import type { ProxyIdentity } from '../mesh/identity.js';
 import type { BookEntry } from '../registry/problem-book.js';
 import type { EncodedResource } from '../xds/cache/encoded.js';
@@ -22,9 +24,18 @@ export interface DebugSource {
   view(): MeshView;
   /** Every problem in force: invalid objects and policy problems. */
   problems(): BookEntry[];
+  /** The mesh's interception lists now and the pods whose iptables rules predate them (Kubernetes mode). */
+  interception?(): InterceptionReport;
 }
 
-/** Mounts `/debug/{proxies,config_dump,certs,policies,problems}`; each answers 404 while disabled. */
+export interface InterceptionReport {
+  /** MeshConfig `spec.traffic` lists, as pods admitted now get them. */
+  mesh: Exclusions;
+  /** Running pods whose rules differ from what they would get if recreated now. */
+  stalePods: StaleRules[];
+}
+
+/** Mounts `/debug/{proxies,config_dump,certs,policies,problems,interception}`; each answers 404 while disabled. */
 export function mountDebugRoutes(health: HealthServer, src: DebugSource): void {
   const guarded = (build: (req: IncomingMessage, res: ServerResponse) => void) => {
     return (req: IncomingMessage, res: ServerResponse) => {
@@ -63,6 +74,13 @@ export function mountDebugRoutes(health: HealthServer, src: DebugSource): void {
     '/debug/problems',
     guarded((_req, res) => json(res, 200, src.problems())),
   );
+  const { interception } = src;
+  if (interception) {
+    health.route(
+      '/debug/interception',
+      guarded((_req, res) => json(res, 200, interception.call(src))),
+    );
+  }
   health.route(
     '/debug/policies',
     guarded((_req, res) => json(res, 200, buildPolicies(src.view()))),

@@ -49,10 +49,17 @@ export const PORT_HTTPS_PROBE_LAST = 15999;
 export const PORT_ENVOY_READINESS = 15900;
 export const ENVOY_READY_PATH = '/skein-probe/envoy/ready';
 
-/** Pod annotations with per-pod traffic-interception exclusions (comma-separated). */
+/** Pod annotations with per-pod traffic-interception exclusions and inclusions (comma-separated). */
 export const ANNOTATION_OUTBOUND_PORT_EXCLUSIONS = 'skein.dev/outbound-port-exclusion-list';
 export const ANNOTATION_INBOUND_PORT_EXCLUSIONS = 'skein.dev/inbound-port-exclusion-list';
 export const ANNOTATION_OUTBOUND_IP_RANGE_EXCLUSIONS = 'skein.dev/outbound-ip-range-exclusion-list';
+/** Only outbound TCP to these ranges is intercepted; replaces MeshConfig's outboundIPRangeInclusionList. */
+export const ANNOTATION_OUTBOUND_IP_RANGE_INCLUSIONS = 'skein.dev/outbound-ip-range-inclusion-list';
+/**
+ * Written by the injector: the merged lists (JSON) the pod's iptables rules were
+ * rendered from, so the controller can list pods whose rules predate a change.
+ */
+export const ANNOTATION_INTERCEPTION = 'skein.dev/interception';
 
 /**
  * Per-pod Envoy image, overriding the webhook's --envoy-image (Istio's

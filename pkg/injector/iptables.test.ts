@@ -374,3 +374,86 @@ test('exclusion annotations: spaces, empty entries and duplicates are tolerated'
   );
   assert.deepEqual(parseExclusions(undefined), NO_EXCLUSIONS);
 });
+
+// Inclusion lists (OSM v1.2's outboundIPRangeInclusionList): only the listed
+// destinations jump to the proxy; exclusions still RETURN first, so they win.
+const withInclusions: Exclusions = {
+  outboundPorts: [5432],
+  inboundPorts: [],
+  outboundIpRanges: ['10.96.0.10/32'],
+  outboundIpRangeInclusions: ['10.96.0.0/12', '10.244.0.0/16'],
+};
+
+const inclusionCases: { name: string; packet: Packet; verdict: Verdict }[] = [
+  {
+    name: 'app to an included range (a Service IP) → outbound listener',
+    packet: outbound(APP_UID, '10.96.5.5', 80),
+    verdict: toOutbound,
+  },
+  {
+    name: 'app to the second included range (another pod) → outbound listener',
+    packet: outbound(APP_UID, '10.244.2.9', 8080),
+    verdict: toOutbound,
+  },
+  {
+    name: 'app to an address outside every included range → leaves directly',
+    packet: outbound(APP_UID, '203.0.113.7', 443),
+    verdict: untouched,
+  },
+  {
+    name: 'an excluded address inside an included range → excluded wins',
+    packet: outbound(APP_UID, '10.96.0.10', 80),
+    verdict: untouched,
+  },
+  {
+    name: 'an excluded port to an included range → excluded wins',
+    packet: outbound(APP_UID, '10.96.5.5', 5432),
+    verdict: untouched,
+  },
+  {
+    name: "the proxy's own traffic (ADS) outside the included ranges → RETURN by uid",
+    packet: outbound(PROXY, '192.0.2.1', 15128),
+    verdict: untouched,
+  },
+  {
+    name: 'the proxy to its own pod IP still reaches the inbound listener',
+    packet: outbound(PROXY, POD_IP, 8080, 'lo'),
+    verdict: toInbound,
+  },
+  {
+    name: 'app to itself over lo → RETURN',
+    packet: outbound(APP_UID, '127.0.0.1', 15000, 'lo'),
+    verdict: untouched,
+  },
+  { name: 'inbound is unaffected by an outbound inclusion list', packet: inbound(8080), verdict: toInbound },
+  { name: 'kubelet probes still reach the proxy directly', packet: inbound(15902), verdict: untouched },
+  { name: 'Prometheus still scrapes the proxy directly', packet: inbound(15010), verdict: untouched },
+];
+
+test('an inclusion list: only its ranges are redirected, exclusions first, every rule needed', () => {
+  const rules = renderIptablesRules({ exclusions: withInclusions, proxyServedPorts: [15010, 15902] });
+  const table = parse(rules);
+  const hits = new Set<number>();
+  for (const c of inclusionCases) assert.deepEqual(evaluate(table, c.packet, hits), c.verdict, c.name);
+  const lines = rules.split('\n');
+  const unused = lines
+    .map((l, i) => ({ l, n: i + 1 }))
+    .filter(({ l, n }) => l.startsWith('-A') && !hits.has(n));
+  assert.deepEqual(unused, [], 'rules no case exercises');
+  // No catch-all redirect: what no inclusion matches falls off the chain.
+  assert.ok(!lines.includes('-A SKEIN_PROXY_OUTBOUND -p tcp -j SKEIN_PROXY_REDIRECT'));
+  // Every exclusion RETURN comes before the first inclusion jump.
+  const outbound = lines.filter((l) => l.startsWith('-A SKEIN_PROXY_OUTBOUND'));
+  const lastReturn = outbound.findLastIndex((l) => l.endsWith('-j RETURN'));
+  const firstJump = outbound.findIndex((l) => l.endsWith('-j SKEIN_PROXY_REDIRECT'));
+  assert.ok(lastReturn < firstJump, outbound.join('\n'));
+});
+
+test('an empty inclusion list is no inclusion list: everything is redirected', () => {
+  const rules = renderIptablesRules({
+    exclusions: { ...NO_EXCLUSIONS, outboundIpRangeInclusions: [] },
+    proxyServedPorts: [15010],
+  });
+  assert.equal(rules, renderIptablesRules({ exclusions: NO_EXCLUSIONS, proxyServedPorts: [15010] }));
+  assert.deepEqual(evaluate(parse(rules), outbound(APP_UID, '203.0.113.7', 443), new Set()), toOutbound);
+});

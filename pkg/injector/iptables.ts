@@ -27,6 +27,7 @@ export interface IptablesOptions {
  */
 export function renderIptablesRules(o: IptablesOptions): string {
   const inboundReturns = [...new Set([...o.proxyServedPorts, ...o.exclusions.inboundPorts])];
+  const inclusions = o.exclusions.outboundIpRangeInclusions ?? [];
   const lines = [
     '*nat',
     ':PREROUTING ACCEPT [0:0]',
@@ -45,7 +46,9 @@ export function renderIptablesRules(o: IptablesOptions): string {
     ...inboundReturns.map((p) => `-A ${CHAIN_INBOUND} -p tcp --dport ${p} -j RETURN`),
     `-A ${CHAIN_INBOUND} -p tcp -j ${CHAIN_IN_REDIRECT}`,
     `-A ${CHAIN_IN_REDIRECT} -p tcp -j REDIRECT --to-ports ${PORT_INBOUND_LISTENER}`,
-    '# Outbound: TCP the app opens goes to the outbound listener.',
+    inclusions.length > 0
+      ? `# Outbound: TCP the app opens to ${inclusions.join(', ')} goes to the outbound listener, the rest leaves as is.`
+      : '# Outbound: TCP the app opens goes to the outbound listener.',
     `-A OUTPUT -p tcp -j ${CHAIN_OUTBOUND}`,
     // The proxy calling a service backed by this very pod leaves over lo to the
     // pod IP: send it through the inbound listener so mTLS and policy still apply.
@@ -56,9 +59,15 @@ export function renderIptablesRules(o: IptablesOptions): string {
     // The app talking to itself bypasses the proxy: 127.0.0.0/8 and its own pod IP
     // both route via lo, and so do the proxy's own ports (admin lives on 127.0.0.1).
     `-A ${CHAIN_OUTBOUND} -o lo -j RETURN`,
+    // Exclusions RETURN before anything redirects, so they win over an inclusion list, the
+    // order OSM v1.2 renders them in (openservicemesh/osm pkg/injector/iptables.go).
     ...o.exclusions.outboundPorts.map((p) => `-A ${CHAIN_OUTBOUND} -p tcp --dport ${p} -j RETURN`),
     ...o.exclusions.outboundIpRanges.map((r) => `-A ${CHAIN_OUTBOUND} -d ${r} -j RETURN`),
-    `-A ${CHAIN_OUTBOUND} -p tcp -j ${CHAIN_REDIRECT}`,
+    // An inclusion list sends only its ranges to the proxy; the rest falls off the
+    // chain (an implicit RETURN) and leaves unchanged. Without one, all of it goes.
+    ...(inclusions.length > 0
+      ? inclusions.map((r) => `-A ${CHAIN_OUTBOUND} -p tcp -d ${r} -j ${CHAIN_REDIRECT}`)
+      : [`-A ${CHAIN_OUTBOUND} -p tcp -j ${CHAIN_REDIRECT}`]),
     `-A ${CHAIN_REDIRECT} -p tcp -j REDIRECT --to-ports ${PORT_OUTBOUND_LISTENER}`,
     'COMMIT',
     '',

@@ -2,9 +2,10 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { parseProxyCommonName } from '../mesh/identity.js';
 import { InjectionError } from './errors.js';
+import { parseMeshExclusions } from './exclusions.js';
 import { escapePointerToken, pointer } from './jsonpatch.js';
 import { checkPod, decide, type MutateOptions, mutate, type NamespaceLike } from './mutate.js';
-import { type Json, type JsonObject, readPod } from './pod.js';
+import { isJsonObject, type Json, type JsonObject, readPod } from './pod.js';
 import { applyPatch } from './testing/apply-patch.js';
 import { get, named } from './testing/json-path.js';
 
@@ -291,9 +292,14 @@ test('mutate: a pod without labels, volumes or init containers gets the arrays a
     labels: false,
     spec: { initContainers: null, containers: [{ name: 'app', image: 'a' }] },
   });
+  const meta = raw['metadata'];
+  if (isJsonObject(meta)) delete meta['annotations'];
   const m = mutate(readPod(raw), options);
   const patched = applyPatch(raw, m.patch);
   assert.deepEqual(get(patched, 'metadata', 'labels'), { 'skein.dev/proxy-uuid': UUID });
+  assert.deepEqual(get(patched, 'metadata', 'annotations'), {
+    'skein.dev/interception': JSON.stringify({ outboundPorts: [], inboundPorts: [], outboundIpRanges: [] }),
+  });
   const inits = get(patched, 'spec', 'initContainers');
   assert.ok(Array.isArray(inits));
   assert.deepEqual(
@@ -306,6 +312,55 @@ test('mutate: a pod without labels, volumes or init containers gets the arrays a
     m.iptablesRules.split('\n').filter((l) => l.startsWith('-A SKEIN_PROXY_INBOUND') && l.endsWith('RETURN')),
     ['-A SKEIN_PROXY_INBOUND -p tcp --dport 15010 -j RETURN'],
   );
+});
+
+test("mutate: the mesh's interception lists are merged with the pod's annotations into the init rules", () => {
+  const raw = podJson({
+    annotations: {
+      'skein.dev/outbound-port-exclusion-list': '6379',
+      'skein.dev/outbound-ip-range-inclusion-list': '10.244.0.0/16',
+    },
+  });
+  const m = mutate(readPod(raw), {
+    ...options,
+    meshExclusions: parseMeshExclusions({
+      outboundIPRangeExclusionList: ['169.254.169.254/32'],
+      outboundIPRangeInclusionList: ['10.96.0.0/12'],
+      outboundPortExclusionList: [5432],
+      inboundPortExclusionList: [8443],
+    }),
+  });
+  assert.deepEqual(m.exclusions, {
+    outboundPorts: [5432, 6379],
+    inboundPorts: [8443],
+    outboundIpRanges: ['169.254.169.254/32'],
+    outboundIpRangeInclusions: ['10.244.0.0/16'],
+  });
+  const init = named(get(applyPatch(raw, m.patch), 'spec', 'initContainers'), 'skein-init');
+  const rules = String(get(init, 'env', 0, 'value')).split('\n');
+  for (const rule of [
+    '-A SKEIN_PROXY_OUTBOUND -p tcp --dport 5432 -j RETURN',
+    '-A SKEIN_PROXY_OUTBOUND -p tcp --dport 6379 -j RETURN',
+    '-A SKEIN_PROXY_OUTBOUND -d 169.254.169.254/32 -j RETURN',
+    '-A SKEIN_PROXY_INBOUND -p tcp --dport 8443 -j RETURN',
+    // The pod's inclusion list replaced the mesh's 10.96.0.0/12.
+    '-A SKEIN_PROXY_OUTBOUND -p tcp -d 10.244.0.0/16 -j SKEIN_PROXY_REDIRECT',
+  ])
+    assert.ok(rules.includes(rule), rule);
+  assert.ok(!rules.some((l) => l.includes('10.96.0.0/12')), rules.join('\n'));
+  // The pod records what its rules came from (stale-rules.ts compares it later).
+  assert.deepEqual(
+    JSON.parse(String(get(applyPatch(raw, m.patch), 'metadata', 'annotations', 'skein.dev/interception'))),
+    m.exclusions,
+  );
+  // Without mesh lists, the pod's annotations alone.
+  const alone = mutate(readPod(raw), options);
+  assert.deepEqual(alone.exclusions, {
+    outboundPorts: [6379],
+    inboundPorts: [],
+    outboundIpRanges: [],
+    outboundIpRangeInclusions: ['10.244.0.0/16'],
+  });
 });
 
 /** The names of `spec.<list>` in a patched pod. */

@@ -15,6 +15,7 @@ import { proxyCommonName } from '../mesh/identity.js';
 import { adsSdsFiles, controllerAddress, envoyBootstrap } from './bootstrap.js';
 import {
   ANNOTATION_ENVOY_IMAGE,
+  ANNOTATION_INTERCEPTION,
   BOOTSTRAP_MOUNT_PATH,
   BOOTSTRAP_VOLUME_NAME,
   bootstrapSecretName,
@@ -25,7 +26,7 @@ import {
   SYSTEM_NAMESPACES,
 } from './constants.js';
 import { badAnnotation, InjectionError } from './errors.js';
-import { parseExclusions } from './exclusions.js';
+import { type Exclusions, mergeExclusions, NO_EXCLUSIONS, parseExclusions } from './exclusions.js';
 import { defaultProxyServedPorts, renderIptablesRules } from './iptables.js';
 import { type JsonPatchOperation, pointer } from './jsonpatch.js';
 import { envoyReadinessProbe, envoyStartupProbe, podLayout, type SidecarLayout } from './layout.js';
@@ -111,6 +112,11 @@ export interface MutateOptions {
   /** The mesh's sidecar settings (MeshConfig `spec.sidecar`); the pod's annotations override them. */
   sidecar?: SidecarSettings;
   /**
+   * The mesh's interception lists (MeshConfig `spec.traffic`), merged with the
+   * pod's annotations (exclusions.ts). Default: none.
+   */
+  meshExclusions?: Exclusions;
+  /**
    * Inject Envoy as a native sidecar (layout.ts) unless the pod's
    * `skein.dev/native-sidecar` annotation says otherwise. Default false: classic.
    */
@@ -132,6 +138,8 @@ export interface Mutation {
   proxyUuid: string;
   commonName: string;
   iptablesRules: string;
+  /** What the rules were rendered from: the mesh's lists merged with the pod's annotations. */
+  exclusions: Exclusions;
   bootstrap: JsonObject;
   /** What the bootstrap was built with, after the pod's annotations. */
   sidecar: SidecarSettings;
@@ -284,7 +292,7 @@ export function bootstrapSecret(
 /** The JSON Patch and bootstrap Secret that inject a pod `decide` accepted. Throws InjectionError. */
 export function mutate(pod: PodInfo, o: MutateOptions): Mutation {
   checkPod(pod);
-  const exclusions = parseExclusions(pod.annotations);
+  const exclusions = mergeExclusions(o.meshExclusions ?? NO_EXCLUSIONS, parseExclusions(pod.annotations));
   const probes = planProbes(pod);
   const commonName = sidecarCommonName(pod, o.proxyUuid, o.trustDomain);
   const sidecar = podSidecarSettings(pod, o.sidecar);
@@ -306,10 +314,18 @@ export function mutate(pod: PodInfo, o: MutateOptions): Mutation {
   });
   const secret = bootstrapSecret(pod.namespace, o, bootstrap);
   const secretName = secret.metadata.name;
+  const recorded = JSON.stringify(exclusions);
   const patch: JsonPatchOperation[] = [
     pod.hasLabels
       ? { op: 'add', path: pointer('metadata', 'labels', LABEL_PROXY_UUID), value: o.proxyUuid }
       : { op: 'add', path: pointer('metadata', 'labels'), value: { [LABEL_PROXY_UUID]: o.proxyUuid } },
+    pod.hasAnnotations
+      ? { op: 'add', path: pointer('metadata', 'annotations', ANNOTATION_INTERCEPTION), value: recorded }
+      : {
+          op: 'add',
+          path: pointer('metadata', 'annotations'),
+          value: { [ANNOTATION_INTERCEPTION]: recorded },
+        },
     append(['spec', 'volumes'], pod.hasVolumes, { name: BOOTSTRAP_VOLUME_NAME, secret: { secretName } }),
     // After the pod's own, so earlier init containers keep a network without interception (no proxy runs yet).
     append(['spec', 'initContainers'], pod.hasInitContainers, initContainer(o, iptablesRules)),
@@ -326,5 +342,15 @@ export function mutate(pod: PodInfo, o: MutateOptions): Mutation {
       }),
     ),
   ];
-  return { patch, secret, proxyUuid: o.proxyUuid, commonName, iptablesRules, bootstrap, sidecar, layout };
+  return {
+    patch,
+    secret,
+    proxyUuid: o.proxyUuid,
+    commonName,
+    iptablesRules,
+    exclusions,
+    bootstrap,
+    sidecar,
+    layout,
+  };
 }

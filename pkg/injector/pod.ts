@@ -37,6 +37,7 @@ export interface PodInfo {
   hasInitContainers: boolean;
   hasVolumes: boolean;
   hasLabels: boolean;
+  hasAnnotations: boolean;
   volumeNames: string[];
 }
 
@@ -116,6 +117,7 @@ export function readPod(raw: unknown, requestNamespace?: string): PodInfo {
     labels: stringMap(metadata['labels'], 'metadata.labels'),
     annotations: stringMap(metadata['annotations'], 'metadata.annotations'),
     hasLabels: isJsonObject(metadata['labels']),
+    hasAnnotations: isJsonObject(metadata['annotations']),
     hostNetwork: spec['hostNetwork'] === true,
     serviceAccountName: typeof sa === 'string' && sa !== '' ? sa : 'default',
     containers,

@@ -12,6 +12,7 @@ import type { Logger } from '../logger/logger.js';
 import { silentLogger } from '../logger/logger.js';
 import { listenTcp } from '../net/listen.js';
 import { InjectionError } from './errors.js';
+import type { Exclusions } from './exclusions.js';
 import { decideGateway, gatewayCommonName, mutateGateway } from './gateway.js';
 import {
   checkPod,
@@ -73,6 +74,11 @@ export interface WebhookOptions {
    * Defaults when absent.
    */
   sidecarSettings?: () => SidecarSettings;
+  /**
+   * The mesh's interception lists now (MeshConfig `spec.traffic`), asked at
+   * every admission like sidecarSettings. None when absent.
+   */
+  meshExclusions?: () => Exclusions;
   /**
    * Envoy as a native sidecar by default (layout.ts; the controller decides it
    * once from --native-sidecars and the API server's version). Default false.
@@ -329,6 +335,7 @@ function mutateOptions(o: WebhookOptions, proxyUuid: string, cert: IssuedCertifi
     ...(o.envoyLogLevel !== undefined ? { envoyLogLevel: o.envoyLogLevel } : {}),
     ...(o.envoyResources !== undefined ? { envoyResources: o.envoyResources } : {}),
     ...(o.sidecarSettings ? { sidecar: o.sidecarSettings() } : {}),
+    ...(o.meshExclusions ? { meshExclusions: o.meshExclusions() } : {}),
     ...(o.nativeSidecars !== undefined ? { nativeSidecars: o.nativeSidecars } : {}),
     proxyUuid,
     certificate: { certPem: cert.certPem, keyPem: cert.keyPem, caPem: cert.caPem },

@@ -213,6 +213,16 @@ export interface MeshConfigSpec {
     permissive?: boolean;
     /** Lets traffic to destinations outside the mesh out unchanged (passthrough). Default false. */
     enableEgress?: boolean;
+    /**
+     * Mesh-wide traffic-interception lists (OSM v1.2's names), merged with the pod
+     * annotations at admission (pkg/injector/exclusions.ts): IPv4 CIDRs or addresses,
+     * ports 1-65535. Pods admitted afterwards get them; running pods keep their rules.
+     */
+    outboundIPRangeExclusionList?: string[];
+    /** When non-empty, only outbound TCP to these ranges is intercepted (exclusions still win). */
+    outboundIPRangeInclusionList?: string[];
+    outboundPortExclusionList?: number[];
+    inboundPortExclusionList?: number[];
   };
   certificate?: {
     /** Validity of proxy and service certificates, a Go-style duration ("24h", "90m"). */

@@ -121,6 +121,55 @@ describe('semanticProblems', () => {
   });
 });
 
+describe('MeshConfig interception lists', () => {
+  const mc = (traffic: Record<string, unknown>) => ({
+    apiVersion: 'config.skein.dev/v1alpha1',
+    kind: 'MeshConfig',
+    metadata: meta('skein-system', 'skein'),
+    spec: { traffic },
+  });
+
+  it('accepts IPv4 addresses and CIDRs and ports in range', () => {
+    const good = validateManifest(
+      mc({
+        outboundIPRangeExclusionList: ['169.254.169.254', '10.0.0.0/8'],
+        outboundIPRangeInclusionList: ['10.96.0.0/12'],
+        outboundPortExclusionList: [5432],
+        inboundPortExclusionList: [8443, 65535],
+      }),
+    );
+    assert.equal(good.ok, true, JSON.stringify(good));
+  });
+
+  it('refuses the object naming every bad entry and its value', () => {
+    assert.deepEqual(
+      validateManifest(
+        mc({
+          outboundIPRangeExclusionList: ['10.0.0.0/8', '10.0.0.0/33'],
+          outboundIPRangeInclusionList: ['fd00::/8', 'example.com'],
+        }),
+      ),
+      {
+        ok: false,
+        reason: [
+          'spec.traffic.outboundIPRangeExclusionList[1]: "10.0.0.0/33" has a prefix length outside 0-32',
+          'spec.traffic.outboundIPRangeInclusionList[0]: "fd00::/8" is IPv6; only IPv4 ranges are supported (the rules are IPv4 iptables)',
+          'spec.traffic.outboundIPRangeInclusionList[1]: "example.com" is not an IPv4 address or CIDR',
+        ].join('; '),
+      },
+    );
+  });
+
+  it('the CRD schema bounds the ports (the API server refuses them too)', () => {
+    const r = validateManifest(
+      mc({ outboundPortExclusionList: [80, 0], inboundPortExclusionList: ['http'] }),
+    );
+    assert.equal(r.ok, false);
+    assert.match(r.ok ? '' : r.reason, /spec\.traffic\.outboundPortExclusionList\[1\]: must be >= 1/);
+    assert.match(r.ok ? '' : r.reason, /spec\.traffic\.inboundPortExclusionList\[0\]: must be integer/);
+  });
+});
+
 describe('validateManifest', () => {
   it('runs the schema first, then the semantic checks', () => {
     const base = {

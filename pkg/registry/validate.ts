@@ -4,6 +4,7 @@
 import { isIP } from 'node:net';
 
 import { egressProblems } from '../catalog/egress.js';
+import { ListEntryError, parseIpv4Range, parsePort } from '../injector/exclusions.js';
 import { parseDuration } from '../mesh/duration.js';
 import type {
   AnyObject,
@@ -157,6 +158,30 @@ function meshConfigProblems(mc: MeshConfig): string[] {
     mc.spec.certificate?.ingressGateway?.validityDuration,
     true,
   );
+  out.push(...trafficListProblems(mc.spec.traffic));
+  return out;
+}
+
+/** Every bad entry of the interception lists, by field and value (the injector's own parsers). */
+function trafficListProblems(t: MeshConfig['spec']['traffic']): string[] {
+  const out: string[] = [];
+  const check = (parse: () => unknown): void => {
+    try {
+      parse();
+    } catch (err) {
+      if (!(err instanceof ListEntryError)) throw err;
+      out.push(err.message);
+    }
+  };
+  const where = (field: string, i: number) => `spec.traffic.${field}[${i}]`;
+  for (const field of ['outboundIPRangeExclusionList', 'outboundIPRangeInclusionList'] as const)
+    (t?.[field] ?? []).forEach((r, i) => {
+      check(() => parseIpv4Range(where(field, i), r));
+    });
+  for (const field of ['outboundPortExclusionList', 'inboundPortExclusionList'] as const)
+    (t?.[field] ?? []).forEach((p, i) => {
+      check(() => parsePort(where(field, i), p));
+    });
   return out;
 }
 

@@ -368,6 +368,18 @@ describe('charts/skein with helm against the real API server', () => {
       render('webhook.nativeSidecars=true'),
       /webhook.nativeSidecars "true": must be auto, always or never/,
     );
+    await assert.rejects(
+      render('traffic.outboundIPRangeExclusionList={10.0.0.0/8,10.0.0.0/33}'),
+      /traffic.outboundIPRangeExclusionList: "10.0.0.0\/33" is not an IPv4 address or CIDR/,
+    );
+    await assert.rejects(
+      render('traffic.outboundIPRangeInclusionList={fd00::/8}'),
+      /traffic.outboundIPRangeInclusionList: "fd00::\/8" is not an IPv4 address or CIDR/,
+    );
+    await assert.rejects(
+      render('traffic.inboundPortExclusionList={8443,70000}'),
+      /traffic.inboundPortExclusionList: 70000 is not a port in 1-65535/,
+    );
     await assert.rejects(render('meshName=Not_A_Label'), (err: unknown) => {
       assert.ok(err instanceof HelmError);
       assert.match(err.message, /meshName "Not_A_Label": must be a DNS label/);
@@ -651,6 +663,7 @@ describe('charts/skein with helm against the real API server', () => {
         replicas: 2,
         debugServer: true,
         webhook: { failurePolicy: 'Ignore', timeoutSeconds: 3 },
+        traffic: { outboundIPRangeExclusionList: ['169.254.169.254/32'], inboundPortExclusionList: [8443] },
       },
       { skipCrds: true },
     );
@@ -659,7 +672,11 @@ describe('charts/skein with helm against the real API server', () => {
       `helm's progress lines were passed on: ${lines.join('\n')}`,
     );
     const mc = await get(`/apis/config.skein.dev/v1alpha1/namespaces/${ns}/meshconfigs/${meshName}`);
-    assert.equal(at(mc, 'spec', 'traffic', 'permissive'), true);
+    assert.deepEqual(at(mc, 'spec', 'traffic'), {
+      permissive: true,
+      outboundIPRangeExclusionList: ['169.254.169.254/32'],
+      inboundPortExclusionList: [8443],
+    });
     assert.equal(at(mc, 'spec', 'observability', 'enableDebugServer'), true);
     const dep = await get(`/apis/apps/v1/namespaces/${ns}/deployments/skein-controller`);
     assert.equal(at(dep, 'spec', 'replicas'), 2);

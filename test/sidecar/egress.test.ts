@@ -3,9 +3,11 @@
 // server, a TLS server with its own CA (the client verifies the name it sent
 // as SNI), a server-first TCP server that greets first. SMI mode, two
 // identities: `buyer` is the source of three Egress objects, `thief` of none.
-// Every call is made by the app (uid 1000, redirected to Envoy by iptables,
-// no exclusion); reasons are read from Envoy's own stats, and `skein policy
-// check --to` must give the verdict Envoy gave for each case.
+// Every call is made by the app (uid 1000, redirected to Envoy by iptables);
+// reasons are read from Envoy's own stats, and `skein policy check --to` must
+// give the verdict Envoy gave for each case. The last tests give later pods
+// MeshConfig interception lists (exclusion, then inclusion) that take the
+// outside server out of Envoy's path, and show the earlier pods keep theirs.
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
@@ -14,8 +16,8 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { run } from '../support/pod-network.js';
-import type { RunningPod } from '../support/pod-runner.js';
-import { HTTP_PORT, SidecarMesh, sidecarSuiteSkipReason } from './mesh.js';
+import { type RunningPod, until } from '../support/pod-runner.js';
+import { HTTP_PORT, type PodSpec, SERVICE_CIDR, SidecarMesh, sidecarSuiteSkipReason } from './mesh.js';
 
 const sfx = randomBytes(3).toString('hex');
 const skip = await sidecarSuiteSkipReason();
@@ -61,12 +63,26 @@ tls.createServer({ key: ${JSON.stringify(key)}, cert: ${JSON.stringify(cert)} },
 net.createServer((s) => s.write('220 smtp.outside.test ready\\r\\n')).listen(${SMTP_PORT});
 console.log('listening');`;
 
+const spec = (name: string, serviceAccount = name, annotations: Record<string, string> = {}): PodSpec => ({
+  name,
+  serviceAccount,
+  labels: { app: name },
+  annotations,
+  serve: ['--http', String(HTTP_PORT)],
+});
+
+/** Connections Envoy's outbound listener (15001) accepted: what iptables sent it. */
+async function outboundConnections(pod: RunningPod): Promise<number> {
+  const key = 'listener.0.0.0.0_15001.downstream_cx_total';
+  return (await pod.envoyStats(key.replace(/\./g, '\\.'))).get(key) ?? 0;
+}
+
 function first(text: string): Record<string, unknown> {
   const line = text.split('\n').find((l) => l.startsWith('{')) ?? '{}';
   return JSON.parse(line) as Record<string, unknown>;
 }
 
-describe('egress through real Envoy sidecars', { skip, timeout: 300_000 }, () => {
+describe('egress through real Envoy sidecars', { skip, timeout: 420_000 }, () => {
   let mesh: SidecarMesh;
   let buyer: RunningPod;
   let thief: RunningPod;
@@ -148,16 +164,16 @@ describe('egress through real Envoy sidecars', { skip, timeout: 300_000 }, () =>
       ipAddresses: [`${outsideIp}/32`],
       ports: [{ number: SMTP_PORT, protocol: 'tcp-server-first' }],
     });
-    const spec = (name: string) => ({
-      name,
-      serviceAccount: name,
-      labels: { app: name },
-      serve: ['--http', String(HTTP_PORT)],
-    });
     buyer = await mesh.startPod(spec('buyer'));
     thief = await mesh.startPod(spec('thief'));
     await mesh.runner.refreshHosts();
     await Promise.all([mesh.waitReady(buyer), mesh.waitReady(thief)]);
+    // The controller watches Pods and Egresses separately: buyer can be Ready on a push made
+    // before the Egresses arrived (seen on a loaded machine). Wait for their chains.
+    await until('buyer has its three egress chains', async () => {
+      const dump = await buyer.envoyAdmin('/config_dump?resource=dynamic_listeners');
+      return ['egress_80', 'egress_https_443', 'egress_tcp_2525'].every((c) => dump.includes(c));
+    });
   });
 
   after(async () => {
@@ -222,5 +238,94 @@ describe('egress through real Envoy sidecars', { skip, timeout: 300_000 }, () =>
     assert.ok((stats.get('tcp.egress_tcp_2525.downstream_cx_total') ?? 0) >= 3, JSON.stringify([...stats]));
     assert.equal(await policy('buyer', `tcp://${outsideIp}:${SMTP_PORT}`), 'ALLOWED');
     assert.equal(await policy('thief', `tcp://${outsideIp}:${SMTP_PORT}`), 'DENIED');
+  });
+
+  test('a MeshConfig outbound IP range exclusion: pods admitted afterwards reach the outside server directly, bypassing Envoy', async () => {
+    const range = `${outsideIp}/32`;
+    const excluded = `-A SKEIN_PROXY_OUTBOUND -d ${range} -j RETURN`;
+    await mesh.setMeshConfig({ traffic: { permissive: false, outboundIPRangeExclusionList: [range] } });
+    await until('the injector applies the exclusion', async () =>
+      (await mesh.admittedRules(spec('dry', 'thief'))).includes(excluded),
+    );
+    // A bad entry refuses the new MeshConfig, naming it and the value; the last valid one stays.
+    await mesh.setMeshConfig({
+      traffic: { permissive: false, outboundIPRangeExclusionList: ['10.0.0.0/33'] },
+    });
+    await until('the bad MeshConfig is reported', async () => {
+      const problems = (await mesh.debug('problems')) as { kind?: string; name?: string; reason: string }[];
+      return problems.some(
+        (p) =>
+          p.kind === 'MeshConfig' &&
+          p.name === 'skein' &&
+          p.reason.includes(
+            'spec.traffic.outboundIPRangeExclusionList[0]: "10.0.0.0/33" has a prefix length',
+          ),
+      );
+    });
+    assert.ok(
+      (await mesh.admittedRules(spec('dry', 'thief'))).includes(excluded),
+      'the last valid list stays',
+    );
+
+    // thief has no Egress: through Envoy it is refused, directly it is not.
+    const direct = await mesh.startPod(spec('direct', 'thief'));
+    await mesh.waitReady(direct);
+    const before = await outboundConnections(direct);
+    const ok = await script(direct, HTTP_GET(PLAIN, `http://${outsideIp}:${HTTP_EGRESS}/hello`));
+    assert.equal(ok['status'], 200, JSON.stringify(ok));
+    assert.match(String(ok['body']), /plain says hi to plain\.outside\.test\/hello/);
+    assert.equal(await outboundConnections(direct), before, "Envoy's outbound listener never saw it");
+    // thief was admitted before the change: its rules, and Envoy's refusal, are unchanged.
+    const old = await outboundConnections(thief);
+    const refused = await script(thief, HTTP_GET(PLAIN, `http://${outsideIp}:${HTTP_EGRESS}/hello`));
+    assert.equal(refused['status'], 403, JSON.stringify(refused));
+    assert.equal(await outboundConnections(thief), old + 1);
+    // /debug/interception names the pods whose rules predate the change, and not the new one.
+    const report = (await mesh.debug('interception')) as {
+      mesh: { outboundIpRanges: string[] };
+      stalePods: {
+        name: string;
+        admitted: { outboundIpRanges: string[] };
+        now?: { outboundIpRanges: string[] };
+      }[];
+    };
+    assert.deepEqual(report.mesh.outboundIpRanges, [range]);
+    assert.deepEqual(
+      report.stalePods.map((p) => [p.name, p.admitted.outboundIpRanges, p.now?.outboundIpRanges]),
+      [
+        ['buyer', [], [range]],
+        ['thief', [], [range]],
+      ],
+    );
+    await mesh.deletePod('direct');
+  });
+
+  test("a MeshConfig inclusion list: only its ranges reach Envoy; a pod's own inclusion list replaces it", async () => {
+    await mesh.setMeshConfig({
+      traffic: { permissive: false, outboundIPRangeInclusionList: [SERVICE_CIDR] },
+    });
+    const included = `-A SKEIN_PROXY_OUTBOUND -p tcp -d ${SERVICE_CIDR} -j SKEIN_PROXY_REDIRECT`;
+    await until('the injector applies the inclusion list', async () =>
+      (await mesh.admittedRules(spec('dry', 'thief'))).includes(included),
+    );
+    const own = { 'skein.dev/outbound-ip-range-inclusion-list': `${outsideIp}/32` };
+    const [narrow, wide] = await Promise.all([
+      mesh.startPod(spec('narrow', 'thief')),
+      mesh.startPod(spec('wide', 'thief', own)),
+    ]);
+    await Promise.all([mesh.waitReady(narrow), mesh.waitReady(wide)]);
+    const url = `http://${outsideIp}:${HTTP_EGRESS}/hello`;
+
+    // The outside server is not in the Service CIDR: it leaves unintercepted.
+    const n0 = await outboundConnections(narrow);
+    const ok = await script(narrow, HTTP_GET(PLAIN, url));
+    assert.equal(ok['status'], 200, JSON.stringify(ok));
+    assert.equal(await outboundConnections(narrow), n0, 'not through Envoy');
+    // The pod's list names only the outside server: Envoy gets it, and refuses thief.
+    const w0 = await outboundConnections(wide);
+    const refused = await script(wide, HTTP_GET(PLAIN, url));
+    assert.equal(refused['status'], 403, JSON.stringify(refused));
+    assert.equal(await outboundConnections(wide), w0 + 1);
+    await Promise.all([mesh.deletePod('narrow'), mesh.deletePod('wide')]);
   });
 });

@@ -252,28 +252,46 @@ export class SidecarMesh {
 
   /** Creates the Pod through the API server (the webhook injects it), then runs what was stored. */
   async startPod(p: PodSpec): Promise<RunningPod> {
-    await this.api.request('POST', `/api/v1/namespaces/${this.namespace}/pods`, {
-      body: {
-        metadata: { name: p.name, labels: p.labels, annotations: p.annotations ?? {} },
-        spec: {
-          nodeName: 'test-node',
-          serviceAccountName: p.serviceAccount,
-          // The app as its own, unprivileged user (the sidecar is 1500).
-          securityContext: { runAsUser: 1000, runAsGroup: 1000 },
-          containers: [
-            {
-              name: 'app',
-              image: APP_IMAGE,
-              command: ['mesh-app', 'serve', '--name', p.name, ...p.serve],
-              ports: [{ name: 'http', containerPort: HTTP_PORT }],
-              readinessProbe: { httpGet: { path: '/ready', port: 'http' }, periodSeconds: 1 },
-              livenessProbe: { httpGet: { path: '/live', port: 'http' }, periodSeconds: 2 },
-            },
-          ],
-        },
-      },
-    });
+    await this.api.request('POST', `/api/v1/namespaces/${this.namespace}/pods`, { body: this.podBody(p) });
     return this.runner.run(this.namespace, p.name);
+  }
+
+  /**
+   * The iptables rules the injector would give this pod now: a dry-run create
+   * (the webhook mutates, nothing is stored), so a test can wait until a
+   * MeshConfig change has reached the injector.
+   */
+  async admittedRules(p: PodSpec): Promise<string[]> {
+    const pod = (await this.api.request('POST', `/api/v1/namespaces/${this.namespace}/pods`, {
+      body: this.podBody(p),
+      query: { dryRun: 'All' },
+    })) as { spec?: { initContainers?: { name: string; env?: { name: string; value?: string }[] }[] } };
+    const init = pod.spec?.initContainers?.find((c) => c.name === 'skein-init');
+    const rules = init?.env?.find((e) => e.name === 'SKEIN_IPTABLES_RULES')?.value;
+    if (rules === undefined) throw new Error(`pod ${p.name} was not injected: ${JSON.stringify(pod.spec)}`);
+    return rules.split('\n');
+  }
+
+  private podBody(p: PodSpec): Record<string, unknown> {
+    return {
+      metadata: { name: p.name, labels: p.labels, annotations: p.annotations ?? {} },
+      spec: {
+        nodeName: 'test-node',
+        serviceAccountName: p.serviceAccount,
+        // The app as its own, unprivileged user (the sidecar is 1500).
+        securityContext: { runAsUser: 1000, runAsGroup: 1000 },
+        containers: [
+          {
+            name: 'app',
+            image: APP_IMAGE,
+            command: ['mesh-app', 'serve', '--name', p.name, ...p.serve],
+            ports: [{ name: 'http', containerPort: HTTP_PORT }],
+            readinessProbe: { httpGet: { path: '/ready', port: 'http' }, periodSeconds: 1 },
+            livenessProbe: { httpGet: { path: '/live', port: 'http' }, periodSeconds: 2 },
+          },
+        ],
+      },
+    };
   }
 
   /**

@@ -86,4 +86,22 @@ app.kubernetes.io/component: controller
 {{- if lt (int .Values.replicas) 1 -}}
 {{- fail "replicas: at least 1 (the sidecar injector and ADS run in the controller)" -}}
 {{- end -}}
+{{- /* The interception lists: IPv4 addresses/CIDRs (octets and prefix checked) and ports. */ -}}
+{{- $traffic := .Values.traffic | default dict -}}
+{{- $octet := "(25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])" -}}
+{{- $ipv4 := printf "^%s(\\.%s){3}(/([0-9]|[12][0-9]|3[0-2]))?$" $octet $octet -}}
+{{- range $field := list "outboundIPRangeExclusionList" "outboundIPRangeInclusionList" -}}
+{{- range (index $traffic $field | default list) -}}
+{{- if not (regexMatch $ipv4 (toString .)) -}}
+{{- fail (printf "traffic.%s: %q is not an IPv4 address or CIDR" $field (toString .)) -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+{{- range $field := list "outboundPortExclusionList" "inboundPortExclusionList" -}}
+{{- range (index $traffic $field | default list) -}}
+{{- if or (not (regexMatch "^[0-9]+$" (toString .))) (lt (int .) 1) (gt (int .) 65535) -}}
+{{- fail (printf "traffic.%s: %v is not a port in 1-65535" $field .) -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
 {{- end -}}
