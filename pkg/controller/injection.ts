@@ -194,13 +194,39 @@ export class Injection {
       // The gateway's pods live outside the mesh's namespaces, so the registry never
       // reports them gone: a watch of its own tells the collector.
       const gc = secretGc;
+      const kube = i.kube;
+      let lastGatewayDelete = 0;
       gatewayPods = new Reflector<Pod>({
         name: 'gateway Pod',
         client: i.kube,
         path: `/api/v1/namespaces/${encodeURIComponent(o.namespace)}/pods`,
         query: { labelSelector: `${LABEL_GATEWAY}=${GATEWAY_INGRESS}` },
         decode: (raw) => raw as unknown as Pod,
-        handler: { upsert: () => {}, delete: (_key, pod) => gc.podDeleted(pod) },
+        handler: {
+          // A gateway pod created before the webhook could answer (Helm creates the Deployment
+          // and the webhook configuration together) has no identity and can never start: delete
+          // it so its ReplicaSet makes another, through the webhook.
+          upsert: (_key, pod) => {
+            if (pod.metadata.labels?.[LABEL_PROXY_UUID] !== undefined || !kube) return;
+            // At most one every 5 s: a webhook configuration without the gateway's entry would
+            // otherwise make this a tight loop with the ReplicaSet.
+            if (Date.now() - lastGatewayDelete < 5_000) return;
+            lastGatewayDelete = Date.now();
+            log.warn(
+              { pod: pod.metadata.name },
+              'ingress gateway pod was admitted without its identity (no webhook yet); deleting it so it is recreated',
+            );
+            void kube
+              .request(
+                'DELETE',
+                `/api/v1/namespaces/${encodeURIComponent(o.namespace)}/pods/${encodeURIComponent(pod.metadata.name)}`,
+              )
+              .catch((err: unknown) =>
+                log.warn({ err, pod: pod.metadata.name }, 'could not delete the gateway pod'),
+              );
+          },
+          delete: (_key, pod) => gc.podDeleted(pod),
+        },
         logger: log,
       });
       gatewayPods.start();

@@ -365,6 +365,38 @@ describe('skein ingress gateway through real Envoy', { skip, timeout: 300_000 },
     );
   });
 
+  test('a gateway pod admitted before the webhook could answer is deleted so that it is recreated with its identity', async () => {
+    // As when Helm creates the Deployment before the webhook configuration: take the gateway's
+    // entry out, create a labelled pod (admitted untouched), put the entry back.
+    const path = `/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations/skein-sidecar-injector-${mesh.meshName}`;
+    const cfg = (await mesh.api.request('GET', path)) as { webhooks: { name: string }[] };
+    const without = { ...cfg, webhooks: cfg.webhooks.filter((w) => w.name !== 'ingress-gateway.skein.dev') };
+    await mesh.api.request('PUT', path, { body: without });
+    const pod = `/api/v1/namespaces/${mesh.controlPlane}/pods/early-gateway`;
+    try {
+      await eventually(
+        'the API server admits the pod without the gateway webhook',
+        async () => {
+          await mesh.api.request('POST', `/api/v1/namespaces/${mesh.controlPlane}/pods`, {
+            body: {
+              metadata: { name: 'early-gateway', labels: { 'skein.dev/gateway': 'ingress' } },
+              spec: { containers: [{ name: 'envoy', image: envoyImage(ENVOY_NEWEST) }] },
+            },
+          });
+        },
+        15_000,
+      );
+    } finally {
+      const now = (await mesh.api.request('GET', path)) as { webhooks: unknown[] };
+      await mesh.api.request('PUT', path, { body: { ...now, webhooks: cfg.webhooks } });
+    }
+    await eventually(
+      'the controller deletes the pod without an identity',
+      () => assert.rejects(mesh.api.request('GET', pod), /not ?found|404/i),
+      20_000,
+    );
+  });
+
   test('a deleted gateway pod leaves no bootstrap Secret behind', async () => {
     const stored = (await mesh.api.request(
       'GET',
