@@ -48,7 +48,8 @@ async function fetchLikeEnvoy(c: RawDeltaClient, nodeId: string): Promise<Held> 
   for (;;) {
     let r: ReceivedDeltaResponse;
     try {
-      r = await c.next(300);
+      // Long enough that a loaded machine (CI, 2 cores) is not mistaken for quiet.
+      r = await c.next(1500);
     } catch {
       return held; // quiet: everything referenced has arrived
     }
