@@ -132,6 +132,8 @@ export interface GraphIngressPort {
   protocol: 'http' | 'https';
   /** https: whether the client must present a mesh-CA certificate (mTLS) or not (skipClientCertValidation). */
   clientCert?: 'mTLS' | 'skip';
+  /** The above in words: `http`, `https mTLS`, `https (no client cert)`. */
+  how: string;
   /** Client certificate SANs required (AuthenticatedPrincipal sources); empty = any the CA issued. */
   principals: string[];
   /** TLS SNI values admitted; empty = any. */

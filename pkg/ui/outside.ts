@@ -219,9 +219,14 @@ function ingressPart(
         const origin = objectName(policy.origin);
         const list = e.ingress ?? [];
         if (list.some((x) => x.targetPort === targetPort && x.ingressBackend === origin)) continue;
+        const clientCert =
+          p.protocol === 'https' ? (p.skipClientCertValidation ? 'skip' : 'mTLS') : undefined;
         const entry: GraphIngressPort = {
           targetPort,
           protocol: p.protocol,
+          ...(clientCert !== undefined ? { clientCert } : {}),
+          how:
+            p.protocol === 'http' ? 'http' : clientCert === 'skip' ? 'https (no client cert)' : 'https mTLS',
           principals: [...policy.principals],
           sniHosts: [...policy.sniHosts],
           routes,
@@ -229,7 +234,6 @@ function ingressPart(
           ingressBackend: origin,
           ingresses: p.ingresses.map(objectName),
         };
-        if (p.protocol === 'https') entry.clientCert = p.skipClientCertValidation ? 'skip' : 'mTLS';
         list.push(entry);
       }
     }
@@ -238,15 +242,9 @@ function ingressPart(
     if (e.kind !== 'ingress') continue;
     const ports = e.ingress ?? [];
     ports.sort((a, b) => a.targetPort - b.targetPort || a.ingressBackend.localeCompare(b.ingressBackend));
-    const how = [...new Set(ports.map(ingressHow))];
+    const how = [...new Set(ports.map((p) => p.how))];
     const routes = [...new Set(ports.flatMap((p) => p.routes))].filter((r) => r !== 'any host and path');
     const shown = routes.length > 2 ? [...routes.slice(0, 2), `+${routes.length - 2}`] : routes;
     e.label = [how.join(', '), ...(shown.length > 0 ? [shown.join(', ')] : [])].join(' · ');
   }
-}
-
-/** `http`, `https mTLS`, `https (no client cert)`. */
-export function ingressHow(p: Pick<GraphIngressPort, 'protocol' | 'clientCert'>): string {
-  if (p.protocol === 'http') return 'http';
-  return p.clientCert === 'skip' ? 'https (no client cert)' : 'https mTLS';
 }
