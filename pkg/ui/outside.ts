@@ -187,6 +187,7 @@ function ingressPart(
   sources: Map<string, GraphIngressSource>,
   edges: Map<string, GraphEdge>,
 ): void {
+  const labelRoutes = new Map<string, Set<string>>();
   for (const [key, p] of ingressPorts(inp.view)) {
     // Keys are `<ns>/<svc>|<targetPort>` (catalog/ingress.ts ingressPortKey).
     const bar = key.lastIndexOf('|');
@@ -194,6 +195,8 @@ function ingressPart(
     if (target === undefined) continue;
     const targetPort = Number(key.slice(bar + 1));
     const routes = p.routes === 'all' ? ['any host and path'] : p.routes.map(ingressRouteSummary);
+    // Labels say hosts and paths the short way: `shop.example.com/books`.
+    const short = p.routes === 'all' ? [] : p.routes.map((r) => `${r.host ?? '*'}${r.path?.value ?? ''}`);
     for (const policy of p.policies) {
       for (const f of policy.from) {
         // An unresolved Service source admits nobody (and is reported): nothing to draw.
@@ -216,6 +219,9 @@ function ingressPart(
           e = { id: eid, source: from, target, kind: 'ingress', ingress: [], label: '' };
           edges.set(eid, e);
         }
+        const labels = labelRoutes.get(eid) ?? new Set<string>();
+        for (const r of short) labels.add(r);
+        labelRoutes.set(eid, labels);
         const origin = objectName(policy.origin);
         const list = e.ingress ?? [];
         if (list.some((x) => x.targetPort === targetPort && x.ingressBackend === origin)) continue;
@@ -243,7 +249,7 @@ function ingressPart(
     const ports = e.ingress ?? [];
     ports.sort((a, b) => a.targetPort - b.targetPort || a.ingressBackend.localeCompare(b.ingressBackend));
     const how = [...new Set(ports.map((p) => p.how))];
-    const routes = [...new Set(ports.flatMap((p) => p.routes))].filter((r) => r !== 'any host and path');
+    const routes = [...(labelRoutes.get(e.id) ?? [])];
     const shown = routes.length > 2 ? [...routes.slice(0, 2), `+${routes.length - 2}`] : routes;
     e.label = [how.join(', '), ...(shown.length > 0 ? [shown.join(', ')] : [])].join(' · ');
   }
