@@ -60,6 +60,12 @@ export function routeAdmits(route: IngressRoute, host: string | undefined, path:
 export interface IngressPolicy {
   /** `IngressBackend <ns>/<name>` */
   origin: string;
+  /**
+   * Where the connections come from, as the IngressBackend names them (its
+   * Service and IPRange sources; namespace defaulted), each with the prefixes
+   * it resolved to: for the web view and CLI, which show sources by name.
+   */
+  from: readonly IngressFrom[];
   /** Allowed source prefixes (Service endpoint IPs as host routes, IPRanges as given). */
   cidrs: readonly string[];
   /** SANs of client certificates allowed (https with validation only); empty = any the CA issued. */
@@ -68,6 +74,14 @@ export interface IngressPolicy {
   sniHosts: readonly string[];
   /** The HTTPRouteGroup matches admitted, or 'all' (no spec.matches). */
   matches: readonly HTTPMatch[] | 'all';
+}
+
+/** One address source of an IngressBackend and the prefixes it resolved to (none: unresolved, reported). */
+export interface IngressFrom {
+  kind: 'Service' | 'IPRange';
+  /** `<ns>/<name>` for a Service, the CIDR for an IPRange. */
+  name: string;
+  cidrs: readonly string[];
 }
 
 /** Everything the backend's sidecar needs for one (service, targetPort). */
@@ -191,9 +205,13 @@ export function compileIngress(inputs: IngressInputs, problems: ProblemList): Ma
 
     const cidrs = new Set<string>();
     const principals: string[] = [];
+    const from: IngressFrom[] = [];
     for (const s of ib.spec.sources) {
-      if (s.kind === 'IPRange') cidrs.add(s.name.includes('/') ? s.name : hostRoute(s.name));
-      else if (s.kind === 'AuthenticatedPrincipal') principals.push(s.name);
+      if (s.kind === 'IPRange') {
+        const cidr = s.name.includes('/') ? s.name : hostRoute(s.name);
+        cidrs.add(cidr);
+        from.push({ kind: 'IPRange', name: cidr, cidrs: [cidr] });
+      } else if (s.kind === 'AuthenticatedPrincipal') principals.push(s.name);
       else {
         const sns = s.namespace ?? ns;
         const addresses = inputs.sourceAddresses(sns, s.name);
@@ -202,7 +220,9 @@ export function compileIngress(inputs: IngressInputs, problems: ProblemList): Ma
             `source Service ${sns}/${s.name} is not in a monitored namespace (or does not exist): add its namespace to the mesh with injection disabled, or use an IPRange`,
           );
         else if (addresses.length === 0) report(`source Service ${sns}/${s.name} has no endpoints yet`);
-        for (const a of addresses ?? []) cidrs.add(hostRoute(a));
+        const resolved = (addresses ?? []).map(hostRoute);
+        for (const c of resolved) cidrs.add(c);
+        from.push({ kind: 'Service', name: `${sns}/${s.name}`, cidrs: resolved });
       }
     }
     let matches: HTTPMatch[] | 'all' = 'all';
@@ -236,6 +256,7 @@ export function compileIngress(inputs: IngressInputs, problems: ProblemList): Ma
       const skip = b.tls?.skipClientCertValidation === true;
       const policy: IngressPolicy = {
         origin,
+        from,
         cidrs: [...cidrs].sort(compareStrings),
         principals: [...principals].sort(compareStrings),
         sniHosts: [...(b.tls?.sniHosts ?? [])].sort(compareStrings),

@@ -147,6 +147,15 @@ export function egressRulesOf(view: MeshView, source: Identity): readonly Egress
   return view instanceof CatalogView ? (view.egress.get(identityKey(source)) ?? EMPTY) : EMPTY;
 }
 
+/** Every source identity some Egress names, sorted by key (the web view draws their edges). */
+export function egressSources(view: MeshView): readonly Identity[] {
+  if (!(view instanceof CatalogView)) return EMPTY;
+  return [...view.egress.keys()].sort(compareStrings).map((k) => {
+    const slash = k.indexOf('/');
+    return { namespace: k.slice(0, slash), serviceAccount: k.slice(slash + 1) };
+  });
+}
+
 /** MeshConfig spec.traffic.enableEgress: destinations outside the mesh pass through. */
 export function egressEnabled(view: MeshView): boolean {
   return meshConfigOf(view)?.spec.traffic?.enableEgress === true;

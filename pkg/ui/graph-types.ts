@@ -84,12 +84,76 @@ export interface GraphIdentity {
   proxies: GraphProxy[];
 }
 
+/**
+ * A destination outside the mesh that some Egress lets a source reach, as the
+ * source's sidecar tells it apart: a host name (HTTP Host, TLS SNI), an
+ * address range, or anything at all (a rule with neither, or passthrough).
+ */
+export interface GraphExternal {
+  /** `ext:host:<host>`, `ext:cidr:<cidr>`, or `ext:any` */
+  id: string;
+  kind: 'host' | 'cidr' | 'any';
+  label: string;
+  /**
+   * ext:any only, when every destination outside the mesh passes through (so
+   * Egress objects are moot and no egress edge is drawn): why, in words.
+   */
+  passthrough?: string;
+  /** With passthrough: the Egress objects (`<ns>/<name>`) it makes moot. */
+  moot?: string[];
+}
+
+/** Where ingress traffic comes from: an IngressBackend's IPRange, or a Service source the mesh has no node for. */
+export interface GraphIngressSource {
+  /** `in:ip:<cidr>` or `in:svc:<ns>/<name>` */
+  id: string;
+  kind: 'IPRange' | 'Service';
+  label: string;
+  /** The source prefixes it stands for. */
+  cidrs: string[];
+}
+
+/** One destination port of an egress edge: what the source's sidecar lets out there. */
+export interface GraphEgressPort {
+  port: number;
+  protocol: 'http' | 'https' | 'tcp' | 'tcp-server-first';
+  /** Destination address ranges the rule is limited to; empty = any address. */
+  ipRanges: string[];
+  /** http: the requests allowed (`GET /v1/.*`, or `all requests`). */
+  routes?: string[];
+  /** The Egress objects behind it, `<ns>/<name>`. */
+  egresses: string[];
+}
+
+/** One backend target port of an ingress edge: what the backend's sidecar admits from this source. */
+export interface GraphIngressPort {
+  /** The pod's port (IngressBackend `port.number`). */
+  targetPort: number;
+  protocol: 'http' | 'https';
+  /** https: whether the client must present a mesh-CA certificate (mTLS) or not (skipClientCertValidation). */
+  clientCert?: 'mTLS' | 'skip';
+  /** The above in words: `http`, `https mTLS`, `https (no client cert)`. */
+  how: string;
+  /** Client certificate SANs required (AuthenticatedPrincipal sources); empty = any the CA issued. */
+  principals: string[];
+  /** TLS SNI values admitted; empty = any. */
+  sniHosts: string[];
+  /** Host/paths the Ingresses route here (`shop.example.com /books*`), or `any host and path`. */
+  routes: string[];
+  /** The requests its HTTPRouteGroups admit, or `all requests`. */
+  requests: string[];
+  /** `<ns>/<name>` of the IngressBackend admitting it (one entry per IngressBackend: each is its own RBAC policy). */
+  ingressBackend: string;
+  /** `<ns>/<name>` of the Ingresses whose routes apply. */
+  ingresses: string[];
+}
+
 export interface GraphEdge {
   id: string;
   /** Node ids. */
   source: string;
   target: string;
-  kind: 'allow' | 'split';
+  kind: 'allow' | 'split' | 'egress' | 'ingress';
   /** allow: the TrafficTarget names behind it (`<ns>/<name>`). */
   targets?: string[];
   /** allow: the destination ports and the routes allowed on them. */
@@ -97,6 +161,12 @@ export interface GraphEdge {
   /** split: the backend's weight and its share of the apex's total, 0–100. */
   weight?: number;
   percent?: number;
+  /** egress: per destination port and protocol. */
+  egress?: GraphEgressPort[];
+  /** ingress: per backend target port. */
+  ingress?: GraphIngressPort[];
+  /** egress/ingress: problems in force on the objects behind the edge (also in `problems`). */
+  problems?: GraphProblem[];
   label: string;
 }
 
@@ -125,6 +195,10 @@ export interface MeshGraph {
   namespaces: string[];
   services: GraphService[];
   identities: GraphIdentity[];
+  /** Destinations outside the mesh that Egress (or passthrough) lets sources reach. */
+  external: GraphExternal[];
+  /** IngressBackend sources outside the mesh. */
+  ingressSources: GraphIngressSource[];
   edges: GraphEdge[];
   /** Invalid objects and policy problems in force, oldest first. */
   problems: GraphProblem[];
@@ -132,7 +206,10 @@ export interface MeshGraph {
     namespaces: number;
     services: number;
     proxies: number;
+    /** Allow edges. */
     edges: number;
+    egress: number;
+    ingress: number;
     byState: Record<ProxyState, number>;
   };
 }

@@ -2,12 +2,16 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { meshConfig, shopMesh } from '../catalog/fixtures.js';
 import type { DisconnectedProxy } from '../catalog/proxies.js';
-import { buildMeshView } from '../catalog/view.js';
-import { storeOf } from '../envoy/testing/mesh.js';
+import { buildMeshView, policyProblems } from '../catalog/view.js';
+import { bookbuyerEgresses, egress, egressMesh } from '../envoy/egress/fixtures.js';
+import { INGRESS_PRINCIPAL, ingress, ingressBackend, ingressObjects } from '../envoy/testing/ingress.js';
+import { bookstoreObjects, storeOf, viewOf } from '../envoy/testing/mesh.js';
 import { TypeUrl } from '../envoy/types.js';
 import type { ProxyIdentity } from '../mesh/identity.js';
+import type { AnyObject } from '../model/objects.js';
 import type { StreamStatus } from '../xds/server/types.js';
 import { buildGraph, routeSummary } from './graph.js';
+import type { GraphProblem } from './graph-types.js';
 
 const shopStore = () => storeOf(shopMesh());
 
@@ -141,6 +145,8 @@ test('buildGraph: namespaces, services with ports, endpoints and per-proxy sync 
     services: 4,
     proxies: 4,
     edges: 5,
+    egress: 0,
+    ingress: 0,
     byState: { SYNCED: 1, STALE: 0, NACKED: 1, DISCONNECTED: 2 },
   });
 });
@@ -220,4 +226,242 @@ test('routeSummary: methods, path and headers per match; all', () => {
     }),
     ['GET,POST /buy [x-tier=gold]', '* .*'],
   );
+});
+
+/** The view's policy problems as the problem book would hand them to the graph. */
+function bookProblems(view: ReturnType<typeof viewOf>): GraphProblem[] {
+  return policyProblems(view).map((p) => ({
+    type: 'policy',
+    source: 'policy',
+    kind: p.kind,
+    ...(p.namespace !== undefined ? { namespace: p.namespace } : {}),
+    name: p.name,
+    reason: p.reason,
+    since: '2026-01-01T00:00:00.000Z',
+    inForce: 'the rest of the mesh',
+  }));
+}
+
+test('buildGraph: Egress rules become destinations outside the mesh, one per host or range, edges per port and protocol', () => {
+  const g = buildGraph({ meshName: 'skein', view: egressMesh(), streams: [] });
+  // Hosts for http (Host header) and https (SNI), ranges for tcp: how the sidecar tells them apart.
+  assert.deepEqual(
+    g.external.map((x) => [x.id, x.kind, x.label]),
+    [
+      ['ext:cidr:10.1.0.0/16', 'cidr', '10.1.0.0/16'],
+      ['ext:cidr:10.2.0.0/24', 'cidr', '10.2.0.0/24'],
+      ['ext:host:*.github.com', 'host', '*.github.com'],
+      ['ext:host:api.example.com', 'host', 'api.example.com'],
+      ['ext:host:github.com', 'host', 'github.com'],
+    ],
+  );
+  const egress = g.edges.filter((e) => e.kind === 'egress');
+  // bookbuyer backs no service: its identity node is the source.
+  assert.deepEqual(
+    egress.map((e) => [e.source, e.target, e.label]),
+    [
+      ['id:bookbuyer/bookbuyer', 'ext:cidr:10.1.0.0/16', 'tcp 5432 · db'],
+      ['id:bookbuyer/bookbuyer', 'ext:cidr:10.2.0.0/24', 'tcp-server-first 25 · smtp'],
+      ['id:bookbuyer/bookbuyer', 'ext:host:*.github.com', 'https 443 · github'],
+      ['id:bookbuyer/bookbuyer', 'ext:host:api.example.com', 'http 80 · api'],
+      ['id:bookbuyer/bookbuyer', 'ext:host:github.com', 'https 443 · github'],
+    ],
+  );
+  // The http rule's HTTPRouteGroup match is what the route allows.
+  assert.deepEqual(egress.find((e) => e.target === 'ext:host:api.example.com')?.egress, [
+    { port: 80, protocol: 'http', ipRanges: [], routes: ['GET /v1/.*'], egresses: ['bookbuyer/api'] },
+  ]);
+  assert.deepEqual(egress[0]?.egress, [
+    { port: 5432, protocol: 'tcp', ipRanges: ['10.1.0.0/16'], egresses: ['bookbuyer/db'] },
+  ]);
+  assert.equal(g.counts.egress, 5);
+  assert.deepEqual(g.ingressSources, []);
+});
+
+test('buildGraph: a source backing services draws its Egress from them; a rule without hosts or ranges goes to "any address"', () => {
+  const view = viewOf(
+    storeOf([
+      ...bookstoreObjects(),
+      egress('bookstore', 'anywhere-5432', {
+        sources: [{ kind: 'ServiceAccount', name: 'bookstore-v1', namespace: 'bookstore' }],
+        ports: [{ number: 5432, protocol: 'tcp' }],
+      }),
+    ]),
+  );
+  const g = buildGraph({ meshName: 'skein', view, streams: [] });
+  assert.deepEqual(
+    g.external.map((x) => [x.id, x.label]),
+    [['ext:any', 'any address outside the mesh']],
+  );
+  assert.deepEqual(
+    g.edges.filter((e) => e.kind === 'egress').map((e) => [e.source, e.target, e.label]),
+    [['svc:bookstore/bookstore-v1', 'ext:any', 'tcp 5432 · anywhere-5432']],
+  );
+});
+
+test('buildGraph: enableEgress (or permissive mode) is one "any destination" node, no egress edges, the Egress objects moot', () => {
+  for (const traffic of [{ enableEgress: true }, { permissive: true }]) {
+    const objects = bookstoreObjects().map(
+      (o): AnyObject =>
+        o.kind === 'MeshConfig'
+          ? { ...o, spec: { ...o.spec, traffic: { ...o.spec.traffic, ...traffic } } }
+          : o,
+    );
+    const g = buildGraph({
+      meshName: 'skein',
+      view: viewOf(storeOf([...objects, ...bookbuyerEgresses()])),
+      streams: [],
+    });
+    assert.equal(g.external.length, 1, JSON.stringify(traffic));
+    const any = g.external[0];
+    assert.equal(any?.id, 'ext:any');
+    assert.match(any?.passthrough ?? '', traffic.permissive ? /permissive mode/ : /enableEgress/);
+    assert.deepEqual(any?.moot, ['bookbuyer/api', 'bookbuyer/db', 'bookbuyer/github', 'bookbuyer/smtp']);
+    assert.deepEqual(
+      g.edges.filter((e) => e.kind === 'egress'),
+      [],
+    );
+  }
+});
+
+test('buildGraph: an Egress rule the catalog drops is not drawn, and its problem rides on the edge that remains', () => {
+  const view = egressMesh([
+    // Port 80 is already http for bookbuyer (Egress api, first by name): this tcp rule is dropped.
+    egress('bookbuyer', 'zz-raw-80', {
+      sources: [{ kind: 'ServiceAccount', name: 'bookbuyer', namespace: 'bookbuyer' }],
+      ipAddresses: ['192.0.2.0/24'],
+      ports: [
+        { number: 80, protocol: 'tcp' },
+        { number: 6379, protocol: 'tcp' },
+      ],
+    }),
+  ]);
+  const g = buildGraph({ meshName: 'skein', view, streams: [], problems: bookProblems(view) });
+  const edge = g.edges.find((e) => e.id === 'egress:id:bookbuyer/bookbuyer->ext:cidr:192.0.2.0/24');
+  assert.deepEqual(
+    edge?.egress?.map((p) => [p.port, p.protocol]),
+    [[6379, 'tcp']],
+  );
+  assert.deepEqual(
+    edge?.problems?.map((p) => [p.kind, p.name]),
+    [['Egress', 'zz-raw-80']],
+  );
+  assert.match(edge?.problems?.[0]?.reason ?? '', /port 80 is http/);
+  // Edges of other Egress objects carry no problem.
+  assert.equal(g.edges.find((e) => e.target === 'ext:host:api.example.com')?.problems, undefined);
+});
+
+test('buildGraph: IngressBackend sources — IPRange nodes outside the mesh, a Service source by its own node — into backends, with Ingress routes', () => {
+  const view = viewOf(storeOf(ingressObjects()));
+  const g = buildGraph({ meshName: 'skein', view, streams: [] });
+  assert.deepEqual(
+    g.ingressSources.map((s) => [s.id, s.kind, s.label, s.cidrs]),
+    [
+      ['in:ip:10.0.9.0/24', 'IPRange', '10.0.9.0/24', ['10.0.9.0/24']],
+      // A bare address is a host route, as on the chain.
+      ['in:ip:10.0.9.9/32', 'IPRange', '10.0.9.9/32', ['10.0.9.9/32']],
+    ],
+  );
+  const ingress = g.edges.filter((e) => e.kind === 'ingress');
+  assert.deepEqual(
+    ingress.map((e) => [e.source, e.target, e.label]),
+    [
+      [
+        'in:ip:10.0.9.0/24',
+        'svc:bookstore/bookstore-v1',
+        'http · shop.example.com/books, shop.example.com/about',
+      ],
+      ['in:ip:10.0.9.9/32', 'svc:bookwarehouse/bookwarehouse', 'https mTLS'],
+      // The controller's Service is in a monitored namespace: the graph already has its node.
+      [
+        'svc:ingress-nginx/ingress-nginx',
+        'svc:bookstore/bookstore-v1',
+        'http · shop.example.com/books, shop.example.com/about',
+      ],
+    ],
+  );
+  assert.deepEqual(ingress[0]?.ingress, [
+    {
+      targetPort: 14001,
+      protocol: 'http',
+      how: 'http',
+      principals: [],
+      sniHosts: [],
+      routes: ['shop.example.com /books (prefix)', 'shop.example.com /about (exact)'],
+      requests: ['all requests'],
+      ingressBackend: 'bookstore/shop',
+      ingresses: ['bookstore/shop'],
+    },
+  ]);
+  assert.deepEqual(ingress[1]?.ingress, [
+    {
+      targetPort: 14001,
+      protocol: 'https',
+      clientCert: 'mTLS',
+      how: 'https mTLS',
+      principals: [INGRESS_PRINCIPAL],
+      sniHosts: ['warehouse.example.com'],
+      routes: ['any host and path'],
+      requests: ['POST /skein\\.Warehouse/Get.*'],
+      ingressBackend: 'bookwarehouse/api',
+      ingresses: [],
+    },
+  ]);
+  assert.equal(g.counts.ingress, 3);
+});
+
+test('buildGraph: skipClientCertValidation, an unresolved Service source, and an Ingress no IngressBackend backs', () => {
+  const objects = ingressObjects().filter((o) => !(o.kind === 'IngressBackend' && o.metadata.name === 'api'));
+  const view = viewOf(
+    storeOf([
+      ...objects,
+      ingressBackend('bookwarehouse', 'plain-tls', {
+        backends: [
+          {
+            name: 'bookwarehouse',
+            port: { number: 14001, protocol: 'https' },
+            tls: { skipClientCertValidation: true },
+          },
+        ],
+        sources: [
+          { kind: 'IPRange', name: '192.0.2.0/24' },
+          { kind: 'Service', name: 'nowhere', namespace: 'elsewhere' },
+        ],
+      }),
+      ingress('bookwarehouse', 'orphan', {
+        rules: [
+          {
+            host: 'db.example.com',
+            http: {
+              paths: [
+                {
+                  path: '/',
+                  pathType: 'Prefix',
+                  backend: { service: { name: 'mysql', port: { number: 3306 } } },
+                },
+              ],
+            },
+          },
+        ],
+      }),
+    ]),
+  );
+  const g = buildGraph({ meshName: 'skein', view, streams: [], problems: bookProblems(view) });
+  const tls = g.edges.filter((e) => e.kind === 'ingress' && e.target === 'svc:bookwarehouse/bookwarehouse');
+  // The unresolved Service admits nobody: only the IPRange is drawn.
+  assert.deepEqual(
+    tls.map((e) => [e.source, e.label]),
+    [['in:ip:192.0.2.0/24', 'https (no client cert)']],
+  );
+  assert.equal(tls[0]?.ingress?.[0]?.clientCert, 'skip');
+  assert.match(
+    tls[0]?.problems?.map((p) => p.reason).join('\n') ?? '',
+    /source Service elsewhere\/nowhere is not in a monitored namespace/,
+  );
+  // The orphan Ingress opens nothing (SMI mode): no edge into mysql, its problem is in the list.
+  assert.deepEqual(
+    g.edges.filter((e) => e.target === 'svc:bookwarehouse/mysql' && e.kind === 'ingress'),
+    [],
+  );
+  assert.ok(g.problems.some((p) => p.kind === 'Ingress' && p.name === 'orphan'));
 });

@@ -1,7 +1,7 @@
 import type { DisconnectedProxy } from '../catalog/proxies.js';
 import { proxyContext } from '../catalog/proxies.js';
 import type { MeshView } from '../catalog/types.js';
-import { buildPolicies, type DebugRule } from '../debug/policies.js';
+import { buildPolicies } from '../debug/policies.js';
 import { buildProxies, type DebugProxy } from '../debug/proxies.js';
 import { PUSH_ORDER, TypeUrl } from '../envoy/types.js';
 import { identityKey, type ProxyIdentity } from '../mesh/identity.js';
@@ -16,6 +16,10 @@ import type {
   MeshGraph,
   ProxyState,
 } from './graph-types.js';
+import { outsideGraph } from './outside.js';
+import { routeSummary } from './summary.js';
+
+export { routeSummary } from './summary.js';
 
 export interface GraphSources {
   meshName: string;
@@ -40,7 +44,8 @@ const SHORT_TYPE: Record<string, string> = {
  * The mesh as a graph for the web view: namespaces holding services (with
  * their ports, endpoints and proxies) and source-only identities; edges for
  * what TrafficTargets allow (none in permissive mode: every edge would be
- * drawn) and for TrafficSplit apex → backend weights. Policy comes from
+ * drawn), for TrafficSplit apex → backend weights, and across the mesh's
+ * boundary for Egress and IngressBackend (outside.ts). Policy comes from
  * `/debug/policies`' model and proxy state from `/debug/proxies`', so the
  * page and those endpoints never disagree.
  */
@@ -163,6 +168,15 @@ export function buildGraph(src: GraphSources): MeshGraph {
     }
   }
 
+  // After the identity nodes policy needs exist, so Egress sources find theirs (or add one).
+  const outside = outsideGraph({
+    view,
+    sourceNodes,
+    serviceNode: (key) => services.get(key)?.id,
+    problems: src.problems ?? [],
+  });
+  for (const e of outside.edges) edges.set(e.id, e);
+
   const serviceList = [...services.values()];
   const identityList = [...identities.values()].sort((a, b) => a.key.localeCompare(b.key));
   const namespaces = [
@@ -182,6 +196,8 @@ export function buildGraph(src: GraphSources): MeshGraph {
     namespaces,
     services: serviceList,
     identities: identityList,
+    external: outside.external,
+    ingressSources: outside.ingressSources,
     edges: edgeList,
     problems: [...(src.problems ?? [])],
     counts: {
@@ -189,6 +205,8 @@ export function buildGraph(src: GraphSources): MeshGraph {
       services: serviceList.length,
       proxies: unique.size,
       edges: edgeList.filter((e) => e.kind === 'allow').length,
+      egress: edgeList.filter((e) => e.kind === 'egress').length,
+      ingress: edgeList.filter((e) => e.kind === 'ingress').length,
       byState,
     },
   };
@@ -296,14 +314,4 @@ export function overallState(types: readonly GraphTypeStatus[]): ProxyState {
   if (types.some((t) => t.syncState === 'NACKED')) return 'NACKED';
   if (types.some((t) => t.syncState === 'STALE')) return 'STALE';
   return types.some((t) => t.syncState === 'SYNCED') ? 'SYNCED' : 'STALE';
-}
-
-/** One line per allowed HTTP match (`GET,POST /buy [x-tier=gold]`), or `all requests`. */
-export function routeSummary(rule: Pick<DebugRule, 'http'>): string[] {
-  if (rule.http === 'all') return ['all requests'];
-  return rule.http.map((m) => {
-    const methods = m.methods && m.methods.length > 0 ? m.methods.join(',') : '*';
-    const headers = Object.entries(m.headers ?? {}).map(([k, v]) => `${k}=${v}`);
-    return `${methods} ${m.pathRegex ?? '.*'}${headers.length > 0 ? ` [${headers.join(' ')}]` : ''}`;
-  });
 }

@@ -17,12 +17,16 @@ function graph(version: number, padding = ''): MeshGraph {
     problems: [],
     services: [],
     identities: [],
+    external: [],
+    ingressSources: [],
     edges: [],
     counts: {
       namespaces: 0,
       services: 0,
       proxies: 0,
       edges: 0,
+      egress: 0,
+      ingress: 0,
       byState: { SYNCED: 0, STALE: 0, NACKED: 0, DISCONNECTED: 0 },
     },
   };

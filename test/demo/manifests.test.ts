@@ -30,6 +30,13 @@ spec:
           containerPort: 14021
 status:
   podIP: 127.0.0.21
+---
+apiVersion: policy.skein.dev/v1alpha1
+kind: IngressBackend
+metadata: { name: web, namespace: shop }
+spec:
+  backends: [{ name: web, port: { number: 14021, protocol: http } }]
+  sources: [{ kind: IPRange, name: 10.10.0.0/16 }]
 `;
 
 before(async () => {
@@ -43,13 +50,16 @@ after(async () => {
   await rm(root, { recursive: true, force: true });
 });
 
-test('an offset shifts Pod containerPorts only and keeps comments', async () => {
+test('an offset shifts Pod containerPorts (and the IngressBackend ports naming them) only, and keeps comments', async () => {
   const to = path.join(root, 'shifted');
   await copyManifests(src, to, 1000);
   const text = await readFile(path.join(to, 'web.yaml'), 'utf8');
   assert.match(text, /# a comment worth keeping/);
   assert.match(text, /containerPort: 15021/);
   assert.match(text, /port: 14001/, 'Service ports are not workload ports');
+  // An IngressBackend names the pod's port: it moves with it.
+  assert.match(text, /port: \{ number: 15021, protocol: http \}/);
+  assert.doesNotMatch(text, /14021/);
   assert.equal(await readFile(path.join(to, 'notes.txt'), 'utf8'), 'containerPort: 14021\n');
   assert.deepEqual(await readPods(to), [{ namespace: 'shop', name: 'web-1', ip: '127.0.0.21', port: 15021 }]);
 });

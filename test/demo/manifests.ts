@@ -12,7 +12,10 @@ export interface DemoPod {
   port: number;
 }
 
-/** Copies `from` into `to` and shifts every Pod containerPort by `offset`. */
+/**
+ * Copies `from` into `to` and shifts every Pod containerPort by `offset`, and
+ * every IngressBackend backend port with them (it names the pod's port).
+ */
 export async function copyManifests(from: string, to: string, offset: number): Promise<void> {
   await cp(from, to, { recursive: true });
   if (offset === 0) return;
@@ -20,7 +23,8 @@ export async function copyManifests(from: string, to: string, offset: number): P
     const text = await readFile(file, 'utf8');
     const docs = parseAllDocuments(text);
     let changed = false;
-    for (const doc of docs) changed = shiftContainerPorts(doc, offset) || changed;
+    for (const doc of docs)
+      changed = shiftContainerPorts(doc, offset) || shiftIngressBackendPorts(doc, offset) || changed;
     // Document.toString keeps comments, so the copy still reads like the example.
     if (changed) await writeFile(file, docs.map((d) => d.toString()).join(''));
   }
@@ -44,6 +48,29 @@ export async function readPods(dir: string): Promise<DemoPod[]> {
   return pods;
 }
 
+function shifted(value: number, offset: number): number {
+  const port = value + offset;
+  if (port < 1 || port > 65535) throw new RangeError(`port ${value} + ${offset} is not a port`);
+  return port;
+}
+
+function shiftIngressBackendPorts(doc: Document, offset: number): boolean {
+  if (doc.get('kind') !== 'IngressBackend') return false;
+  const backends = doc.getIn(['spec', 'backends']);
+  if (!isSeq(backends)) return false;
+  let changed = false;
+  for (const b of backends.items) {
+    if (!isMap(b)) continue;
+    const port = b.get('port');
+    if (!isMap(port)) continue;
+    const value = port.get('number');
+    if (typeof value !== 'number') continue;
+    port.set('number', shifted(value, offset));
+    changed = true;
+  }
+  return changed;
+}
+
 function shiftContainerPorts(doc: Document, offset: number): boolean {
   if (doc.get('kind') !== 'Pod') return false;
   const containers = doc.getIn(['spec', 'containers']);
@@ -57,9 +84,7 @@ function shiftContainerPorts(doc: Document, offset: number): boolean {
       if (!isMap(p)) continue;
       const value = p.get('containerPort');
       if (typeof value !== 'number') continue;
-      const shifted = value + offset;
-      if (shifted < 1 || shifted > 65535) throw new RangeError(`port ${value} + ${offset} is not a port`);
-      p.set('containerPort', shifted);
+      p.set('containerPort', shifted(value, offset));
       changed = true;
     }
   }

@@ -1,8 +1,10 @@
 // The web view in real headless Chromium (Debian's package, driven by
 // playwright-core) against the real controller in local mode on a copy of the
 // bookstore example: the mesh renders, a TrafficTarget written to disk appears
-// without a reload, a proxy's colour follows its xDS stream, and clicking a
-// service opens its policies. Leaves test-results/ui.png to look at.
+// without a reload, Egress and IngressBackend + Ingress objects appear, change
+// and go as nodes and edges outside the mesh, a proxy's colour follows its xDS
+// stream, and clicking a service opens its policies. Leaves
+// test-results/ui.png and ui-outside.png to look at.
 //
 // Page-side expressions are strings: this file is type-checked without the DOM
 // library, and what they return is checked here at run time.
@@ -100,9 +102,22 @@ describe('web view in headless Chromium', () => {
       'allow:svc:bookbuyer/bookbuyer->svc:bookstore/bookstore-v2 bookbuyer-access-bookstore',
       'allow:svc:bookstore/bookstore-v1->svc:bookwarehouse/bookwarehouse bookstore-access-bookwarehouse',
       'allow:svc:bookstore/bookstore-v2->svc:bookwarehouse/bookwarehouse bookstore-access-bookwarehouse',
+      // The example's Egress (egress.yaml) and IngressBackend + Ingress (ingress.yaml).
+      'egress:svc:bookbuyer/bookbuyer->ext:host:covers.example.com https 443 · book-covers',
+      'ingress:in:ip:10.10.0.0/16->svc:bookstore/bookstore-v1 http · bookstore.example.com',
       'split:svc:bookstore/bookstore->svc:bookstore/bookstore-v1 weight 75 (75%)',
       'split:svc:bookstore/bookstore->svc:bookstore/bookstore-v2 weight 25 (25%)',
     ]);
+    // Outside the mesh, in their own boxes and shapes.
+    assert.deepEqual(
+      await q(
+        `['ext:host:covers.example.com', 'in:ip:10.10.0.0/16'].map(id => (n => [n.parent().id(), n.style('shape')])(cy.getElementById(id)))`,
+      ),
+      [
+        ['zone:egress', 'round-hexagon'],
+        ['zone:ingress', 'round-tag'],
+      ],
+    );
     // No proxy has connected: every one is grey.
     assert.deepEqual(await proxy(V1_PROXY), ['DISCONNECTED', GREY]);
     assert.equal(await page.locator('#mesh-name').textContent(), 'skein');
@@ -133,6 +148,181 @@ describe('web view in headless Chromium', () => {
     assert.deepEqual(await q(`cy.getElementById('svc:bookstore/bookstore').position()`), before);
     await mesh.removeManifest('thief-access.yaml');
     await waitFor(`cy.getElementById(${JSON.stringify(THIEF_EDGE)}).empty()`);
+  });
+
+  /** A real mouse click on the middle of an edge (or a node's centre), then waits for the selection. */
+  const click = async (id: string) => {
+    const at = await q(`(() => {
+      const el = cy.getElementById(${JSON.stringify(id)});
+      const p = el.isEdge() ? el.renderedMidpoint() : el.renderedPosition();
+      const c = cy.container().getBoundingClientRect();
+      return [c.left + p.x, c.top + p.y];
+    })()`);
+    assert.ok(Array.isArray(at) && typeof at[0] === 'number' && typeof at[1] === 'number');
+    await page.mouse.click(at[0], at[1]);
+    await waitFor(`window.skeinGraph.selected === ${JSON.stringify(id)}`);
+    return (await page.locator('#panel').textContent()) ?? '';
+  };
+  const label = (id: string) => q(`cy.getElementById(${JSON.stringify(id)}).data('label') ?? null`);
+
+  test('an Egress appears as destinations outside the mesh, follows an edit, and goes when deleted', async () => {
+    const egress = (host: string) => `apiVersion: policy.skein.dev/v1alpha1
+kind: Egress
+metadata: { name: thief-out, namespace: bookthief }
+spec:
+  sources: [{ kind: ServiceAccount, name: bookthief, namespace: bookthief }]
+  hosts: [${host}]
+  ipAddresses: [10.20.0.0/16]
+  ports: [{ number: 80, protocol: http }, { number: 5432, protocol: tcp }]
+`;
+    const hostEdge = (host: string) => `egress:svc:bookthief/bookthief->ext:host:${host}`;
+    const cidrEdge = 'egress:svc:bookthief/bookthief->ext:cidr:10.20.0.0/16';
+    await mesh.writeManifest('thief-egress.yaml', egress('api.example.org'));
+    await waitFor(`cy.getElementById(${JSON.stringify(hostEdge('api.example.org'))}).nonempty()`);
+    // http is told by Host (a host node), tcp by address (a range node).
+    assert.equal(await label(hostEdge('api.example.org')), 'http 80 · thief-out');
+    assert.equal(await label(cidrEdge), 'tcp 5432 · thief-out');
+    assert.equal(await q(`cy.getElementById('ext:host:api.example.org').parent().id()`), 'zone:egress');
+    assert.equal(await q(`cy.getElementById('ext:host:api.example.org').style('shape')`), 'round-hexagon');
+    const panel = await click(hostEdge('api.example.org'));
+    assert.match(panel, /Egress: allowed out of the mesh/);
+    assert.match(panel, /bookthief\/bookthief → api\.example\.org/);
+    assert.match(panel, /80\s*http\s*10\.20\.0\.0\/16\s*all requests\s*bookthief\/thief-out/);
+    const node = await click('ext:host:api.example.org');
+    assert.match(node, /Who may reach it/);
+    assert.match(node, /bookthief\/bookthief \(http 80 · thief-out\)/);
+    assert.match((await page.locator('#counts').textContent()) ?? '', /· 3 egress · 1 ingress/);
+
+    // An edit: the old host's node and edge go, the new one's come, the range stays.
+    await mesh.writeManifest('thief-egress.yaml', egress('api2.example.org'));
+    await waitFor(`cy.getElementById(${JSON.stringify(hostEdge('api2.example.org'))}).nonempty()`);
+    assert.equal(await q(`cy.getElementById('ext:host:api.example.org').empty()`), true);
+    assert.equal(await q(`cy.getElementById(${JSON.stringify(hostEdge('api.example.org'))}).empty()`), true);
+    assert.equal(await label(cidrEdge), 'tcp 5432 · thief-out');
+    // The selected node went: the panel says so instead of showing stale policy.
+    assert.match((await page.locator('#panel').textContent()) ?? '', /no longer in the mesh/);
+
+    await mesh.removeManifest('thief-egress.yaml');
+    await waitFor(`cy.getElementById(${JSON.stringify(cidrEdge)}).empty()`);
+    assert.deepEqual(strings(await q(`cy.nodes('[kind = "external"]').map(n => n.id())`)), [
+      'ext:host:covers.example.com',
+    ]);
+    assert.deepEqual(pageErrors, []);
+  });
+
+  test('an IngressBackend + Ingress appear as an ingress source and edge, follow edits of either, and go when deleted', async () => {
+    const warehousePort = mesh.port(14031);
+    const backend = (protocol: string, tls: string) => `apiVersion: policy.skein.dev/v1alpha1
+kind: IngressBackend
+metadata: { name: warehouse-in, namespace: bookwarehouse }
+spec:
+  backends: [{ name: bookwarehouse, port: { number: ${warehousePort}, protocol: ${protocol} }${tls} }]
+  sources: [{ kind: IPRange, name: 10.30.0.0/16 }]
+`;
+    const ingress = `apiVersion: networking.k8s.io/v1
+kind: Ingress
+metadata: { name: warehouse-in, namespace: bookwarehouse }
+spec:
+  rules:
+    - host: warehouse.example.com
+      http:
+        paths:
+          - path: /skein.Warehouse
+            pathType: Prefix
+            backend: { service: { name: bookwarehouse, port: { number: ${mesh.port(14001)} } } }
+`;
+    const edge = 'ingress:in:ip:10.30.0.0/16->svc:bookwarehouse/bookwarehouse';
+    await mesh.writeManifest('warehouse-in.yaml', `${backend('http', '')}---\n${ingress}`);
+    await waitFor(
+      `cy.getElementById(${JSON.stringify(edge)}).data('label') === 'http · warehouse.example.com/skein.Warehouse'`,
+    );
+    assert.equal(await q(`cy.getElementById('in:ip:10.30.0.0/16').parent().id()`), 'zone:ingress');
+    assert.equal(await q(`cy.getElementById('in:ip:10.30.0.0/16').style('shape')`), 'round-tag');
+    let panel = await click(edge);
+    assert.match(panel, /Ingress: admitted into the mesh/);
+    assert.match(panel, /10\.30\.0\.0\/16 → bookwarehouse\/bookwarehouse/);
+    assert.match(
+      panel,
+      new RegExp(
+        `${warehousePort}\\s*http\\s*warehouse\\.example\\.com /skein\\.Warehouse \\(prefix\\)\\s*bookwarehouse/warehouse-in`,
+      ),
+    );
+    assert.match(panel, /Ingress: bookwarehouse\/warehouse-in/);
+
+    // https without client certificates: the label and the open panel follow.
+    await mesh.writeManifest(
+      'warehouse-in.yaml',
+      `${backend('https', ', tls: { skipClientCertValidation: true }')}---\n${ingress}`,
+    );
+    await waitFor(
+      `cy.getElementById(${JSON.stringify(edge)}).data('label') === 'https (no client cert) · warehouse.example.com/skein.Warehouse'`,
+    );
+    panel = (await page.locator('#panel').textContent()) ?? '';
+    assert.match(panel, /https \(no client cert\)/);
+    assert.match(panel, /client certificate SANs: not checked/);
+    await mkdir(path.join(repoRoot, 'test-results'), { recursive: true });
+    await page.screenshot({ path: path.join(repoRoot, 'test-results', 'ui-outside.png') });
+
+    // Without its Ingress, every host and path is admitted again.
+    await mesh.writeManifest(
+      'warehouse-in.yaml',
+      backend('https', ', tls: { skipClientCertValidation: true }'),
+    );
+    await waitFor(`cy.getElementById(${JSON.stringify(edge)}).data('label') === 'https (no client cert)'`);
+
+    await mesh.removeManifest('warehouse-in.yaml');
+    await waitFor(`cy.getElementById('in:ip:10.30.0.0/16').empty()`);
+    assert.equal(await q(`cy.getElementById(${JSON.stringify(edge)}).empty()`), true);
+    assert.deepEqual(strings(await q(`cy.nodes('[kind = "ingress-source"]').map(n => n.id())`)), [
+      'in:ip:10.10.0.0/16',
+    ]);
+    assert.deepEqual(pageErrors, []);
+  });
+
+  test('an Ingress no IngressBackend backs draws nothing and shows as a problem; an Egress edge with a problem turns red', async () => {
+    const problems = page.locator('#problems');
+    await mesh.writeManifest(
+      'orphan.yaml',
+      `apiVersion: networking.k8s.io/v1
+kind: Ingress
+metadata: { name: orphan, namespace: bookwarehouse }
+spec:
+  defaultBackend: { service: { name: bookwarehouse, port: { number: ${mesh.port(14001)} } } }
+---
+apiVersion: policy.skein.dev/v1alpha1
+kind: Egress
+metadata: { name: zz-covers-tcp, namespace: bookbuyer }
+spec:
+  sources: [{ kind: ServiceAccount, name: bookbuyer, namespace: bookbuyer }]
+  ipAddresses: [10.40.0.0/16]
+  ports: [{ number: 443, protocol: tcp }, { number: 6379, protocol: tcp }]
+`,
+    );
+    await problems.getByText('2 problems').waitFor({ timeout: 10_000 });
+    const text = (await problems.textContent()) ?? '';
+    assert.match(text, /Ingress bookwarehouse\/orphan: .*no IngressBackend admits a source/);
+    // Port 443 is https for bookbuyer (book-covers, first by name): this tcp rule is dropped.
+    assert.match(text, /Egress bookbuyer\/zz-covers-tcp: port 443 is https/);
+    const redis = 'egress:svc:bookbuyer/bookbuyer->ext:cidr:10.40.0.0/16';
+    await waitFor(`cy.getElementById(${JSON.stringify(redis)}).nonempty()`);
+    assert.equal(await label(redis), 'tcp 6379 · zz-covers-tcp');
+    assert.deepEqual(
+      await q(
+        `(e => [e.data('problem'), e.style('line-style'), e.style('line-color')])(cy.getElementById(${JSON.stringify(redis)}))`,
+      ),
+      ['yes', 'dotted', 'rgb(217,48,37)'],
+    );
+    assert.match(await click(redis), /Problems in force.*port 443 is https/s);
+    assert.equal(
+      await q(
+        `cy.edges('[edgeKind = "ingress"]').filter(e => e.target().id() === 'svc:bookwarehouse/bookwarehouse').length`,
+      ),
+      0,
+    );
+    await mesh.removeManifest('orphan.yaml');
+    await problems.waitFor({ state: 'hidden', timeout: 10_000 });
+    await waitFor(`cy.getElementById(${JSON.stringify(redis)}).empty()`);
+    assert.deepEqual(pageErrors, []);
   });
 
   test('an invalid manifest shows in the problems panel, live, and the panel goes when it is fixed', async () => {

@@ -1,10 +1,14 @@
 import type cytoscape from 'cytoscape';
 import type { MeshGraph } from '../graph-types.js';
 
+export const EGRESS_ZONE = 'zone:egress';
+export const INGRESS_ZONE = 'zone:ingress';
+
 /**
  * The graph as cytoscape elements, parents before children and nodes before
  * edges (the order cytoscape needs to add them): namespaces are compound nodes
- * holding services and identities, which hold their proxies.
+ * holding services and identities, which hold their proxies; destinations and
+ * sources outside the mesh sit in a zone box each.
  */
 export function toElements(g: MeshGraph): cytoscape.ElementDefinition[] {
   const out: cytoscape.ElementDefinition[] = [];
@@ -35,10 +39,37 @@ export function toElements(g: MeshGraph): cytoscape.ElementDefinition[] {
       });
     }
   }
+  // Outside the mesh: one box for egress destinations, one for ingress sources.
+  if (g.external.length > 0)
+    out.push({ group: 'nodes', data: { id: EGRESS_ZONE, label: 'outside the mesh: egress', kind: 'zone' } });
+  if (g.ingressSources.length > 0)
+    out.push({
+      group: 'nodes',
+      data: { id: INGRESS_ZONE, label: 'outside the mesh: ingress', kind: 'zone' },
+    });
+  for (const x of g.external) {
+    out.push({
+      group: 'nodes',
+      data: { id: x.id, parent: EGRESS_ZONE, label: x.label, kind: 'external', externalKind: x.kind },
+    });
+  }
+  for (const s of g.ingressSources) {
+    out.push({
+      group: 'nodes',
+      data: { id: s.id, parent: INGRESS_ZONE, label: s.label, kind: 'ingress-source', sourceKind: s.kind },
+    });
+  }
   for (const e of g.edges) {
     out.push({
       group: 'edges',
-      data: { id: e.id, source: e.source, target: e.target, label: e.label, edgeKind: e.kind },
+      data: {
+        id: e.id,
+        source: e.source,
+        target: e.target,
+        label: e.label,
+        edgeKind: e.kind,
+        problem: (e.problems ?? []).length > 0 ? 'yes' : 'no',
+      },
     });
   }
   return out;

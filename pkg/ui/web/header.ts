@@ -21,7 +21,9 @@ export function renderHeader(g: MeshGraph): void {
   ].join(', ');
   byId('counts').textContent =
     `${c.namespaces} namespaces · ${c.services} services · ${c.proxies} proxies (${states})` +
-    (g.permissive ? '' : ` · ${c.edges} allowed paths`);
+    (g.permissive ? '' : ` · ${c.edges} allowed paths`) +
+    (c.egress > 0 ? ` · ${c.egress} egress` : '') +
+    (c.ingress > 0 ? ` · ${c.ingress} ingress` : '');
 }
 
 /** The live indicator: on while the event stream is open. */

@@ -1,5 +1,13 @@
 import type { GraphEdge, GraphIdentity, GraphProxy, GraphService, MeshGraph } from '../graph-types.js';
 import { h, table } from './dom.js';
+import { hint, nameOf } from './names.js';
+import {
+  egressEdgeView,
+  externalView,
+  ingressEdgeView,
+  ingressSourceView,
+  outsideSummary,
+} from './panel-outside.js';
 
 /** Renders the side panel for the selected element id (or a hint when nothing, or something gone, is selected). */
 export function renderPanel(panel: HTMLElement, g: MeshGraph, selected: string | undefined): void {
@@ -8,7 +16,9 @@ export function renderPanel(panel: HTMLElement, g: MeshGraph, selected: string |
 
 function content(g: MeshGraph, id: string | undefined): Node[] {
   if (id === undefined)
-    return [hint('Click a service, proxy or edge to see its policies, endpoints and configuration.')];
+    return [
+      hint('Click a service, proxy, destination or edge to see its policies, endpoints and configuration.'),
+    ];
   const svc = g.services.find((s) => s.id === id);
   if (svc) return serviceView(g, svc);
   const ident = g.identities.find((i) => i.id === id);
@@ -17,25 +27,22 @@ function content(g: MeshGraph, id: string | undefined): Node[] {
     const p = holder.proxies.find((x) => x.id === id);
     if (p) return proxyView(g, p, holder);
   }
+  const ext = g.external.find((x) => x.id === id);
+  if (ext) return externalView(g, ext);
+  const src = g.ingressSources.find((x) => x.id === id);
+  if (src) return ingressSourceView(g, src);
   const edge = g.edges.find((e) => e.id === id);
+  if (edge?.kind === 'egress') return egressEdgeView(g, edge);
+  if (edge?.kind === 'ingress') return ingressEdgeView(g, edge);
   if (edge) return edgeView(g, edge);
   if (id.startsWith('ns:')) return namespaceView(g, id.slice(3));
+  if (id.startsWith('zone:'))
+    return [hint('Destinations and sources outside the mesh: click one, or an edge, for its policy.')];
   return [hint('The selected element is no longer in the mesh.')];
-}
-
-function hint(text: string): HTMLElement {
-  return h('p', { class: 'hint' }, text);
 }
 
 function stateChip(state: string): HTMLElement {
   return h('span', { class: `state ${state}` }, state);
-}
-
-function nameOf(g: MeshGraph, nodeId: string): string {
-  const s = g.services.find((x) => x.id === nodeId);
-  if (s) return s.key;
-  const i = g.identities.find((x) => x.id === nodeId);
-  return i ? `identity ${i.key}` : nodeId;
 }
 
 function serviceView(g: MeshGraph, s: GraphService): Node[] {
@@ -67,6 +74,7 @@ function serviceView(g: MeshGraph, s: GraphService): Node[] {
       h('ul', {}, ...outbound.map((e) => h('li', {}, `${nameOf(g, e.target)} (${e.label})`))),
     );
   }
+  out.push(...outsideSummary(g, s.id));
   out.push(
     h('h3', {}, 'Endpoints'),
     s.endpoints.length === 0
@@ -155,6 +163,7 @@ function identityView(g: MeshGraph, i: GraphIdentity): Node[] {
     outbound.length === 0
       ? hint(g.permissive ? 'any meshed service (permissive mode)' : 'nothing')
       : h('ul', {}, ...outbound.map((e) => h('li', {}, `${nameOf(g, e.target)} (${e.label})`))),
+    ...outsideSummary(g, i.id),
     h('h3', {}, 'Proxies'),
     ...(i.proxies.length === 0 ? [hint('none')] : i.proxies.map(proxySummary)),
   ];

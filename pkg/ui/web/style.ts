@@ -8,6 +8,10 @@ export const STATE_COLOURS = {
   DISCONNECTED: '#9aa0a6',
 } as const;
 
+// Egress destinations orange, ingress sources teal (app.css --external, --ingress).
+export const EXTERNAL = { fill: '#fff1e0', line: '#e07b00' } as const;
+export const INGRESS = { fill: '#e0f2f1', line: '#00897b' } as const;
+
 export const graphStyle: cytoscape.StylesheetJson = [
   {
     selector: 'node',
@@ -99,6 +103,82 @@ export const graphStyle: cytoscape.StylesheetJson = [
       'line-style': 'dashed',
       color: '#5b2a91',
       'font-weight': 'bold',
+    },
+  },
+  {
+    selector: 'node[kind = "zone"]',
+    style: {
+      shape: 'round-rectangle',
+      'background-color': '#fbf7ef',
+      'background-opacity': 0.5,
+      'border-width': 1,
+      'border-style': 'dotted',
+      'border-color': '#b0a48a',
+      'text-valign': 'top',
+      'text-halign': 'center',
+      'font-size': 13,
+      'font-style': 'italic',
+      color: '#6d5f45',
+      padding: '16px',
+    },
+  },
+  {
+    // A destination outside the mesh (Egress): an orange hexagon.
+    selector: 'node[kind = "external"]',
+    style: {
+      shape: 'round-hexagon',
+      'background-color': EXTERNAL.fill,
+      'border-width': 2,
+      'border-color': EXTERNAL.line,
+      'text-valign': 'center',
+      'text-halign': 'center',
+      width: 150,
+      height: 34,
+      'text-max-width': '140px',
+      'font-size': 11,
+    },
+  },
+  {
+    selector: 'node[kind = "external"][externalKind = "any"]',
+    style: { 'border-style': 'dashed', 'font-style': 'italic' },
+  },
+  {
+    // A source outside the mesh (IngressBackend): a teal tag.
+    selector: 'node[kind = "ingress-source"]',
+    style: {
+      shape: 'round-tag',
+      'background-color': INGRESS.fill,
+      'border-width': 2,
+      'border-color': INGRESS.line,
+      'text-valign': 'center',
+      'text-halign': 'center',
+      width: 140,
+      height: 30,
+      'text-max-width': '130px',
+      'font-size': 11,
+    },
+  },
+  {
+    selector: 'edge[edgeKind = "egress"]',
+    style: { 'line-color': EXTERNAL.line, 'target-arrow-color': EXTERNAL.line, color: '#8a3c00' },
+  },
+  {
+    selector: 'edge[edgeKind = "ingress"]',
+    style: {
+      'line-color': INGRESS.line,
+      'target-arrow-color': INGRESS.line,
+      'source-arrow-shape': 'square',
+      'source-arrow-color': INGRESS.line,
+      color: '#004d40',
+    },
+  },
+  {
+    // Its Egress, IngressBackend or Ingress has a problem in force (listed in the problems panel).
+    selector: 'edge[problem = "yes"]',
+    style: {
+      'line-style': 'dotted',
+      'line-color': STATE_COLOURS.NACKED,
+      'target-arrow-color': STATE_COLOURS.NACKED,
     },
   },
   {
