@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { retry } from '../envoy/testing/retry.js';
+import { validateManifest } from '../registry/validate.js';
 import { ProblemList } from './problems.js';
 import { retriesBySource, retryProblems } from './retry.js';
 
@@ -53,4 +54,22 @@ test('invalid Retry objects are refused with the field and reason', () => {
     'spec.retryPolicy.retriableStatusCodes: retryOn must include retriable-status-codes for them to apply',
     'spec.destinations[1]: shop/store is listed twice',
   ]);
+});
+
+test('the registries accept a Retry through its CRD schema and refuse a bad one with the reason', () => {
+  const good = retry('shop', 'a', 'buyer', ['shop/store'], {
+    ...policy,
+    retryBudget: { budgetPercent: 20, minRetryConcurrency: 1 },
+  });
+  assert.equal(validateManifest(good).ok, true);
+  const overBudget = structuredClone(good);
+  if (overBudget.spec.retryPolicy.retryBudget) overBudget.spec.retryPolicy.retryBudget.budgetPercent = 150;
+  const schema = validateManifest(overBudget);
+  assert.equal(schema.ok, false);
+  assert.match(schema.ok ? '' : schema.reason, /budgetPercent/);
+  const semantic = validateManifest(retry('shop', 'b', 'buyer', ['shop/store'], { retryOn: '5xx,oops' }));
+  assert.deepEqual(
+    semantic.ok ? '' : semantic.reason,
+    'spec.retryPolicy.retryOn: "oops" is not an Envoy retry condition',
+  );
 });
