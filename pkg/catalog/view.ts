@@ -130,6 +130,11 @@ export function ingressPorts(view: MeshView): ReadonlyMap<string, IngressPort> {
   return view instanceof CatalogView ? view.ingressTable().ports : new Map();
 }
 
+/** Every source's Retry rules by source identity key (debug, CLI). */
+export function retryTables(view: MeshView): ReadonlyMap<string, RetryTable> {
+  return view instanceof CatalogView ? view.retries : new Map();
+}
+
 /** Namespaces of the mesh, sorted. */
 export function monitoredNamespaces(view: MeshView): readonly string[] {
   return view instanceof CatalogView ? view.namespaces : [];
