@@ -9,6 +9,7 @@ import { HTTP_LOG_FIELDS } from '../common/access-log.js';
 import { bookstoreObjects, fakeSecrets, type PodName, proxyFor, storeOf } from '../testing/mesh.js';
 import { at, list, named } from '../testing/pick.js';
 import type { ProtoValue } from '../types.js';
+import { gatewayLdsGenerator } from './gateway.js';
 import { sidecarLdsGenerator } from './sidecar.js';
 
 function lds(mesh: MeshView, pod: PodName) {
@@ -84,4 +85,25 @@ test('MeshConfig turns logs off or to text; listeners stay the same objects whil
   );
   const again = buildMeshView(store, { meshName: DEFAULT_MESH_NAME, previous: text });
   assert.equal(named(lds(again, 'bookbuyer-1'), 'outbound-listener'), first);
+});
+
+test("the ingress gateway's HCM logs too, and not when the MeshConfig turns logs off", () => {
+  const identity = {
+    uuid: 'gw-1',
+    kind: 'gateway' as const,
+    namespace: 'skein-system',
+    serviceAccount: 'skein-ingress-gateway',
+    trustDomain: 'cluster.local',
+    cn: 'gw-1.gateway.skein-ingress-gateway.skein-system.cluster.local',
+  };
+  const proxy = { identity, services: [], groupKey: 'gateway' };
+  for (const [spec, expected] of [
+    [undefined, 1],
+    [{ observability: { accessLog: { enabled: false } } }, 0],
+  ] as const) {
+    const mesh = buildMeshView(storeOf(withMeshConfig(spec)), { meshName: DEFAULT_MESH_NAME });
+    const out = gatewayLdsGenerator.generate(proxy, { mesh, secrets: fakeSecrets('all') }, undefined);
+    const logs = logsOf(named(out, 'gateway-http'));
+    assert.equal(logs.length, expected, JSON.stringify(spec));
+  }
 });
