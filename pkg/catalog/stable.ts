@@ -5,6 +5,7 @@
 import type { Identity } from '../mesh/identity.js';
 import type { GatewayPlan } from './gateway.js';
 import type { IngressPort } from './ingress.js';
+import type { RetryRule } from './retry.js';
 import type { Endpoint, InboundRule, MeshService, SplitBackend } from './types.js';
 
 /** Per key, the value last handed out; an equal fresh value is replaced by it. */
@@ -98,6 +99,12 @@ export class ViewLineage {
   readonly outbound = new StablePool<readonly MeshService[]>((a, b) => sameList(a, b, identical));
   readonly splits = new StablePool<readonly SplitBackend[]>((a, b) =>
     sameList(a, b, (x, y) => x.service === y.service && x.weight === y.weight),
+  );
+  /** Retry rules by `<source ns>/<sa>|<dest ns>/<svc>` (catalog/retry.ts); swept by the view. */
+  readonly retryRules = new StablePool<RetryRule>(sameJson);
+  /** A source's rules by destination: rules are settled first, so identity compares them. */
+  readonly retryTables = new StablePool<ReadonlyMap<string, RetryRule>>(
+    (a, b) => a.size === b.size && [...a].every(([k, v]) => b.get(k) === v),
   );
 
   /**

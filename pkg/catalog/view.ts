@@ -19,6 +19,7 @@ import { selectMeshConfig } from './meshconfig.js';
 import { compareStrings, PodIndex, selectorMatches } from './pods.js';
 import { type CompiledTarget, compileTrafficTargets, ruleForPort } from './policy.js';
 import { type PolicyProblem, ProblemList } from './problems.js';
+import { type RetryRule, retriesBySource } from './retry.js';
 import {
   LABEL_SERVICE_NAME,
   parseServiceHost,
@@ -129,6 +130,11 @@ export function ingressPorts(view: MeshView): ReadonlyMap<string, IngressPort> {
   return view instanceof CatalogView ? view.ingressTable().ports : new Map();
 }
 
+/** Every source's Retry rules by source identity key (debug, CLI). */
+export function retryTables(view: MeshView): ReadonlyMap<string, RetryTable> {
+  return view instanceof CatalogView ? view.retries : new Map();
+}
+
 /** Namespaces of the mesh, sorted. */
 export function monitoredNamespaces(view: MeshView): readonly string[] {
   return view instanceof CatalogView ? view.namespaces : [];
@@ -163,6 +169,22 @@ export function egressEnabled(view: MeshView): boolean {
 
 const EMPTY: readonly never[] = Object.freeze([]);
 
+/** A source's Retry rules by destination service key (`ns/name`). */
+export type RetryTable = ReadonlyMap<string, RetryRule>;
+const NO_RETRIES: RetryTable = new Map();
+
+/**
+ * The Retry rules of one source identity (catalog/retry.ts) by destination
+ * service key: the same map while they are unchanged (lineage pool), and a
+ * derived answer, so a proxy that read it is pushed only when it changes.
+ */
+export function retryTableOf(view: MeshView, source: Identity): RetryTable {
+  const key = identityKey(source);
+  return derive(view, `retry\0${key}`, (v) =>
+    v instanceof CatalogView ? (v.retries.get(key) ?? NO_RETRIES) : NO_RETRIES,
+  );
+}
+
 class CatalogView implements MeshView {
   readonly version: number;
   readonly permissive: boolean;
@@ -181,6 +203,8 @@ class CatalogView implements MeshView {
   private readonly splits: SplitTable;
   /** Egress rules by source identity key. */
   readonly egress: ReadonlyMap<string, readonly EgressRule[]>;
+  /** Retry rules by source identity key, then destination service key (settled). */
+  readonly retries: ReadonlyMap<string, RetryTable>;
 
   /** Answers shared with the views before and after this one (stable.ts). */
   readonly lineage: ViewLineage;
@@ -286,6 +310,7 @@ class CatalogView implements MeshView {
       problems,
     );
     this.egress = egressBySource(egresses, problems);
+    this.retries = this.settleRetries(retriesBySource(store.list('Retry').filter(inMesh), problems));
     this.problems = Object.freeze(problems.items);
 
     const sources = new Set<string>();
@@ -295,6 +320,24 @@ class CatalogView implements MeshView {
       (k) => sources.has(k),
     );
     lineage.head = this;
+  }
+
+  /** Retry answers handed out as the previous view's objects where unchanged. */
+  private settleRetries(fresh: Map<string, Map<string, RetryRule>>): ReadonlyMap<string, RetryTable> {
+    // Built in the constructor of the lineage's newest view: it records.
+    const record = true;
+    const out = new Map<string, RetryTable>();
+    for (const [source, byDest] of fresh) {
+      const table = new Map<string, RetryRule>();
+      for (const [dest, rule] of byDest)
+        table.set(dest, this.lineage.retryRules.settle(`${source}|${dest}`, rule, record));
+      out.set(source, this.lineage.retryTables.settle(source, table, record));
+    }
+    this.lineage.retryRules.sweep(
+      (k) => fresh.get(k.slice(0, k.indexOf('|')))?.has(k.slice(k.indexOf('|') + 1)) === true,
+    );
+    this.lineage.retryTables.sweep((k) => fresh.has(k));
+    return out;
   }
 
   /** Ingress policy, compiled on first use (most views are never asked). */

@@ -4,11 +4,13 @@ import { pod, service, shopMesh } from '../catalog/fixtures.js';
 import { buildMeshView } from '../catalog/view.js';
 import type { ManagedCertificateInfo } from '../certificate/manager.js';
 import { INGRESS_PRINCIPAL, ingressObjects } from '../envoy/testing/ingress.js';
-import { storeOf } from '../envoy/testing/mesh.js';
+import { bookstoreObjects, storeOf } from '../envoy/testing/mesh.js';
+import { bookbuyerRetries } from '../envoy/testing/retry.js';
 import { TypeUrl } from '../envoy/types.js';
 import { HealthServer } from '../health/server.js';
 import { DEFAULT_MESH_NAME } from '../mesh/constants.js';
 import type { ProxyIdentity } from '../mesh/identity.js';
+import type { AnyObject } from '../model/objects.js';
 import { ProblemBook } from '../registry/problem-book.js';
 import { MeshStore } from '../registry/store.js';
 import { encodeResource } from '../xds/cache/encoded.js';
@@ -254,4 +256,20 @@ test('mountDebugRoutes: 404 while disabled (checked per request), JSON when enab
   } finally {
     await health.close();
   }
+});
+
+test('buildPolicies: the Retry in force per source → destination pair', () => {
+  const objects: AnyObject[] = [...bookstoreObjects(), ...bookbuyerRetries()];
+  const out = buildPolicies(buildMeshView(storeOf(objects), { meshName: DEFAULT_MESH_NAME }));
+  assert.deepEqual(
+    out.retries.map(
+      (r) =>
+        `${r.source} → ${r.destination}: ${r.origin} ${r.retryOn.join(',')} x${r.numRetries} budget ${r.budget?.percent}%`,
+    ),
+    [
+      'bookbuyer/bookbuyer → bookstore/bookstore: Retry bookbuyer/to-bookstore 5xx,reset,retriable-status-codes,unavailable x3 budget 20%',
+      'bookbuyer/bookbuyer → bookstore/bookstore-v1: Retry bookbuyer/to-bookstore 5xx,reset,retriable-status-codes,unavailable x3 budget 20%',
+    ],
+  );
+  assert.deepEqual(buildPolicies(buildMeshView(storeOf(shopMesh()), { meshName: 'skein' })).retries, []);
 });

@@ -1,6 +1,7 @@
 import type { IngressPolicy, IngressRoute } from '../catalog/ingress.js';
+import type { RetryRule } from '../catalog/retry.js';
 import type { MeshView } from '../catalog/types.js';
-import { ingressPorts } from '../catalog/view.js';
+import { ingressPorts, retryTables } from '../catalog/view.js';
 import { identityKey } from '../mesh/identity.js';
 import type { HTTPMatch } from '../model/objects.js';
 
@@ -34,11 +35,20 @@ export interface DebugIngressPort {
   policies: readonly IngressPolicy[];
 }
 
+/** The Retry in force for one source → destination pair (catalog/retry.ts). */
+export interface DebugRetry extends RetryRule {
+  /** `<namespace>/<serviceAccount>` */
+  source: string;
+  /** `<namespace>/<service>` */
+  destination: string;
+}
+
 export interface DebugPolicies {
   version: number;
   permissive: boolean;
   services: DebugServicePolicy[];
   ingress: DebugIngressPort[];
+  retries: DebugRetry[];
 }
 
 /** `/debug/policies`: per meshed service and port, who may connect and how, and split weights. */
@@ -78,5 +88,11 @@ export function buildPolicies(view: MeshView): DebugPolicies {
   ingress.sort((a, b) =>
     a.service === b.service ? a.targetPort - b.targetPort : a.service < b.service ? -1 : 1,
   );
-  return { version: view.version, permissive: view.permissive, services, ingress };
+  const retries: DebugRetry[] = [];
+  for (const [source, table] of retryTables(view))
+    for (const [destination, rule] of table) retries.push({ source, destination, ...rule });
+  retries.sort((a, b) =>
+    a.source === b.source ? (a.destination < b.destination ? -1 : 1) : a.source < b.source ? -1 : 1,
+  );
+  return { version: view.version, permissive: view.permissive, services, ingress, retries };
 }

@@ -205,6 +205,28 @@ export interface EgressSpec {
 }
 export type Egress = KubeObject<'Egress', EgressSpec>;
 
+// ---- skein Retry (policy.skein.dev/v1alpha1; OSM v1.2's Retry plus a budget) ----
+
+export interface RetryPolicySpec {
+  /** Envoy's retry_on: comma-separated conditions (`5xx,gateway-error,reset,connect-failure,…`). */
+  retryOn: string;
+  /** Go-style duration per attempt (Envoy's per_try_timeout). */
+  perTryTimeout?: string;
+  numRetries?: number;
+  /** Go-style duration: the base of Envoy's exponential backoff (max is 10x, Envoy's default). */
+  retryBackoffBaseInterval?: string;
+  /** Status codes retried with `retriable-status-codes` in retryOn (skein's addition). */
+  retriableStatusCodes?: number[];
+  /** Envoy's circuit_breakers retry_budget on the source's cluster for the destination (skein's addition). */
+  retryBudget?: { budgetPercent: number; minRetryConcurrency?: number };
+}
+export interface RetrySpec {
+  source: { kind: 'ServiceAccount'; name: string; namespace: string };
+  destinations: { kind: 'Service'; name: string; namespace: string }[];
+  retryPolicy: RetryPolicySpec;
+}
+export type Retry = KubeObject<'Retry', RetrySpec>;
+
 // ---- skein MeshConfig (config.skein.dev/v1alpha1) -----------------------------
 
 export interface MeshConfigSpec {
@@ -253,6 +275,8 @@ export interface MeshConfigSpec {
   observability?: {
     logLevel?: string;
     enableDebugServer?: boolean;
+    /** Envoy access logs on the sidecars and the ingress gateway (stdout), changed at runtime. */
+    accessLog?: { enabled?: boolean; format?: 'json' | 'text' };
   };
 }
 export type MeshConfig = KubeObject<'MeshConfig', MeshConfigSpec>;
@@ -270,7 +294,8 @@ export type AnyObject =
   | Ingress
   | IngressBackend
   | Egress
-  | MeshConfig;
+  | MeshConfig
+  | Retry;
 
 export type ObjectKind = AnyObject['kind'];
 
@@ -288,6 +313,7 @@ export const OBJECT_KINDS: readonly ObjectKind[] = [
   'IngressBackend',
   'Egress',
   'MeshConfig',
+  'Retry',
 ];
 
 /** The store key of an object: `<namespace>/<name>`, or `<name>` for cluster-scoped kinds. */

@@ -4,6 +4,7 @@
 import { isIP } from 'node:net';
 
 import { egressProblems } from '../catalog/egress.js';
+import { retryProblems } from '../catalog/retry.js';
 import { ListEntryError, parseIpv4Range, parsePort } from '../injector/exclusions.js';
 import { parseDuration } from '../mesh/duration.js';
 import type {
@@ -34,6 +35,8 @@ export function semanticProblems(obj: AnyObject): string[] {
       return ingressBackendProblems(obj);
     case 'Egress':
       return egressProblems(obj);
+    case 'Retry':
+      return retryProblems(obj);
     default:
       return [];
   }

@@ -27,6 +27,9 @@
 // outcome (the sidecar-ordering tests).
 // --drain-ms: on SIGTERM, keep serving that long before exiting, as an app does
 // while its endpoints are withdrawn (the shutdown-ordering tests).
+// --fail-ratio <0..1>: that share of HTTP requests (probes excepted) is answered
+// 503, at random, as a flaky backend (the retry tests); --delay-ms delays every answer.
+// An HTTP command's `concurrency` runs that many calls at once (count in all).
 // Each call's outcome is a string: `<status> <pod>` for HTTP (`200 bookstore-v1`),
 // `OK <pod>` or the gRPC status name, `ok <pod>` or the socket error for TCP.
 import { createServer as createHttpServer, type IncomingMessage, request } from 'node:http';
@@ -60,6 +63,8 @@ const { values, positionals } = parseArgs({
     control: { type: 'string' },
     'drain-ms': { type: 'string', default: '0' },
     'first-call': { type: 'string' },
+    'fail-ratio': { type: 'string', default: '0' },
+    'delay-ms': { type: 'string', default: '0' },
   },
 });
 
@@ -75,6 +80,8 @@ async function serve(): Promise<void> {
   const first = values['first-call'];
   if (first) firstCall = call({ kind: 'http', url: first });
   const listening: Record<string, number> = {};
+  const failRatio = Number(values['fail-ratio']);
+  const delayMs = Number(values['delay-ms']);
   if (values.http) {
     const port = Number(values.http);
     const server = createHttpServer((req, res) => {
@@ -82,8 +89,12 @@ async function serve(): Promise<void> {
         res.end('ok');
         return;
       }
-      res.setHeader('content-type', 'application/json');
-      res.end(JSON.stringify({ pod: name, method: req.method, path: req.url }));
+      const failed = Math.random() < failRatio;
+      setTimeout(() => {
+        res.statusCode = failed ? 503 : 200;
+        res.setHeader('content-type', 'application/json');
+        res.end(JSON.stringify({ pod: name, method: req.method, path: req.url }));
+      }, delayMs);
     });
     await new Promise<void>((resolve) => server.listen(port, '0.0.0.0', resolve));
     listening['http'] = port;
@@ -278,7 +289,7 @@ interface Load {
 }
 
 type Command =
-  | ({ id: number; count?: number } & Call)
+  | ({ id: number; count?: number; concurrency?: number } & Call)
   | { id: number; kind: 'load-start'; call: Call; intervalMs?: number }
   | { id: number; kind: 'load-report' | 'load-stop' }
   | { id: number; kind: 'first-call' };
@@ -316,7 +327,15 @@ class Commands {
     if (cmd.kind !== 'http' && cmd.kind !== 'grpc' && cmd.kind !== 'tcp')
       throw new Error(`unknown command ${cmd.kind}`);
     const counts: Record<string, number> = {};
-    for (let i = 0; i < (cmd.count ?? 1); i++) count(counts, await call(cmd));
+    let left = cmd.count ?? 1;
+    const worker = async () => {
+      // Taken before the call, so the workers together make exactly `count` calls.
+      while (left > 0) {
+        left--;
+        count(counts, await call(cmd));
+      }
+    };
+    await Promise.all(Array.from({ length: Math.max(1, cmd.concurrency ?? 1) }, worker));
     return { id: cmd.id, counts, bodies: bodies() };
   }
 }

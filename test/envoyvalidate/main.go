@@ -41,6 +41,7 @@ import (
 
 	// Every `@type` skein puts in an Any (pkg/envoy/common/xds.ts AnyType). A type
 	// missing here makes its Any fail to unpack, which is reported.
+	_ "github.com/envoyproxy/go-control-plane/envoy/extensions/access_loggers/stream/v3"
 	_ "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/rbac/v3"
 	_ "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/router/v3"
 	_ "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/listener/http_inspector/v3"

@@ -15,6 +15,7 @@ export interface AnyMessages {
   'type.googleapis.com/envoy.config.endpoint.v3.ClusterLoadAssignment': ClusterLoadAssignment;
   'type.googleapis.com/envoy.config.listener.v3.Listener': Listener;
   'type.googleapis.com/envoy.config.route.v3.RouteConfiguration': RouteConfiguration;
+  'type.googleapis.com/envoy.extensions.access_loggers.stream.v3.StdoutAccessLog': StdoutAccessLog;
   'type.googleapis.com/envoy.extensions.filters.http.rbac.v3.RBAC': HttpRbac$RBAC;
   'type.googleapis.com/envoy.extensions.filters.http.router.v3.Router': Router;
   'type.googleapis.com/envoy.extensions.filters.listener.http_inspector.v3.HttpInspector': NoFields;
@@ -2779,6 +2780,11 @@ export type SourceInfo = {
 /** envoy.config.accesslog.v3.StatusCodeFilter */
 export type StatusCodeFilter = {
   comparison?: ComparisonFilter;
+};
+
+/** envoy.extensions.access_loggers.stream.v3.StdoutAccessLog */
+export type StdoutAccessLog = {
+  log_format?: SubstitutionFormatString;
 };
 
 /** google.protobuf.Struct */

@@ -2,13 +2,16 @@
 // may call (split backends included), STATIC local clusters for the ports its
 // pod serves, and the ORIGINAL_DST passthrough cluster in permissive mode or
 // the endpoint-less blackhole cluster in SMI mode (lds/sidecar.ts).
+import type { RetryRule } from '../../catalog/retry.js';
 import type { MeshServicePort } from '../../catalog/types.js';
+import { retryTableOf } from '../../catalog/view.js';
 import { type Identity, identityKey } from '../../mesh/identity.js';
 import type { Cluster } from '../api/envoy.js';
 import { DiscoveryType, LbPolicy } from '../common/enums.js';
 import { inboundPorts } from '../common/inbound.js';
-import { IdentityMemo } from '../common/memo.js';
+import { IdentityMemo, NONE } from '../common/memo.js';
 import { byName, proxyOutboundPlan, type UpstreamCluster } from '../common/outbound.js';
+import { retryBudgetBreakers } from '../common/retry.js';
 import { upstreamTlsSocket } from '../common/tls.js';
 import { adsConfigSource, durationSeconds, http2ProtocolOptions, socketAddress } from '../common/xds.js';
 import { egressDnsCluster } from '../egress/egress.js';
@@ -37,6 +40,13 @@ export function upstreamCluster(own: Identity, up: UpstreamCluster): Cluster {
     },
     up.port,
   );
+}
+
+/** A Retry's budget on the source's cluster for its destination (common/retry.ts). */
+function withRetryBudget(cluster: Cluster, retry: RetryRule | undefined): Cluster {
+  const breakers = retry && retryBudgetBreakers(retry);
+  if (breakers) cluster.circuit_breakers = breakers;
+  return cluster;
 }
 
 export function localCluster(name: string, port: MeshServicePort): Cluster {
@@ -100,10 +110,12 @@ export const sidecarCdsGenerator: ResourceGenerator = {
       out.push({ name, typeUrl: TypeUrl.Cluster, message });
     };
     const own = identityKey(proxy.identity);
+    const retries = retryTableOf(ctx.mesh, proxy.identity);
     for (const up of proxyOutboundPlan(ctx.mesh, proxy).clusters.values()) {
       // up.name follows from the service and port; keys are existing strings (cheap to hash).
-      const message = upstreamClusters.get([up.service, up.port], own, () =>
-        upstreamCluster(proxy.identity, up),
+      const retry = retries.get(up.service.key);
+      const message = upstreamClusters.get([up.service, up.port, retry ?? NONE], own, () =>
+        withRetryBudget(upstreamCluster(proxy.identity, up), retry),
       );
       add(message, up.name);
     }

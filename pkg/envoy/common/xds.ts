@@ -19,6 +19,7 @@ export const AnyType = {
   DownstreamTlsContext: `${T}envoy.extensions.transport_sockets.tls.v3.DownstreamTlsContext`,
   HttpProtocolOptions: `${T}envoy.extensions.upstreams.http.v3.HttpProtocolOptions`,
   DownstreamConnections: `${T}envoy.extensions.resource_monitors.downstream_connections.v3.DownstreamConnectionsConfig`,
+  StdoutAccessLog: `${T}envoy.extensions.access_loggers.stream.v3.StdoutAccessLog`,
 } as const;
 
 /** Extension (filter / transport socket) names Envoy knows them by. */
@@ -36,6 +37,7 @@ export const ExtName = {
   HttpProtocolOptions: 'envoy.extensions.upstreams.http.v3.HttpProtocolOptions',
   /** The overload manager's connection-limit monitor: Envoy looks for exactly this name (server.cc). */
   GlobalDownstreamMaxConnections: 'envoy.resource_monitors.global_downstream_max_connections',
+  StdoutAccessLog: 'envoy.access_loggers.stdout',
 } as const;
 
 /**

@@ -6,6 +6,7 @@
 import { gatewayPlan } from '../../catalog/view.js';
 import { PORT_GATEWAY_HTTP, PORT_GATEWAY_HTTPS } from '../../mesh/constants.js';
 import type { Listener, Listener$Filter } from '../api/envoy.js';
+import { accessLogSetting, withAccessLogs } from '../common/access-log.js';
 import { servableTls } from '../common/gateway.js';
 import { localReplyBody } from '../common/local-reply.js';
 import { IdentityMemo } from '../common/memo.js';
@@ -81,13 +82,17 @@ export const gatewayLdsGenerator: ResourceGenerator = {
   generate(proxy, ctx): Resource[] {
     if (proxy.identity.kind !== 'gateway') return [];
     plaintext ??= httpListener();
-    const out: Resource[] = [{ name: GATEWAY_HTTP, typeUrl: TypeUrl.Listener, message: plaintext }];
+    // MeshConfig observability.accessLog (common/access-log.ts).
+    const logs = accessLogSetting(ctx.mesh);
+    const out: Resource[] = [
+      { name: GATEWAY_HTTP, typeUrl: TypeUrl.Listener, message: withAccessLogs(plaintext, logs) },
+    ];
     const plan = gatewayPlan(ctx.mesh);
     const tls = servableTls(plan, ctx.secrets);
     if (tls.length > 0) {
       const key = tls.map((t) => t.secret).join(',');
       const message = tlsListeners.get([plan], key, () => httpsListener(tls));
-      out.push({ name: GATEWAY_HTTPS, typeUrl: TypeUrl.Listener, message });
+      out.push({ name: GATEWAY_HTTPS, typeUrl: TypeUrl.Listener, message: withAccessLogs(message, logs) });
     }
     return out;
   },

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import type { MeshView } from '../../catalog/types.js';
+import { stdoutAccessLog, TCP_LOG_FIELDS } from '../common/access-log.js';
 import {
   alsoCalling,
   bookstoreMesh,
@@ -14,6 +15,9 @@ import {
 } from '../testing/mesh.js';
 import { at, byNameIn, list, named, names } from '../testing/pick.js';
 import { sidecarLdsGenerator } from './sidecar.js';
+
+// Access logs are on by default (JSON to stdout): every tcp_proxy carries this one.
+const TCP_ACCESS_LOG = [stdoutAccessLog('json', TCP_LOG_FIELDS)];
 
 function lds(mesh: MeshView, pod: PodName) {
   return sidecarLdsGenerator.generate(proxyFor(mesh, pod), { mesh, secrets: fakeSecrets('all') }, undefined);
@@ -102,6 +106,7 @@ test('SMI mode: what matches no chain is denied at the caller, HTTP with a 403 t
           '@type': 'type.googleapis.com/envoy.extensions.filters.network.tcp_proxy.v3.TcpProxy',
           stat_prefix: 'outbound_denied',
           cluster: 'blackhole',
+          access_log: TCP_ACCESS_LOG,
         },
       },
     ],
@@ -181,6 +186,7 @@ test('TCP outbound ports use tcp_proxy; a headless service is matched on its por
     '@type': 'type.googleapis.com/envoy.extensions.filters.network.tcp_proxy.v3.TcpProxy',
     stat_prefix: 'outbound_bookwarehouse/mysql_3306_tcp',
     cluster: 'bookwarehouse/mysql|3306',
+    access_log: TCP_ACCESS_LOG,
   });
 });
 

@@ -17,6 +17,7 @@ import type {
   LocalReplyConfig,
   TcpProxy,
 } from '../api/envoy.js';
+import { accessLogSetting, withAccessLogs } from '../common/access-log.js';
 import { TrafficDirection } from '../common/enums.js';
 import { type InboundPort, inboundPorts, inboundRulesOf, isHttpLike } from '../common/inbound.js';
 import { localReplyBody } from '../common/local-reply.js';
@@ -351,9 +352,12 @@ export const sidecarLdsGenerator: ResourceGenerator = {
     const outbound = outboundListeners.get([plan, egress], String(passthrough), () =>
       outboundListener(plan, passthrough, egress),
     );
-    out.push({ name: OUTBOUND_LISTENER, typeUrl: TypeUrl.Listener, message: outbound });
+    // MeshConfig observability.accessLog, on every HCM and tcp_proxy (common/access-log.ts).
+    const logs = accessLogSetting(ctx.mesh);
+    out.push({ name: OUTBOUND_LISTENER, typeUrl: TypeUrl.Listener, message: withAccessLogs(outbound, logs) });
     const inbound = inboundListenerOf(ctx.mesh, proxy);
-    if (inbound) out.push({ name: INBOUND_LISTENER, typeUrl: TypeUrl.Listener, message: inbound });
+    if (inbound)
+      out.push({ name: INBOUND_LISTENER, typeUrl: TypeUrl.Listener, message: withAccessLogs(inbound, logs) });
     return byName(out);
   },
 };

@@ -2,7 +2,16 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import type { MeshView } from '../../catalog/types.js';
 import { decodeMessage, encodeMessage } from '../../xds/proto/codec.js';
-import { bookstoreMesh, generationContext, proxyFor, rawSplit } from '../testing/mesh.js';
+import {
+  bookstoreMesh,
+  bookstoreObjects,
+  generationContext,
+  proxyFor,
+  rawSplit,
+  storeOf,
+  viewOf,
+} from '../testing/mesh.js';
+import { bookbuyerRetries, retry } from '../testing/retry.js';
 import { resourceProblems } from '../testing/roundtrip.js';
 import { type ProtoObject, TypeUrl } from '../types.js';
 import { proxylessRouteGenerator } from './proxyless.js';
@@ -95,4 +104,28 @@ test('a plain service routes to its own cluster; only canonical names are route 
       'mysql.bookwarehouse.svc.cluster.local:3306',
     ],
   );
+});
+
+test('a Retry for a proxyless client: the subset grpc-js-xds applies (gRPC status names, num_retries, backoff), intact through the wire encoding', () => {
+  const mesh = viewOf(storeOf([...bookstoreObjects(), ...bookbuyerRetries()]));
+  const out = routes(mesh, [APEX]);
+  assert.deepEqual(resourceProblems(out), []);
+  const { route } = vhost(out[0]?.message);
+  assert.deepEqual((route as { retry_policy?: unknown }).retry_policy, {
+    retry_on: 'unavailable',
+    num_retries: { value: 3 },
+    retry_back_off: {
+      base_interval: { seconds: 0, nanos: 10_000_000 },
+      max_interval: { seconds: 0, nanos: 100_000_000 },
+    },
+  });
+  // HTTP-only conditions mean nothing to grpc-js: no retry_policy at all.
+  const httpOnly = viewOf(
+    storeOf([
+      ...bookstoreObjects(),
+      retry('bookbuyer', 'http', 'bookbuyer', ['bookstore/bookstore'], { retryOn: '5xx', numRetries: 2 }),
+    ]),
+  );
+  const plain = vhost(routes(httpOnly, [APEX])[0]?.message).route as { retry_policy?: unknown };
+  assert.equal(plain.retry_policy, undefined);
 });

@@ -1,11 +1,15 @@
 // RDS for proxyless gRPC clients: one RouteConfiguration per service port,
 // named like its client Listener's canonical name and referenced by every
 // alias Listener of that port.
+
+import type { RetryRule } from '../../catalog/retry.js';
 import { splitEmptiness } from '../../catalog/split.js';
 import type { MeshService, MeshServicePort, MeshView, ProxyContext } from '../../catalog/types.js';
+import { retryTableOf } from '../../catalog/view.js';
 import type { RouteAction, RouteConfiguration } from '../api/envoy.js';
 import { IdentityMemo, NONE } from '../common/memo.js';
 import { byName } from '../common/outbound.js';
+import { proxylessRetryPolicy } from '../common/retry.js';
 import { proxylessClientListenerName } from '../names.js';
 import { clientTargetAliases, resolveClientTarget, routeDestinations } from '../proxyless/targets.js';
 import type { GenerationContext, Resource, ResourceGenerator } from '../types.js';
@@ -27,8 +31,13 @@ export function proxylessRouteConfiguration(
   mesh: MeshView,
   service: MeshService,
   port: MeshServicePort,
+  retry?: RetryRule,
 ): RouteConfiguration {
   const name = proxylessClientListenerName(service, port.port);
+  const action = routeAction(mesh, service, port.port);
+  // The subset grpc-js-xds applies (gRFC A44, common/retry.ts).
+  const retryPolicy = retry && proxylessRetryPolicy(retry);
+  if (retryPolicy) action.retry_policy = retryPolicy;
   return {
     name,
     virtual_hosts: [
@@ -37,21 +46,23 @@ export function proxylessRouteConfiguration(
         // The client picks the virtual host by its target authority, which is
         // whichever alias it dialled.
         domains: clientTargetAliases(service, port),
-        routes: [{ match: { prefix: '/' }, route: routeAction(mesh, service, port.port) }],
+        routes: [{ match: { prefix: '/' }, route: action }],
       },
     ],
   };
 }
 
-// Keyed on the service and its split (the same objects while unchanged,
-// MeshView contract): routeDestinations reads nothing else.
+// Keyed on the service, its split and the client's Retry rule for it (the
+// same objects while unchanged, MeshView contract): routeDestinations reads
+// nothing else. The configuration's name is per service port; its retry
+// policy is per client identity (each client has its own stream).
 const configs = new IdentityMemo<RouteConfiguration>();
 
 /** RDS for `identity.kind === 'grpc'` proxies. */
 export const proxylessRouteGenerator: ResourceGenerator = {
   typeUrl: TypeUrl.RouteConfiguration,
   generate(
-    _proxy: ProxyContext,
+    proxy: ProxyContext,
     ctx: GenerationContext,
     requested: ReadonlySet<string> | undefined,
   ): Resource[] {
@@ -66,16 +77,20 @@ export const proxylessRouteGenerator: ResourceGenerator = {
         if (t && proxylessClientListenerName(t.service, t.port.port) === name) ports.push(t);
       }
     }
-    const out: Resource[] = ports.map(({ service, port }) => ({
-      name: proxylessClientListenerName(service, port.port),
-      typeUrl: TypeUrl.RouteConfiguration,
-      // port is one of service's ports.
-      message: configs.get(
-        [service, ctx.mesh.split(service.key) ?? NONE],
-        `${port.port}|${splitEmptiness(ctx.mesh, service.key)}`,
-        () => proxylessRouteConfiguration(ctx.mesh, service, port),
-      ),
-    }));
+    const retries = retryTableOf(ctx.mesh, proxy.identity);
+    const out: Resource[] = ports.map(({ service, port }) => {
+      const retry = retries.get(service.key);
+      return {
+        name: proxylessClientListenerName(service, port.port),
+        typeUrl: TypeUrl.RouteConfiguration,
+        // port is one of service's ports.
+        message: configs.get(
+          [service, ctx.mesh.split(service.key) ?? NONE, retry ?? NONE],
+          `${port.port}|${splitEmptiness(ctx.mesh, service.key)}`,
+          () => proxylessRouteConfiguration(ctx.mesh, service, port, retry),
+        ),
+      };
+    });
     return byName(out);
   },
 };

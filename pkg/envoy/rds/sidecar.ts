@@ -2,10 +2,12 @@
 // header; `rds-inbound.<targetPort>` forwards to the local app (HTTP policy is
 // enforced by the RBAC filter in front of it, lds/sidecar.ts).
 import type { MeshService, ProxyContext } from '../../catalog/types.js';
+import { type RetryTable, retryTableOf } from '../../catalog/view.js';
 import type { Route, RouteAction, RouteConfiguration } from '../api/envoy.js';
 import { type InboundPort, inboundPorts, isHttpLike } from '../common/inbound.js';
 import { IdentityMemo } from '../common/memo.js';
 import { byName, type OutboundPlan, type OutboundPort, proxyOutboundPlan } from '../common/outbound.js';
+import { routeRetryPolicy } from '../common/retry.js';
 import { egressRouteConfig, egressRouteConfigName } from '../egress/egress.js';
 import { type EgressPlan, egressPlan, NO_EGRESS } from '../egress/plan.js';
 import { inboundRouteConfigName, outboundRouteConfigName } from '../names.js';
@@ -60,14 +62,21 @@ function outboundRouteConfig(
   name: string,
   ports: readonly OutboundPort[],
   proxyNamespace: string,
+  retries: RetryTable,
 ): RouteConfiguration {
   return {
     name,
-    virtual_hosts: ports.map((p) => ({
-      name: p.service.key,
-      domains: serviceDomains(p.service, p.port.port, proxyNamespace),
-      routes: [catchAllRoute(routeAction(p, p.port.protocol === 'grpc'))],
-    })),
+    virtual_hosts: ports.map((p) => {
+      const action = routeAction(p, p.port.protocol === 'grpc');
+      // A Retry names the service the app calls (a split apex included).
+      const retry = retries.get(p.service.key);
+      if (retry) action.retry_policy = routeRetryPolicy(retry);
+      return {
+        name: p.service.key,
+        domains: serviceDomains(p.service, p.port.port, proxyNamespace),
+        routes: [catchAllRoute(action)],
+      };
+    }),
   };
 }
 
@@ -101,6 +110,7 @@ function routeConfigBuilders(
   proxy: ProxyContext,
   plan: OutboundPlan,
   egress: EgressPlan,
+  retries: RetryTable,
 ): Map<string, () => RouteConfiguration> {
   const builders = new Map<string, () => RouteConfiguration>();
   const outboundByPort = new Map<number, OutboundPort[]>();
@@ -114,7 +124,9 @@ function routeConfigBuilders(
     const name = outboundRouteConfigName(port);
     const ns = proxy.identity.namespace;
     builders.set(name, () =>
-      outboundConfigs.get([plan], `${name}|${ns}`, () => outboundRouteConfig(name, ports, ns)),
+      outboundConfigs.get([plan, retries], `${name}|${ns}`, () =>
+        outboundRouteConfig(name, ports, ns, retries),
+      ),
     );
   }
   for (const p of inboundPorts(proxy)) {
@@ -145,6 +157,7 @@ export const sidecarRdsGenerator: ResourceGenerator = {
       proxy,
       proxyOutboundPlan(ctx.mesh, proxy),
       egress.passthrough ? NO_EGRESS : egress,
+      retryTableOf(ctx.mesh, proxy.identity),
     );
     const out: Resource[] = [];
     for (const [name, build] of builders) {

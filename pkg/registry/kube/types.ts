@@ -58,6 +58,11 @@ export function watchedTypes(controlPlaneNamespace: string): WatchedType[] {
       path: '/apis/policy.skein.dev/v1alpha1/egresses',
     },
     {
+      kind: 'Retry',
+      apiVersion: 'policy.skein.dev/v1alpha1',
+      path: '/apis/policy.skein.dev/v1alpha1/retries',
+    },
+    {
       kind: 'MeshConfig',
       apiVersion: 'config.skein.dev/v1alpha1',
       path: `/apis/config.skein.dev/v1alpha1/namespaces/${ns}/meshconfigs`,
