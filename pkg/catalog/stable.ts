@@ -6,6 +6,7 @@ import type { Identity } from '../mesh/identity.js';
 import type { GatewayPlan } from './gateway.js';
 import type { IngressPort } from './ingress.js';
 import type { Endpoint, InboundRule, MeshService, SplitBackend } from './types.js';
+import type { UpstreamSetting } from './upstream.js';
 
 /** Per key, the value last handed out; an equal fresh value is replaced by it. */
 export class StablePool<V> {
@@ -99,6 +100,12 @@ export class ViewLineage {
   readonly splits = new StablePool<readonly SplitBackend[]>((a, b) =>
     sameList(a, b, (x, y) => x.service === y.service && x.weight === y.weight),
   );
+  /** UpstreamTrafficSettings by service key (catalog/upstream.ts). */
+  readonly upstream = new StablePool<UpstreamSetting>(sameJson);
+  /** All of them, one key: settled settings make identity the right comparison. */
+  readonly upstreamTable = new StablePool<ReadonlyMap<string, UpstreamSetting>>(
+    (a, b) => a.size === b.size && [...a].every(([k, v]) => b.get(k) === v),
+  );
 
   /**
    * Drops answers about services and source identities that are gone. Keys
@@ -113,6 +120,7 @@ export class ViewLineage {
       pool.sweep(byService);
     }
     this.ingress.sweep(byService);
+    this.upstream.sweep(byService);
     this.outbound.sweep(sourceExists);
   }
 }

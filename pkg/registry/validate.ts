@@ -4,6 +4,7 @@
 import { isIP } from 'node:net';
 
 import { egressProblems } from '../catalog/egress.js';
+import { upstreamTrafficSettingProblems } from '../catalog/upstream.js';
 import { parseDuration } from '../mesh/duration.js';
 import type {
   AnyObject,
@@ -33,6 +34,8 @@ export function semanticProblems(obj: AnyObject): string[] {
       return ingressBackendProblems(obj);
     case 'Egress':
       return egressProblems(obj);
+    case 'UpstreamTrafficSetting':
+      return upstreamTrafficSettingProblems(obj);
     default:
       return [];
   }

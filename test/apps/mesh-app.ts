@@ -27,6 +27,10 @@
 // outcome (the sidecar-ordering tests).
 // --drain-ms: on SIGTERM, keep serving that long before exiting, as an app does
 // while its endpoints are withdrawn (the shutdown-ordering tests).
+// --fail-ratio <0..1>: that share of HTTP requests (probes excepted) answers 500,
+// spread evenly (ratio 0.5 fails every second one); --delay-ms <n>: every HTTP
+// request (probes excepted) waits that long before the answer (the resilience tests).
+// An http command with "parallel": n keeps n calls in flight until count are made.
 // Each call's outcome is a string: `<status> <pod>` for HTTP (`200 bookstore-v1`),
 // `OK <pod>` or the gRPC status name, `ok <pod>` or the socket error for TCP.
 import { createServer as createHttpServer, type IncomingMessage, request } from 'node:http';
@@ -60,6 +64,8 @@ const { values, positionals } = parseArgs({
     control: { type: 'string' },
     'drain-ms': { type: 'string', default: '0' },
     'first-call': { type: 'string' },
+    'fail-ratio': { type: 'string', default: '0' },
+    'delay-ms': { type: 'string', default: '0' },
   },
 });
 
@@ -77,13 +83,24 @@ async function serve(): Promise<void> {
   const listening: Record<string, number> = {};
   if (values.http) {
     const port = Number(values.http);
+    const failRatio = Number(values['fail-ratio']);
+    const delayMs = Number(values['delay-ms']);
+    let served = 0;
     const server = createHttpServer((req, res) => {
       if (req.url === '/ready' || req.url === '/live') {
         res.end('ok');
         return;
       }
-      res.setHeader('content-type', 'application/json');
-      res.end(JSON.stringify({ pod: name, method: req.method, path: req.url }));
+      // Request n fails when n·ratio crosses an integer: exactly the ratio, evenly spread.
+      const n = served++;
+      const fail = Math.floor((n + 1) * failRatio) > Math.floor(n * failRatio);
+      const answer = () => {
+        res.statusCode = fail ? 500 : 200;
+        res.setHeader('content-type', 'application/json');
+        res.end(JSON.stringify({ pod: name, method: req.method, path: req.url }));
+      };
+      if (delayMs > 0) setTimeout(answer, delayMs);
+      else answer();
     });
     await new Promise<void>((resolve) => server.listen(port, '0.0.0.0', resolve));
     listening['http'] = port;
@@ -278,7 +295,7 @@ interface Load {
 }
 
 type Command =
-  | ({ id: number; count?: number } & Call)
+  | ({ id: number; count?: number; parallel?: number } & Call)
   | { id: number; kind: 'load-start'; call: Call; intervalMs?: number }
   | { id: number; kind: 'load-report' | 'load-stop' }
   | { id: number; kind: 'first-call' };
@@ -316,8 +333,16 @@ class Commands {
     if (cmd.kind !== 'http' && cmd.kind !== 'grpc' && cmd.kind !== 'tcp')
       throw new Error(`unknown command ${cmd.kind}`);
     const counts: Record<string, number> = {};
-    for (let i = 0; i < (cmd.count ?? 1); i++) count(counts, await call(cmd));
-    return { id: cmd.id, counts, bodies: bodies() };
+    let left = cmd.count ?? 1;
+    const worker = async () => {
+      while (left > 0) {
+        left--;
+        count(counts, await call(cmd));
+      }
+    };
+    const t0 = performance.now();
+    await Promise.all(Array.from({ length: Math.max(1, cmd.parallel ?? 1) }, worker));
+    return { id: cmd.id, counts, bodies: bodies(), ms: Math.round(performance.now() - t0) };
   }
 }
 

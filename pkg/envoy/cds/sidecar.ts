@@ -3,13 +3,16 @@
 // pod serves, and the ORIGINAL_DST passthrough cluster in permissive mode or
 // the endpoint-less blackhole cluster in SMI mode (lds/sidecar.ts).
 import type { MeshServicePort } from '../../catalog/types.js';
+import type { UpstreamSetting } from '../../catalog/upstream.js';
+import { upstreamSettingOf } from '../../catalog/view.js';
 import { type Identity, identityKey } from '../../mesh/identity.js';
 import type { Cluster } from '../api/envoy.js';
 import { DiscoveryType, LbPolicy } from '../common/enums.js';
 import { inboundPorts } from '../common/inbound.js';
-import { IdentityMemo } from '../common/memo.js';
+import { IdentityMemo, NONE } from '../common/memo.js';
 import { byName, proxyOutboundPlan, type UpstreamCluster } from '../common/outbound.js';
 import { upstreamTlsSocket } from '../common/tls.js';
+import { withUpstreamSetting } from '../common/upstream.js';
 import { adsConfigSource, durationSeconds, http2ProtocolOptions, socketAddress } from '../common/xds.js';
 import { egressDnsCluster } from '../egress/egress.js';
 import { egressPlan } from '../egress/plan.js';
@@ -25,8 +28,9 @@ function withProtocol(cluster: Cluster, port: MeshServicePort): Cluster {
   return cluster;
 }
 
-export function upstreamCluster(own: Identity, up: UpstreamCluster): Cluster {
-  return withProtocol(
+/** `setting`: the destination's UpstreamTrafficSetting (catalog/upstream.ts), if any. */
+export function upstreamCluster(own: Identity, up: UpstreamCluster, setting?: UpstreamSetting): Cluster {
+  const cluster = withProtocol(
     {
       name: up.name,
       type: DiscoveryType.EDS,
@@ -37,6 +41,7 @@ export function upstreamCluster(own: Identity, up: UpstreamCluster): Cluster {
     },
     up.port,
   );
+  return withUpstreamSetting(cluster, setting, up.port.protocol);
 }
 
 export function localCluster(name: string, port: MeshServicePort): Cluster {
@@ -102,8 +107,10 @@ export const sidecarCdsGenerator: ResourceGenerator = {
     const own = identityKey(proxy.identity);
     for (const up of proxyOutboundPlan(ctx.mesh, proxy).clusters.values()) {
       // up.name follows from the service and port; keys are existing strings (cheap to hash).
-      const message = upstreamClusters.get([up.service, up.port], own, () =>
-        upstreamCluster(proxy.identity, up),
+      // The setting is the same object while unchanged (lineage pool), so it keys the memo too.
+      const setting = upstreamSettingOf(ctx.mesh, up.service.key);
+      const message = upstreamClusters.get([up.service, up.port, setting ?? NONE], own, () =>
+        upstreamCluster(proxy.identity, up, setting),
       );
       add(message, up.name);
     }

@@ -2,10 +2,13 @@
 // header; `rds-inbound.<targetPort>` forwards to the local app (HTTP policy is
 // enforced by the RBAC filter in front of it, lds/sidecar.ts).
 import type { MeshService, ProxyContext } from '../../catalog/types.js';
+import type { UpstreamSetting } from '../../catalog/upstream.js';
+import { upstreamSettings } from '../../catalog/view.js';
 import type { Route, RouteAction, RouteConfiguration } from '../api/envoy.js';
 import { type InboundPort, inboundPorts, isHttpLike } from '../common/inbound.js';
 import { IdentityMemo } from '../common/memo.js';
 import { byName, type OutboundPlan, type OutboundPort, proxyOutboundPlan } from '../common/outbound.js';
+import { durationMs } from '../common/upstream.js';
 import { egressRouteConfig, egressRouteConfigName } from '../egress/egress.js';
 import { type EgressPlan, egressPlan, NO_EGRESS } from '../egress/plan.js';
 import { inboundRouteConfigName, outboundRouteConfigName } from '../names.js';
@@ -56,17 +59,30 @@ function catchAllRoute(action: RouteAction): Route {
   return { match: { prefix: '/' }, route: action };
 }
 
+/** The action with the destination's UpstreamTrafficSetting requestTimeout (0 = none), if it sets one. */
+export function withRequestTimeout(action: RouteAction, setting: UpstreamSetting | undefined): RouteAction {
+  // Envoy answers 504 (response flag UT) when the whole request outlives route.timeout.
+  if (setting?.requestTimeoutMs !== undefined) action.timeout = durationMs(setting.requestTimeoutMs);
+  return action;
+}
+
 function outboundRouteConfig(
   name: string,
   ports: readonly OutboundPort[],
   proxyNamespace: string,
+  settings: ReadonlyMap<string, UpstreamSetting>,
 ): RouteConfiguration {
   return {
     name,
     virtual_hosts: ports.map((p) => ({
       name: p.service.key,
       domains: serviceDomains(p.service, p.port.port, proxyNamespace),
-      routes: [catchAllRoute(routeAction(p, p.port.protocol === 'grpc'))],
+      // A split apex's host is the apex's: its setting (not the backends') times the request.
+      routes: [
+        catchAllRoute(
+          withRequestTimeout(routeAction(p, p.port.protocol === 'grpc'), settings.get(p.service.key)),
+        ),
+      ],
     })),
   };
 }
@@ -101,6 +117,7 @@ function routeConfigBuilders(
   proxy: ProxyContext,
   plan: OutboundPlan,
   egress: EgressPlan,
+  settings: ReadonlyMap<string, UpstreamSetting>,
 ): Map<string, () => RouteConfiguration> {
   const builders = new Map<string, () => RouteConfiguration>();
   const outboundByPort = new Map<number, OutboundPort[]>();
@@ -114,7 +131,10 @@ function routeConfigBuilders(
     const name = outboundRouteConfigName(port);
     const ns = proxy.identity.namespace;
     builders.set(name, () =>
-      outboundConfigs.get([plan], `${name}|${ns}`, () => outboundRouteConfig(name, ports, ns)),
+      // The settings map is the same object while no UpstreamTrafficSetting changed.
+      outboundConfigs.get([plan, settings], `${name}|${ns}`, () =>
+        outboundRouteConfig(name, ports, ns, settings),
+      ),
     );
   }
   for (const p of inboundPorts(proxy)) {
@@ -145,6 +165,7 @@ export const sidecarRdsGenerator: ResourceGenerator = {
       proxy,
       proxyOutboundPlan(ctx.mesh, proxy),
       egress.passthrough ? NO_EGRESS : egress,
+      upstreamSettings(ctx.mesh),
     );
     const out: Resource[] = [];
     for (const [name, build] of builders) {

@@ -22,6 +22,7 @@ export const STATUS_KINDS: readonly ObjectKind[] = Object.freeze([
   'IngressBackend',
   'Egress',
   'MeshConfig',
+  'UpstreamTrafficSetting',
 ]);
 
 export const CONDITION_ACCEPTED = 'Accepted';
