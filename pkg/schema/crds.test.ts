@@ -12,6 +12,7 @@ describe('CRD loading', () => {
       'config.skein.dev/v1alpha1 MeshConfig true',
       'policy.skein.dev/v1alpha1 Egress true',
       'policy.skein.dev/v1alpha1 IngressBackend true',
+      'policy.skein.dev/v1alpha1 UpstreamTrafficSetting true',
       'specs.smi-spec.io/v1alpha4 HTTPRouteGroup true',
       'specs.smi-spec.io/v1alpha4 TCPRoute true',
       'split.smi-spec.io/v1alpha2 TrafficSplit true',

@@ -14,6 +14,11 @@ import type { RunningPod } from '../support/pod-runner.js';
 import { HTTP_PORT, MeshClient, type PodSpec, SidecarMesh, sidecarSuiteSkipReason } from './mesh.js';
 
 const sfx = randomBytes(3).toString('hex');
+// A setting that changes a cluster takes effect when Envoy has warmed the rebuilt
+// cluster, which waits for an EDS response; skein's SotW server sends none while
+// the endpoints are unchanged, so the wait ends at Envoy's initial_fetch_timeout
+// (15 s; envoyproxy/envoy#31535). Route-only changes (requestTimeout) apply at once.
+const WARM_MS = 45_000;
 const skip = await sidecarSuiteSkipReason();
 
 function sum(counts: Record<string, number>, prefix: string): number {
@@ -91,14 +96,20 @@ describe('UpstreamTrafficSetting through real Envoy sidecars', { skip, timeout: 
     await setting('slow', {
       connectionSettings: { tcp: { maxConnections: 1 }, http: { maxRequests: 1, maxPendingRequests: 1 } },
     });
+    const applied = Date.now();
     let shed = free;
-    await eventually('the caller sheds load above the thresholds', async () => {
-      shed = await caller.http(url('slow'), 10, { parallel: 10 });
-      assert.ok((shed.counts['503'] ?? 0) >= 5, JSON.stringify(shed));
-    });
+    await eventually(
+      'the caller sheds load above the thresholds',
+      async () => {
+        shed = await caller.http(url('slow'), 10, { parallel: 10 });
+        assert.ok((shed.counts['503'] ?? 0) >= 5, JSON.stringify(shed));
+      },
+      WARM_MS,
+    );
+    const tookMs = Date.now() - applied;
     const overflow = (await clusterStat('slow', 'upstream_rq_pending_overflow')) - overflowBefore;
     console.log(
-      `circuit breaker: without setting 10/10 ok in ${free.ms} ms; with 1/1/1: ${JSON.stringify(shed.counts)} in ${shed.ms} ms; upstream_rq_pending_overflow +${overflow}`,
+      `circuit breaker: without setting 10/10 ok in ${free.ms} ms; with 1/1/1: ${JSON.stringify(shed.counts)} in ${shed.ms} ms; upstream_rq_pending_overflow +${overflow}; in force ${tookMs} ms after the apply`,
     );
     // At most one in flight and one queued: every other call was shed by the caller's sidecar.
     assert.ok(
@@ -157,7 +168,7 @@ describe('UpstreamTrafficSetting through real Envoy sidecars', { skip, timeout: 
         await caller.http(url('flaky'), 10);
         assert.equal(await clusterStat('flaky', 'outlier_detection.ejections_active'), 1);
       },
-      30_000,
+      WARM_MS,
     );
     const ejectedAfterMs = Date.now() - t0;
     const after = await caller.http(url('flaky'), 200);
@@ -168,17 +179,46 @@ describe('UpstreamTrafficSetting through real Envoy sidecars', { skip, timeout: 
     assert.ok(ok / 200 >= 0.95, JSON.stringify(after.counts));
   });
 
+  test('a second setting for the same host is reported (problem and status) and changes nothing', async () => {
+    const before = await caller.http(url('slow'));
+    await mesh.apply('policy.skein.dev', 'v1alpha1', 'upstreamtrafficsettings', {
+      apiVersion: 'policy.skein.dev/v1alpha1',
+      kind: 'UpstreamTrafficSetting',
+      metadata: { name: 'zz-slow-dup', namespace: mesh.namespace },
+      spec: { host: `slow.${mesh.namespace}.svc.cluster.local`, requestTimeout: '100ms' },
+    });
+    await eventually('the conflict is a problem and the loser is not Accepted', async () => {
+      const problems = JSON.stringify(await mesh.debug('problems'));
+      assert.match(problems, /zz-slow-dup/);
+      assert.match(problems, /the first by namespace\/name wins/);
+      const stored = (await mesh.api.request(
+        'GET',
+        `/apis/policy.skein.dev/v1alpha1/namespaces/${mesh.namespace}/upstreamtrafficsettings/zz-slow-dup`,
+      )) as { status?: { conditions?: { type: string; status: string; message: string }[] } };
+      const accepted = stored.status?.conditions?.find((c) => c.type === 'Accepted');
+      assert.equal(accepted?.status, 'False', JSON.stringify(stored.status));
+      console.log(`conflict: zz-slow-dup Accepted=False: ${accepted?.message}`);
+    });
+    // The winner (requestTimeout 0) still applies: the 1 s answer gets through.
+    const r = await caller.http(url('slow'));
+    assert.equal(r.counts['200 slow-1'], 1, `${JSON.stringify(r)} (before: ${JSON.stringify(before)})`);
+  });
+
   test('least request sends more to the faster of two endpoints than round robin does', async () => {
     const share = (c: Record<string, number>) => (c['200 lr-fast'] ?? 0) / (sum(c, '200 ') || 1);
     const rr = await caller.http(url('lr'), 200, { parallel: 8 });
     assert.equal(sum(rr.counts, '200 '), 200, JSON.stringify(rr));
     await setting('lr', { loadBalancer: { policy: 'LeastRequest', choiceCount: 2 } });
     let lr = rr;
-    await eventually('least request prefers lr-fast', async () => {
-      lr = await caller.http(url('lr'), 200, { parallel: 8 });
-      assert.equal(sum(lr.counts, '200 '), 200, JSON.stringify(lr));
-      assert.ok(share(lr.counts) >= 0.75, JSON.stringify(lr.counts));
-    });
+    await eventually(
+      'least request prefers lr-fast',
+      async () => {
+        lr = await caller.http(url('lr'), 200, { parallel: 8 });
+        assert.equal(sum(lr.counts, '200 '), 200, JSON.stringify(lr));
+        assert.ok(share(lr.counts) >= 0.75, JSON.stringify(lr.counts));
+      },
+      WARM_MS,
+    );
     console.log(
       `load balancing, 200 calls 8 in flight, lr-slow +150 ms: round robin fast share ${share(rr.counts).toFixed(2)} in ${rr.ms} ms; least request ${share(lr.counts).toFixed(2)} in ${lr.ms} ms`,
     );

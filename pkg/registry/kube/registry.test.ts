@@ -265,7 +265,7 @@ describe('KubeRegistry (against a fake API server)', () => {
     // Before the limiter exists: its tokens are counted from a moment no earlier than this.
     const t0 = performance.now();
     const r = await start({ qps: 100, burst: 4 });
-    await eventually(() => assert.equal(server.activeWatches(), 13));
+    await eventually(() => assert.equal(server.activeWatches(), 14));
     const paths = Object.values(PATH);
     for (const path of paths) {
       assert.equal(server.requestsOf(path, 'list').length, 1, path);
