@@ -7,6 +7,7 @@ import type { GatewayPlan } from './gateway.js';
 import type { IngressPort } from './ingress.js';
 import type { RetryRule } from './retry.js';
 import type { Endpoint, InboundRule, MeshService, SplitBackend } from './types.js';
+import type { UpstreamSetting } from './upstream.js';
 
 /** Per key, the value last handed out; an equal fresh value is replaced by it. */
 export class StablePool<V> {
@@ -106,6 +107,12 @@ export class ViewLineage {
   readonly retryTables = new StablePool<ReadonlyMap<string, RetryRule>>(
     (a, b) => a.size === b.size && [...a].every(([k, v]) => b.get(k) === v),
   );
+  /** UpstreamTrafficSettings by service key (catalog/upstream.ts). */
+  readonly upstream = new StablePool<UpstreamSetting>(sameJson);
+  /** All of them, one key: settled settings make identity the right comparison. */
+  readonly upstreamTable = new StablePool<ReadonlyMap<string, UpstreamSetting>>(
+    (a, b) => a.size === b.size && [...a].every(([k, v]) => b.get(k) === v),
+  );
 
   /**
    * Drops answers about services and source identities that are gone. Keys
@@ -120,6 +127,7 @@ export class ViewLineage {
       pool.sweep(byService);
     }
     this.ingress.sweep(byService);
+    this.upstream.sweep(byService);
     this.outbound.sweep(sourceExists);
   }
 }

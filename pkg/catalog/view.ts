@@ -31,6 +31,7 @@ import {
 import { mergeSplits, type SplitTable, splitOnPort } from './split.js';
 import { ViewLineage } from './stable.js';
 import type { Endpoint, InboundRule, MeshService, MeshView, SplitBackend } from './types.js';
+import { compileUpstreamSettings, type UpstreamSetting } from './upstream.js';
 
 export interface BuildMeshViewOptions {
   meshName: string;
@@ -168,6 +169,23 @@ export function egressEnabled(view: MeshView): boolean {
 }
 
 const EMPTY: readonly never[] = Object.freeze([]);
+const NO_SETTINGS: ReadonlyMap<string, UpstreamSetting> = new Map();
+
+/**
+ * Every UpstreamTrafficSetting in force, by service key (catalog/upstream.ts):
+ * the same map while none changed, and each setting the same object while
+ * it is unchanged, so generators can key memos on them.
+ */
+export function upstreamSettings(view: MeshView): ReadonlyMap<string, UpstreamSetting> {
+  return derive(view, 'upstream-settings', (v) => (v instanceof CatalogView ? v.upstream : NO_SETTINGS));
+}
+
+/** The UpstreamTrafficSetting in force for one service, if any. */
+export function upstreamSettingOf(view: MeshView, serviceKey: string): UpstreamSetting | undefined {
+  return derive(view, `upstream\0${serviceKey}`, (v) =>
+    v instanceof CatalogView ? v.upstream.get(serviceKey) : undefined,
+  );
+}
 
 /** A source's Retry rules by destination service key (`ns/name`). */
 export type RetryTable = ReadonlyMap<string, RetryRule>;
@@ -205,6 +223,8 @@ class CatalogView implements MeshView {
   readonly egress: ReadonlyMap<string, readonly EgressRule[]>;
   /** Retry rules by source identity key, then destination service key (settled). */
   readonly retries: ReadonlyMap<string, RetryTable>;
+  /** UpstreamTrafficSettings in force by service key (settled in the lineage). */
+  readonly upstream: ReadonlyMap<string, UpstreamSetting>;
 
   /** Answers shared with the views before and after this one (stable.ts). */
   readonly lineage: ViewLineage;
@@ -311,6 +331,15 @@ class CatalogView implements MeshView {
     );
     this.egress = egressBySource(egresses, problems);
     this.retries = this.settleRetries(retriesBySource(store.list('Retry').filter(inMesh), problems));
+    const upstream = new Map<string, UpstreamSetting>();
+    // This view becomes the lineage's head below, so it records.
+    for (const [k, s] of compileUpstreamSettings(
+      store.list('UpstreamTrafficSetting').filter(inMesh),
+      (k) => services.has(k),
+      problems,
+    ))
+      upstream.set(k, lineage.upstream.settle(k, s, true));
+    this.upstream = upstream.size === 0 ? NO_SETTINGS : lineage.upstreamTable.settle('', upstream, true);
     this.problems = Object.freeze(problems.items);
 
     const sources = new Set<string>();

@@ -27,6 +27,7 @@ const POLICY_KINDS: readonly ObjectKind[] = [
   'IngressBackend',
   // Also the routes of skein's ingress gateway (`skein ingress routes`).
   'Ingress',
+  'UpstreamTrafficSetting',
 ];
 
 export interface MeshSnapshot {

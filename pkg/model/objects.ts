@@ -227,6 +227,40 @@ export interface RetrySpec {
 }
 export type Retry = KubeObject<'Retry', RetrySpec>;
 
+// ---- skein UpstreamTrafficSetting (policy.skein.dev/v1alpha1; OSM v1.2's fields + skein's) ----
+
+export interface UpstreamTrafficSettingSpec {
+  /** The destination Service's FQDN, `<svc>.<ns>.svc.cluster.local` (in this object's namespace). */
+  host: string;
+  connectionSettings?: {
+    /** connectTimeout: a Go-style duration. */
+    tcp?: { maxConnections?: number; connectTimeout?: string };
+    http?: {
+      maxRequestsPerConnection?: number;
+      maxPendingRequests?: number;
+      maxRequests?: number;
+      maxRetries?: number;
+    };
+  };
+  /** skein: passive health checking (Envoy's outlier detection); durations Go-style. */
+  outlierDetection?: {
+    consecutive5xx?: number;
+    consecutiveGatewayErrors?: number;
+    interval?: string;
+    baseEjectionTime?: string;
+    maxEjectionPercent?: number;
+  };
+  /** skein: how the caller picks an endpoint. */
+  loadBalancer?: {
+    policy: 'RoundRobin' | 'LeastRequest' | 'RingHash' | 'Maglev';
+    /** LeastRequest: endpoints sampled per pick (power of two choices at 2). */
+    choiceCount?: number;
+  };
+  /** skein: whole-request timeout on the callers' routes (Go-style duration; "0" disables). */
+  requestTimeout?: string;
+}
+export type UpstreamTrafficSetting = KubeObject<'UpstreamTrafficSetting', UpstreamTrafficSettingSpec>;
+
 // ---- skein MeshConfig (config.skein.dev/v1alpha1) -----------------------------
 
 export interface MeshConfigSpec {
@@ -295,7 +329,8 @@ export type AnyObject =
   | IngressBackend
   | Egress
   | MeshConfig
-  | Retry;
+  | Retry
+  | UpstreamTrafficSetting;
 
 export type ObjectKind = AnyObject['kind'];
 
@@ -314,6 +349,7 @@ export const OBJECT_KINDS: readonly ObjectKind[] = [
   'Egress',
   'MeshConfig',
   'Retry',
+  'UpstreamTrafficSetting',
 ];
 
 /** The store key of an object: `<namespace>/<name>`, or `<name>` for cluster-scoped kinds. */

@@ -5,6 +5,7 @@ import { isIP } from 'node:net';
 
 import { egressProblems } from '../catalog/egress.js';
 import { retryProblems } from '../catalog/retry.js';
+import { upstreamTrafficSettingProblems } from '../catalog/upstream.js';
 import { ListEntryError, parseIpv4Range, parsePort } from '../injector/exclusions.js';
 import { parseDuration } from '../mesh/duration.js';
 import type {
@@ -37,6 +38,8 @@ export function semanticProblems(obj: AnyObject): string[] {
       return egressProblems(obj);
     case 'Retry':
       return retryProblems(obj);
+    case 'UpstreamTrafficSetting':
+      return upstreamTrafficSettingProblems(obj);
     default:
       return [];
   }

@@ -13,6 +13,7 @@ describe('CRD loading', () => {
       'policy.skein.dev/v1alpha1 Egress true',
       'policy.skein.dev/v1alpha1 IngressBackend true',
       'policy.skein.dev/v1alpha1 Retry true',
+      'policy.skein.dev/v1alpha1 UpstreamTrafficSetting true',
       'specs.smi-spec.io/v1alpha4 HTTPRouteGroup true',
       'specs.smi-spec.io/v1alpha4 TCPRoute true',
       'split.smi-spec.io/v1alpha2 TrafficSplit true',

@@ -27,9 +27,11 @@
 // outcome (the sidecar-ordering tests).
 // --drain-ms: on SIGTERM, keep serving that long before exiting, as an app does
 // while its endpoints are withdrawn (the shutdown-ordering tests).
-// --fail-ratio <0..1>: that share of HTTP requests (probes excepted) is answered
-// 503, at random, as a flaky backend (the retry tests); --delay-ms delays every answer.
-// An HTTP command's `concurrency` runs that many calls at once (count in all).
+// --fail-ratio <0..1>: that share of HTTP requests (probes excepted) answers 500,
+// spread evenly (ratio 0.5 fails every second one): a flaky backend for the
+// retry and outlier tests; --delay-ms <n>: every HTTP request (probes excepted)
+// waits that long before the answer. An http command with "parallel" (or
+// "concurrency"): n keeps n calls in flight until count are made.
 // Each call's outcome is a string: `<status> <pod>` for HTTP (`200 bookstore-v1`),
 // `OK <pod>` or the gRPC status name, `ok <pod>` or the socket error for TCP.
 import { createServer as createHttpServer, type IncomingMessage, request } from 'node:http';
@@ -80,21 +82,26 @@ async function serve(): Promise<void> {
   const first = values['first-call'];
   if (first) firstCall = call({ kind: 'http', url: first });
   const listening: Record<string, number> = {};
-  const failRatio = Number(values['fail-ratio']);
-  const delayMs = Number(values['delay-ms']);
   if (values.http) {
     const port = Number(values.http);
+    const failRatio = Number(values['fail-ratio']);
+    const delayMs = Number(values['delay-ms']);
+    let served = 0;
     const server = createHttpServer((req, res) => {
       if (req.url === '/ready' || req.url === '/live') {
         res.end('ok');
         return;
       }
-      const failed = Math.random() < failRatio;
-      setTimeout(() => {
-        res.statusCode = failed ? 503 : 200;
+      // Request n fails when n·ratio crosses an integer: exactly the ratio, evenly spread.
+      const n = served++;
+      const fail = Math.floor((n + 1) * failRatio) > Math.floor(n * failRatio);
+      const answer = () => {
+        res.statusCode = fail ? 500 : 200;
         res.setHeader('content-type', 'application/json');
         res.end(JSON.stringify({ pod: name, method: req.method, path: req.url }));
-      }, delayMs);
+      };
+      if (delayMs > 0) setTimeout(answer, delayMs);
+      else answer();
     });
     await new Promise<void>((resolve) => server.listen(port, '0.0.0.0', resolve));
     listening['http'] = port;
@@ -289,7 +296,7 @@ interface Load {
 }
 
 type Command =
-  | ({ id: number; count?: number; concurrency?: number } & Call)
+  | ({ id: number; count?: number; parallel?: number; concurrency?: number } & Call)
   | { id: number; kind: 'load-start'; call: Call; intervalMs?: number }
   | { id: number; kind: 'load-report' | 'load-stop' }
   | { id: number; kind: 'first-call' };
@@ -335,8 +342,9 @@ class Commands {
         count(counts, await call(cmd));
       }
     };
-    await Promise.all(Array.from({ length: Math.max(1, cmd.concurrency ?? 1) }, worker));
-    return { id: cmd.id, counts, bodies: bodies() };
+    const t0 = performance.now();
+    await Promise.all(Array.from({ length: Math.max(1, cmd.parallel ?? cmd.concurrency ?? 1) }, worker));
+    return { id: cmd.id, counts, bodies: bodies(), ms: Math.round(performance.now() - t0) };
   }
 }
 

@@ -454,6 +454,7 @@ export class MeshClient {
     return {
       counts: (line['counts'] ?? {}) as Record<string, number>,
       bodies: (line['bodies'] ?? {}) as Record<string, string>,
+      ms: typeof line['ms'] === 'number' ? line['ms'] : 0,
     };
   }
 
@@ -470,4 +471,6 @@ export class MeshClient {
 export interface Outcomes {
   counts: Record<string, number>;
   bodies: Record<string, string>;
+  /** Wall time of the whole command in the client (ms). */
+  ms: number;
 }

@@ -1,10 +1,10 @@
 // CDS for skein's ingress gateway: the mesh clusters its routes point at
 // (rds/gateway.ts), with the same mTLS as a sidecar's upstream clusters: the
 // gateway presents its own identity's certificate and pins the backend's.
-import { gatewayPlan } from '../../catalog/view.js';
+import { gatewayPlan, upstreamSettingOf } from '../../catalog/view.js';
 import { identityKey } from '../../mesh/identity.js';
 import type { Cluster } from '../api/envoy.js';
-import { IdentityMemo } from '../common/memo.js';
+import { IdentityMemo, NONE } from '../common/memo.js';
 import { byName, proxyOutboundPlan } from '../common/outbound.js';
 import { gatewayTarget } from '../rds/gateway.js';
 import { type Resource, type ResourceGenerator, TypeUrl } from '../types.js';
@@ -26,7 +26,10 @@ export const gatewayCdsGenerator: ResourceGenerator = {
     for (const name of names) {
       const up = plan.clusters.get(name);
       if (!up) continue;
-      const message = clusters.get([up.service, up.port], own, () => upstreamCluster(proxy.identity, up));
+      const setting = upstreamSettingOf(ctx.mesh, up.service.key);
+      const message = clusters.get([up.service, up.port, setting ?? NONE], own, () =>
+        upstreamCluster(proxy.identity, up, setting),
+      );
       out.push({ name, typeUrl: TypeUrl.Cluster, message });
     }
     return byName(out);

@@ -2,11 +2,14 @@
 // (`<ns>/<svc>|<port>`, the same names the sidecar CDS and the shared EDS use),
 // with gRFC A29 mTLS that pins the server's SPIFFE identities.
 import type { MeshService, MeshServicePort, MeshView, ProxyContext } from '../../catalog/types.js';
+import type { UpstreamSetting } from '../../catalog/upstream.js';
+import { upstreamSettingOf } from '../../catalog/view.js';
 import { pinnedSans } from '../../mesh/identity.js';
 import type { Cluster, EnvoyTypeMatcher$StringMatcher } from '../api/envoy.js';
 import { DiscoveryType, LbPolicy } from '../common/enums.js';
-import { IdentityMemo } from '../common/memo.js';
+import { IdentityMemo, NONE } from '../common/memo.js';
 import { byName } from '../common/outbound.js';
+import { withProxylessUpstreamSetting } from '../common/upstream.js';
 import { AnyType, adsConfigSource, ExtName, typed } from '../common/xds.js';
 import { parseUpstreamClusterName } from '../eds/eds.js';
 import { PROXYLESS_CERT_PROVIDER, upstreamClusterName } from '../names.js';
@@ -20,9 +23,14 @@ function sanMatchers(mesh: MeshView, service: MeshService): EnvoyTypeMatcher$Str
   }));
 }
 
-export function proxylessCluster(mesh: MeshView, service: MeshService, port: number): Cluster {
+export function proxylessCluster(
+  mesh: MeshView,
+  service: MeshService,
+  port: number,
+  setting?: UpstreamSetting,
+): Cluster {
   const provider = { instance_name: PROXYLESS_CERT_PROVIDER };
-  return {
+  const cluster: Cluster = {
     name: upstreamClusterName(service, port),
     type: DiscoveryType.EDS,
     // grpc-js accepts only EDS clusters fed over ADS.
@@ -42,6 +50,7 @@ export function proxylessCluster(mesh: MeshView, service: MeshService, port: num
       }),
     },
   };
+  return withProxylessUpstreamSetting(cluster, setting);
 }
 
 // Keyed on the service and its identities (both the same objects while
@@ -49,8 +58,9 @@ export function proxylessCluster(mesh: MeshView, service: MeshService, port: num
 const clusters = new IdentityMemo<Cluster>();
 
 function clusterOf(mesh: MeshView, service: MeshService, port: MeshServicePort): Cluster {
-  const parts = [service, port, mesh.serviceIdentities(service.key)];
-  return clusters.get(parts, mesh.trustDomain, () => proxylessCluster(mesh, service, port.port));
+  const setting = upstreamSettingOf(mesh, service.key);
+  const parts = [service, port, mesh.serviceIdentities(service.key), setting ?? NONE];
+  return clusters.get(parts, mesh.trustDomain, () => proxylessCluster(mesh, service, port.port, setting));
 }
 
 /**

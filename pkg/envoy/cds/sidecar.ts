@@ -4,7 +4,8 @@
 // the endpoint-less blackhole cluster in SMI mode (lds/sidecar.ts).
 import type { RetryRule } from '../../catalog/retry.js';
 import type { MeshServicePort } from '../../catalog/types.js';
-import { retryTableOf } from '../../catalog/view.js';
+import type { UpstreamSetting } from '../../catalog/upstream.js';
+import { retryTableOf, upstreamSettingOf } from '../../catalog/view.js';
 import { type Identity, identityKey } from '../../mesh/identity.js';
 import type { Cluster } from '../api/envoy.js';
 import { DiscoveryType, LbPolicy } from '../common/enums.js';
@@ -13,6 +14,7 @@ import { IdentityMemo, NONE } from '../common/memo.js';
 import { byName, proxyOutboundPlan, type UpstreamCluster } from '../common/outbound.js';
 import { retryBudgetBreakers } from '../common/retry.js';
 import { upstreamTlsSocket } from '../common/tls.js';
+import { withUpstreamSetting } from '../common/upstream.js';
 import { adsConfigSource, durationSeconds, http2ProtocolOptions, socketAddress } from '../common/xds.js';
 import { egressDnsCluster } from '../egress/egress.js';
 import { egressPlan } from '../egress/plan.js';
@@ -28,8 +30,9 @@ function withProtocol(cluster: Cluster, port: MeshServicePort): Cluster {
   return cluster;
 }
 
-export function upstreamCluster(own: Identity, up: UpstreamCluster): Cluster {
-  return withProtocol(
+/** `setting`: the destination's UpstreamTrafficSetting (catalog/upstream.ts), if any. */
+export function upstreamCluster(own: Identity, up: UpstreamCluster, setting?: UpstreamSetting): Cluster {
+  const cluster = withProtocol(
     {
       name: up.name,
       type: DiscoveryType.EDS,
@@ -40,6 +43,7 @@ export function upstreamCluster(own: Identity, up: UpstreamCluster): Cluster {
     },
     up.port,
   );
+  return withUpstreamSetting(cluster, setting, up.port.protocol);
 }
 
 /** A Retry's budget on the source's cluster for its destination (common/retry.ts). */
@@ -114,8 +118,10 @@ export const sidecarCdsGenerator: ResourceGenerator = {
     for (const up of proxyOutboundPlan(ctx.mesh, proxy).clusters.values()) {
       // up.name follows from the service and port; keys are existing strings (cheap to hash).
       const retry = retries.get(up.service.key);
-      const message = upstreamClusters.get([up.service, up.port, retry ?? NONE], own, () =>
-        withRetryBudget(upstreamCluster(proxy.identity, up), retry),
+      // The setting is the same object while unchanged (lineage pool), so it keys the memo too.
+      const setting = upstreamSettingOf(ctx.mesh, up.service.key);
+      const message = upstreamClusters.get([up.service, up.port, retry ?? NONE, setting ?? NONE], own, () =>
+        withRetryBudget(upstreamCluster(proxy.identity, up, setting), retry),
       );
       add(message, up.name);
     }

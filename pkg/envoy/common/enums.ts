@@ -8,7 +8,13 @@ export const ApiVersion = { V3: 2 } as const;
 /** envoy.config.cluster.v3.Cluster.DiscoveryType */
 export const DiscoveryType = { STATIC: 0, STRICT_DNS: 1, EDS: 3, ORIGINAL_DST: 4 } as const;
 /** envoy.config.cluster.v3.Cluster.LbPolicy */
-export const LbPolicy = { ROUND_ROBIN: 0, CLUSTER_PROVIDED: 6 } as const;
+export const LbPolicy = {
+  ROUND_ROBIN: 0,
+  LEAST_REQUEST: 1,
+  RING_HASH: 2,
+  MAGLEV: 5,
+  CLUSTER_PROVIDED: 6,
+} as const;
 /** envoy.config.core.v3.HealthStatus */
 export const HealthStatus = { HEALTHY: 1 } as const;
 /** envoy.config.core.v3.TrafficDirection */

@@ -5,7 +5,8 @@
 // TrafficTarget) gets a 403 that says so instead of a route: the backend
 // would refuse the gateway anyway, and this way no cluster is made for it.
 import type { GatewayHost, GatewayRoute } from '../../catalog/gateway.js';
-import { gatewayPlan } from '../../catalog/view.js';
+import type { UpstreamSetting } from '../../catalog/upstream.js';
+import { gatewayPlan, upstreamSettings } from '../../catalog/view.js';
 import { type Identity, identityKey } from '../../mesh/identity.js';
 import type { Route, RouteConfiguration, RouteMatch, VirtualHost } from '../api/envoy.js';
 import { TlsRequirement } from '../common/enums.js';
@@ -14,7 +15,7 @@ import { IdentityMemo } from '../common/memo.js';
 import { type OutboundPlan, type OutboundPort, proxyOutboundPlan } from '../common/outbound.js';
 import { GATEWAY_HTTP, GATEWAY_HTTPS } from '../names.js';
 import { type Resource, type ResourceGenerator, TypeUrl } from '../types.js';
-import { routeAction } from './sidecar.js';
+import { routeAction, withRequestTimeout } from './sidecar.js';
 
 /** The outbound port a route's backend resolves to in the plan, if the gateway may call it. */
 export function gatewayTarget(plan: OutboundPlan, route: GatewayRoute): OutboundPort | undefined {
@@ -45,10 +46,16 @@ function routeMatch(host: string, route: GatewayRoute): RouteMatch {
   return match;
 }
 
-function route(host: string, r: GatewayRoute, plan: OutboundPlan, own: Identity): Route {
+type Settings = ReadonlyMap<string, UpstreamSetting>;
+
+function route(host: string, r: GatewayRoute, plan: OutboundPlan, own: Identity, settings: Settings): Route {
   const target = gatewayTarget(plan, r);
   const out: Route = { match: routeMatch(host, r) };
-  if (target) out.route = routeAction(target, r.port.protocol === 'grpc');
+  if (target)
+    out.route = withRequestTimeout(
+      routeAction(target, r.port.protocol === 'grpc'),
+      settings.get(r.service.key),
+    );
   else
     out.direct_response = {
       status: 403,
@@ -59,11 +66,17 @@ function route(host: string, r: GatewayRoute, plan: OutboundPlan, own: Identity)
   return out;
 }
 
-function virtualHost(h: GatewayHost, plan: OutboundPlan, own: Identity, redirect: boolean): VirtualHost {
+function virtualHost(
+  h: GatewayHost,
+  plan: OutboundPlan,
+  own: Identity,
+  redirect: boolean,
+  settings: Settings,
+): VirtualHost {
   const vh: VirtualHost = {
     name: h.host,
     domains: [h.host],
-    routes: h.routes.map((r) => route(h.host, r, plan, own)),
+    routes: h.routes.map((r) => route(h.host, r, plan, own, settings)),
   };
   // Plaintext for a host with a certificate answers with a redirect to https (as ingress-nginx's ssl-redirect).
   if (redirect) vh.require_tls = TlsRequirement.ALL;
@@ -82,10 +95,14 @@ export const gatewayRdsGenerator: ResourceGenerator = {
     const tlsHosts = new Set(servableTls(gw, ctx.secrets).flatMap((t) => t.hosts));
     const own = proxy.identity;
     const key = `${identityKey(own)}|${[...tlsHosts].join(',')}`;
+    // The settings map is the same object while no UpstreamTrafficSetting changed.
+    const settings = upstreamSettings(ctx.mesh);
     const build = (name: string, plaintext: boolean) =>
-      configs.get([gw, plan], `${name}|${key}`, () => ({
+      configs.get([gw, plan, settings], `${name}|${key}`, () => ({
         name,
-        virtual_hosts: gw.hosts.map((h) => virtualHost(h, plan, own, plaintext && tlsHosts.has(h.host))),
+        virtual_hosts: gw.hosts.map((h) =>
+          virtualHost(h, plan, own, plaintext && tlsHosts.has(h.host), settings),
+        ),
       }));
     return [
       { name: GATEWAY_HTTP, typeUrl: TypeUrl.RouteConfiguration, message: build(GATEWAY_HTTP, true) },

@@ -2,12 +2,14 @@
 // header; `rds-inbound.<targetPort>` forwards to the local app (HTTP policy is
 // enforced by the RBAC filter in front of it, lds/sidecar.ts).
 import type { MeshService, ProxyContext } from '../../catalog/types.js';
-import { type RetryTable, retryTableOf } from '../../catalog/view.js';
+import type { UpstreamSetting } from '../../catalog/upstream.js';
+import { type RetryTable, retryTableOf, upstreamSettings } from '../../catalog/view.js';
 import type { Route, RouteAction, RouteConfiguration } from '../api/envoy.js';
 import { type InboundPort, inboundPorts, isHttpLike } from '../common/inbound.js';
 import { IdentityMemo } from '../common/memo.js';
 import { byName, type OutboundPlan, type OutboundPort, proxyOutboundPlan } from '../common/outbound.js';
 import { routeRetryPolicy } from '../common/retry.js';
+import { durationMs } from '../common/upstream.js';
 import { egressRouteConfig, egressRouteConfigName } from '../egress/egress.js';
 import { type EgressPlan, egressPlan, NO_EGRESS } from '../egress/plan.js';
 import { inboundRouteConfigName, outboundRouteConfigName } from '../names.js';
@@ -58,16 +60,28 @@ function catchAllRoute(action: RouteAction): Route {
   return { match: { prefix: '/' }, route: action };
 }
 
+/** The action with the destination's UpstreamTrafficSetting requestTimeout (0 = none), if it sets one. */
+export function withRequestTimeout(action: RouteAction, setting: UpstreamSetting | undefined): RouteAction {
+  // Envoy answers 504 (response flag UT) when the whole request outlives route.timeout.
+  if (setting?.requestTimeoutMs !== undefined) action.timeout = durationMs(setting.requestTimeoutMs);
+  return action;
+}
+
 function outboundRouteConfig(
   name: string,
   ports: readonly OutboundPort[],
   proxyNamespace: string,
   retries: RetryTable,
+  settings: ReadonlyMap<string, UpstreamSetting>,
 ): RouteConfiguration {
   return {
     name,
     virtual_hosts: ports.map((p) => {
-      const action = routeAction(p, p.port.protocol === 'grpc');
+      // A split apex's host is the apex's: its setting (not the backends') times the request.
+      const action = withRequestTimeout(
+        routeAction(p, p.port.protocol === 'grpc'),
+        settings.get(p.service.key),
+      );
       // A Retry names the service the app calls (a split apex included).
       const retry = retries.get(p.service.key);
       if (retry) action.retry_policy = routeRetryPolicy(retry);
@@ -111,6 +125,7 @@ function routeConfigBuilders(
   plan: OutboundPlan,
   egress: EgressPlan,
   retries: RetryTable,
+  settings: ReadonlyMap<string, UpstreamSetting>,
 ): Map<string, () => RouteConfiguration> {
   const builders = new Map<string, () => RouteConfiguration>();
   const outboundByPort = new Map<number, OutboundPort[]>();
@@ -124,8 +139,9 @@ function routeConfigBuilders(
     const name = outboundRouteConfigName(port);
     const ns = proxy.identity.namespace;
     builders.set(name, () =>
-      outboundConfigs.get([plan, retries], `${name}|${ns}`, () =>
-        outboundRouteConfig(name, ports, ns, retries),
+      // The retry table and the settings map are the same objects while unchanged.
+      outboundConfigs.get([plan, retries, settings], `${name}|${ns}`, () =>
+        outboundRouteConfig(name, ports, ns, retries, settings),
       ),
     );
   }
@@ -158,6 +174,7 @@ export const sidecarRdsGenerator: ResourceGenerator = {
       proxyOutboundPlan(ctx.mesh, proxy),
       egress.passthrough ? NO_EGRESS : egress,
       retryTableOf(ctx.mesh, proxy.identity),
+      upstreamSettings(ctx.mesh),
     );
     const out: Resource[] = [];
     for (const [name, build] of builders) {

@@ -23,6 +23,7 @@ export const STATUS_KINDS: readonly ObjectKind[] = Object.freeze([
   'Egress',
   'MeshConfig',
   'Retry',
+  'UpstreamTrafficSetting',
 ]);
 
 export const CONDITION_ACCEPTED = 'Accepted';

@@ -67,5 +67,10 @@ export function watchedTypes(controlPlaneNamespace: string): WatchedType[] {
       apiVersion: 'config.skein.dev/v1alpha1',
       path: `/apis/config.skein.dev/v1alpha1/namespaces/${ns}/meshconfigs`,
     },
+    {
+      kind: 'UpstreamTrafficSetting',
+      apiVersion: 'policy.skein.dev/v1alpha1',
+      path: '/apis/policy.skein.dev/v1alpha1/upstreamtrafficsettings',
+    },
   ];
 }
