@@ -12,8 +12,14 @@ import {
 } from '../model/objects.js';
 import type { MeshStore } from '../registry/store.js';
 import { derive } from './derive.js';
-import { compileEgresses, type EgressRule, egressBySource } from './egress.js';
-import { compileIngress, type IngressPort, ingressPortKey } from './ingress.js';
+import { type EgressRule, egressPolicy } from './egress.js';
+import {
+  compileIngress,
+  type IngressCompilation,
+  type IngressPort,
+  type IngressTable,
+  ingressPortKey,
+} from './ingress.js';
 import { selectMeshConfig } from './meshconfig.js';
 import { compareStrings, PodIndex, selectorMatches } from './pods.js';
 import { type CompiledTarget, compileTrafficTargets, ruleForPort } from './policy.js';
@@ -137,6 +143,16 @@ export function egressEnabled(view: MeshView): boolean {
 }
 
 const EMPTY: readonly never[] = Object.freeze([]);
+function sameElements(a: readonly unknown[], b: readonly unknown[]): boolean {
+  if (a.length !== b.length) return false;
+  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
+  return true;
+}
+
+const NO_INGRESS: IngressTable = Object.freeze({
+  ports: new Map(),
+  problems: EMPTY,
+});
 
 class CatalogView implements MeshView {
   readonly version: number;
@@ -171,13 +187,18 @@ class CatalogView implements MeshView {
   private readonly splitMemo = new Map<string, readonly SplitBackend[] | undefined>();
   private readonly podServices = new WeakMap<Pod, readonly MeshService[]>();
   private reachable: Map<string, Set<string>> | undefined;
-  private ingress: { ports: Map<string, IngressPort>; problems: readonly PolicyProblem[] } | undefined;
-  /** Read with everything else at construction (the store moves on), compiled on first use. */
-  private readonly ingressObjects: {
-    ingresses: readonly Ingress[];
-    backends: readonly IngressBackend[];
-    groups: ReadonlyMap<string, HTTPRouteGroup>;
-  };
+  private ingress: IngressTable | undefined;
+  /**
+   * Read with everything else at construction (the store moves on), compiled
+   * on first use; undefined when there is no Ingress and no IngressBackend.
+   */
+  private readonly ingressObjects:
+    | {
+        ingresses: readonly Ingress[];
+        backends: readonly IngressBackend[];
+        groups: ReadonlyMap<string, HTTPRouteGroup>;
+      }
+    | undefined;
 
   constructor(
     readonly store: MeshStore,
@@ -243,23 +264,32 @@ class CatalogView implements MeshView {
       if (list) list.push(t);
       else this.targetsByDest.set(k, [t]);
     }
-    this.ingressObjects = {
-      ingresses: store.list('Ingress').filter(inMesh),
-      backends: store.list('IngressBackend').filter(inMesh),
-      groups: new Map(
-        store
-          .list('HTTPRouteGroup')
-          .filter(inMesh)
-          .map((g) => [objectKey(g), g]),
-      ),
-    };
+    const ingresses = store.list('Ingress').filter(inMesh);
+    const backends = store.list('IngressBackend').filter(inMesh);
+    // Without either kind there is nothing to compile: no copy of the route groups per view.
+    this.ingressObjects =
+      ingresses.length === 0 && backends.length === 0
+        ? undefined
+        : {
+            ingresses,
+            backends,
+            groups: new Map(
+              store
+                .list('HTTPRouteGroup')
+                .filter(inMesh)
+                .map((g) => [objectKey(g), g]),
+            ),
+          };
     this.splits = mergeSplits(store.list('TrafficSplit').filter(inMesh), (k) => services.has(k), problems);
-    const egresses = compileEgresses(
+    // Recompiled only when an Egress or a group it reads changed (egressPolicy).
+    const egress = egressPolicy(
       store.list('Egress').filter(inMesh),
       (ns, name) => (monitored.has(ns) ? store.get('HTTPRouteGroup', `${ns}/${name}`) : undefined),
-      problems,
+      lineage.egress,
     );
-    this.egress = egressBySource(egresses, problems);
+    lineage.egress = egress;
+    for (const p of egress.problems) problems.add(p);
+    this.egress = egress.bySource;
     this.problems = Object.freeze(problems.items);
 
     const sources = new Set<string>();
@@ -271,21 +301,42 @@ class CatalogView implements MeshView {
     lineage.head = this;
   }
 
-  /** Ingress policy, compiled on first use (most views are never asked). */
-  ingressTable(): { ports: Map<string, IngressPort>; problems: readonly PolicyProblem[] } {
+  /**
+   * Ingress policy, compiled on first use (most views are never asked), or
+   * the last compilation's table when everything it read is unchanged: a
+   * change elsewhere in the mesh costs one lookup per input read, not a
+   * compilation.
+   */
+  ingressTable(): IngressTable {
     if (this.ingress) return this.ingress;
+    const objects = this.ingressObjects;
+    if (objects === undefined) {
+      this.ingress = NO_INGRESS;
+      return NO_INGRESS;
+    }
+    const previous = this.lineage.ingressCompiled;
+    if (previous && this.sameIngressInputs(previous, objects)) {
+      this.ingress = previous.table;
+      return previous.table;
+    }
+    const reads = new Map<string, unknown>();
+    const read = <T>(what: string): T => {
+      const answer = this.ingressRead(objects, what) as T;
+      reads.set(what, answer);
+      return answer;
+    };
     const problems = new ProblemList();
     const compiled = compileIngress(
       {
-        ingresses: this.ingressObjects.ingresses,
-        backends: this.ingressObjects.backends,
-        service: (k) => this.service(k),
-        httpRouteGroup: (ns, name) => this.ingressObjects.groups.get(`${ns}/${name}`),
+        ingresses: objects.ingresses,
+        backends: objects.backends,
+        service: (k) => read<MeshService | undefined>(`s${k}`),
+        httpRouteGroup: (ns, name) => read<HTTPRouteGroup | undefined>(`g${ns}/${name}`),
         sourceAddresses: (ns, name) => {
-          const key = serviceKey(ns, name);
-          if (!this.rawServices.has(key)) return undefined;
+          const slices = read<readonly EndpointSlice[] | undefined>(`a${serviceKey(ns, name)}`);
+          if (slices === undefined) return undefined;
           const out = new Set<string>();
-          for (const slice of this.slicesByService.get(key) ?? [])
+          for (const slice of slices)
             for (const ep of slice.endpoints) for (const a of ep.addresses) out.add(a);
           return [...out].sort(compareStrings);
         },
@@ -296,7 +347,39 @@ class CatalogView implements MeshView {
     const ports = new Map<string, IngressPort>();
     for (const [k, p] of compiled) ports.set(k, this.lineage.ingress.settle(k, p, this.recording));
     this.ingress = { ports, problems: Object.freeze(problems.items) };
+    if (this.recording)
+      this.lineage.ingressCompiled = {
+        ingresses: objects.ingresses,
+        backends: objects.backends,
+        permissive: this.permissive,
+        reads,
+        table: this.ingress,
+      };
     return this.ingress;
+  }
+
+  /** One input of the ingress compilation: a service (`s`), a route group (`g`), a source's slices (`a`). */
+  private ingressRead(objects: NonNullable<CatalogView['ingressObjects']>, what: string): unknown {
+    const key = what.slice(1);
+    if (what[0] === 's') return this.service(key);
+    if (what[0] === 'g') return objects.groups.get(key);
+    return this.rawServices.has(key) ? (this.slicesByService.get(key) ?? EMPTY) : undefined;
+  }
+
+  private sameIngressInputs(
+    c: IngressCompilation,
+    objects: NonNullable<CatalogView['ingressObjects']>,
+  ): boolean {
+    if (c.permissive !== this.permissive) return false;
+    if (!sameElements(c.ingresses, objects.ingresses) || !sameElements(c.backends, objects.backends))
+      return false;
+    for (const [what, answer] of c.reads) {
+      const now = this.ingressRead(objects, what);
+      // Slice lists are built per view: the same slices in the same order are the same input.
+      if (now !== answer && !(Array.isArray(now) && Array.isArray(answer) && sameElements(now, answer)))
+        return false;
+    }
+    return true;
   }
 
   ingressPort(key: string): IngressPort | undefined {
