@@ -114,6 +114,15 @@ export function ingressPort(view: MeshView, serviceKey: string, targetPort: numb
   return derive(view, `ingress\0${key}`, (v) => (v instanceof CatalogView ? v.ingressPort(key) : undefined));
 }
 
+/**
+ * Whether any service port has an ingress answer: one derived question for
+ * the whole mesh, so a proxy of a mesh without ingress asks nothing per port
+ * (and every group that asked hears of the first IngressBackend).
+ */
+export function anyIngress(view: MeshView): boolean {
+  return derive(view, 'ingress\0any', (v) => v instanceof CatalogView && v.ingressTable().ports.size > 0);
+}
+
 /** Every ingress answer of the view by `<ns>/<svc>|<targetPort>` (debug, CLI). */
 export function ingressPorts(view: MeshView): ReadonlyMap<string, IngressPort> {
   return view instanceof CatalogView ? view.ingressTable().ports : new Map();
@@ -137,12 +146,19 @@ export function egressRulesOf(view: MeshView, source: Identity): readonly Egress
   return view instanceof CatalogView ? (view.egress.get(identityKey(source)) ?? EMPTY) : EMPTY;
 }
 
+/** Whether some source identity has Egress rules. */
+export function anyEgress(view: MeshView): boolean {
+  return view instanceof CatalogView && view.egress.size > 0;
+}
+
 /** MeshConfig spec.traffic.enableEgress: destinations outside the mesh pass through. */
 export function egressEnabled(view: MeshView): boolean {
   return meshConfigOf(view)?.spec.traffic?.enableEgress === true;
 }
 
 const EMPTY: readonly never[] = Object.freeze([]);
+
+/** The same elements in the same order (lists a view builds afresh from unchanged objects). */
 function sameElements(a: readonly unknown[], b: readonly unknown[]): boolean {
   if (a.length !== b.length) return false;
   for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;

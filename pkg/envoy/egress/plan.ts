@@ -7,7 +7,7 @@
 import { derive } from '../../catalog/derive.js';
 import type { EgressRule, IpRange } from '../../catalog/egress.js';
 import type { MeshView } from '../../catalog/types.js';
-import { egressEnabled, egressRulesOf } from '../../catalog/view.js';
+import { anyEgress, egressEnabled, egressRulesOf } from '../../catalog/view.js';
 import { type Identity, identityKey } from '../../mesh/identity.js';
 import type { HTTPMatch } from '../../model/objects.js';
 import { PASSTHROUGH_CLUSTER } from '../names.js';
@@ -204,8 +204,16 @@ function planOfList(rules: readonly EgressRule[], passthrough: boolean): EgressP
   return plan;
 }
 
-/** The egress plan of a source identity: one derived question per identity (dependency tracking). */
+/**
+ * The egress plan of a source identity: without any Egress in the mesh one
+ * derived question for the whole mesh (its answer changes with the first
+ * Egress or enableEgress), otherwise one per identity (dependency tracking).
+ */
 export function egressPlan(mesh: MeshView, source: Identity): EgressPlan {
+  const shared = derive(mesh, 'egressPlan\0*', (view) =>
+    anyEgress(view) ? undefined : egressEnabled(view) ? PASSTHROUGH_ONLY : NO_EGRESS,
+  );
+  if (shared) return shared;
   const id = { namespace: source.namespace, serviceAccount: source.serviceAccount };
   return derive(mesh, `egressPlan\0${identityKey(id)}`, (view) =>
     planOfList(egressRulesOf(view, id), egressEnabled(view)),
