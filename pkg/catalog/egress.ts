@@ -5,7 +5,7 @@
 import { type Identity, identityKey } from '../mesh/identity.js';
 import type { Egress, EgressProtocol, HTTPMatch, HTTPRouteGroup } from '../model/objects.js';
 import { compareStrings } from './pods.js';
-import type { ProblemList } from './problems.js';
+import { type PolicyProblem, ProblemList } from './problems.js';
 
 /** A CIDR, normalised (`10.0.0.0/8`). */
 export interface IpRange {
@@ -216,4 +216,65 @@ export function egressBySource(
     bySource.set(k, kept);
   }
   return bySource;
+}
+
+/** The Egress policy of one view: rules by source identity, and what compiling them read and reported. */
+export interface EgressPolicy {
+  /** The Egress objects compiled (the store's objects, in its order). */
+  readonly egresses: readonly Egress[];
+  /** Every HTTPRouteGroup lookup made, by `<ns>/<name>`, with what it found. */
+  readonly groups: ReadonlyMap<string, HTTPRouteGroup | undefined>;
+  readonly bySource: ReadonlyMap<string, readonly EgressRule[]>;
+  readonly problems: readonly PolicyProblem[];
+}
+
+const NO_POLICY: EgressPolicy = Object.freeze({
+  egresses: [],
+  groups: new Map(),
+  bySource: new Map(),
+  problems: [],
+});
+
+function sameInputs(
+  p: EgressPolicy,
+  egresses: readonly Egress[],
+  routeGroup: (namespace: string, name: string) => HTTPRouteGroup | undefined,
+): boolean {
+  if (p.egresses.length !== egresses.length) return false;
+  for (let i = 0; i < egresses.length; i++) if (p.egresses[i] !== egresses[i]) return false;
+  for (const [key, group] of p.groups) {
+    const slash = key.indexOf('/');
+    if (routeGroup(key.slice(0, slash), key.slice(slash + 1)) !== group) return false;
+  }
+  return true;
+}
+
+/**
+ * compileEgresses + egressBySource, or `previous` itself when it was compiled
+ * from the very same Egress objects and its HTTPRouteGroup lookups find the
+ * same objects (the store replaces an object when it changes, never mutates
+ * it): a view without Egress changes compiles nothing and hands out the same
+ * rule arrays, so the plans keyed on them (envoy/egress/plan.ts) are not
+ * rebuilt either.
+ */
+export function egressPolicy(
+  egresses: readonly Egress[],
+  routeGroup: (namespace: string, name: string) => HTTPRouteGroup | undefined,
+  previous: EgressPolicy | undefined,
+): EgressPolicy {
+  if (egresses.length === 0) return NO_POLICY;
+  if (previous && sameInputs(previous, egresses, routeGroup)) return previous;
+  const groups = new Map<string, HTTPRouteGroup | undefined>();
+  const problems = new ProblemList();
+  const compiled = compileEgresses(
+    egresses,
+    (ns, name) => {
+      const group = routeGroup(ns, name);
+      groups.set(`${ns}/${name}`, group);
+      return group;
+    },
+    problems,
+  );
+  const bySource = egressBySource(compiled, problems);
+  return { egresses, groups, bySource, problems: Object.freeze(problems.items) };
 }

@@ -18,7 +18,7 @@ import type {
 } from '../model/objects.js';
 import { isGatewayIngress } from './gateway.js';
 import { compareStrings } from './pods.js';
-import type { ProblemList } from './problems.js';
+import type { PolicyProblem, ProblemList } from './problems.js';
 import type { MeshService, MeshServicePort } from './types.js';
 
 /** One host/path an Ingress routes to a backend port. */
@@ -95,6 +95,25 @@ export interface IngressPort {
   routes: readonly IngressRoute[] | 'all';
   /** `Ingress <ns>/<name>` objects behind `routes`, sorted. */
   ingresses: readonly string[];
+}
+
+/** A view's ingress answers by `<ns>/<svc>|<targetPort>`, and the problems compiling them found. */
+export interface IngressTable {
+  readonly ports: ReadonlyMap<string, IngressPort>;
+  readonly problems: readonly PolicyProblem[];
+}
+
+/**
+ * A compiled table with everything it was compiled from, so a later view
+ * whose inputs are the same objects takes the table as it is (catalog/view.ts).
+ */
+export interface IngressCompilation {
+  readonly ingresses: readonly Ingress[];
+  readonly backends: readonly IngressBackend[];
+  readonly permissive: boolean;
+  /** Each lookup made while compiling, by a one-letter kind and its key, with its answer. */
+  readonly reads: ReadonlyMap<string, unknown>;
+  readonly table: IngressTable;
 }
 
 export interface IngressInputs {

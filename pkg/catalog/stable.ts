@@ -3,8 +3,9 @@
 // object, so everything downstream (generator memos, the encoded-resource
 // interner) can tell "unchanged" by identity instead of by content.
 import type { Identity } from '../mesh/identity.js';
+import type { EgressPolicy } from './egress.js';
 import type { GatewayPlan } from './gateway.js';
-import type { IngressPort } from './ingress.js';
+import type { IngressCompilation, IngressPort } from './ingress.js';
 import type { RetryRule } from './retry.js';
 import type { Endpoint, InboundRule, MeshService, SplitBackend } from './types.js';
 import type { UpstreamSetting } from './upstream.js';
@@ -80,6 +81,10 @@ const sameJson = (x: unknown, y: unknown): boolean => JSON.stringify(x) === JSON
 export class ViewLineage {
   /** The newest view of the lineage; only it records new answers. */
   head: object | undefined;
+  /** The last Egress compilation, reused while its inputs are the same objects (catalog/egress.ts). */
+  egress: EgressPolicy | undefined;
+  /** The last ingress compilation, reused while what it read is the same (catalog/view.ts). */
+  ingressCompiled: IngressCompilation | undefined;
   readonly services = new StablePool<MeshService>(sameJson);
   readonly serviceList = new StablePool<readonly MeshService[]>((a, b) => sameList(a, b, identical));
   readonly endpoints = new StablePool<readonly Endpoint[]>((a, b) =>

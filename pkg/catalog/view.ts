@@ -12,9 +12,15 @@ import {
 } from '../model/objects.js';
 import type { MeshStore } from '../registry/store.js';
 import { derive } from './derive.js';
-import { compileEgresses, type EgressRule, egressBySource } from './egress.js';
+import { type EgressRule, egressPolicy } from './egress.js';
 import { compileGateway, type GatewayPlan } from './gateway.js';
-import { compileIngress, type IngressPort, ingressPortKey } from './ingress.js';
+import {
+  compileIngress,
+  type IngressCompilation,
+  type IngressPort,
+  type IngressTable,
+  ingressPortKey,
+} from './ingress.js';
 import { selectMeshConfig } from './meshconfig.js';
 import { compareStrings, PodIndex, selectorMatches } from './pods.js';
 import { type CompiledTarget, compileTrafficTargets, ruleForPort } from './policy.js';
@@ -126,6 +132,15 @@ export function gatewayPlan(view: MeshView): GatewayPlan {
   return derive(view, 'gateway', (v) => (v instanceof CatalogView ? v.gatewayTable().plan : NO_GATEWAY));
 }
 
+/**
+ * Whether any service port has an ingress answer: one derived question for
+ * the whole mesh, so a proxy of a mesh without ingress asks nothing per port
+ * (and every group that asked hears of the first IngressBackend).
+ */
+export function anyIngress(view: MeshView): boolean {
+  return derive(view, 'ingress\0any', (v) => v instanceof CatalogView && v.ingressTable().ports.size > 0);
+}
+
 /** Every ingress answer of the view by `<ns>/<svc>|<targetPort>` (debug, CLI). */
 export function ingressPorts(view: MeshView): ReadonlyMap<string, IngressPort> {
   return view instanceof CatalogView ? view.ingressTable().ports : new Map();
@@ -161,6 +176,11 @@ export function egressSources(view: MeshView): readonly Identity[] {
     const slash = k.indexOf('/');
     return { namespace: k.slice(0, slash), serviceAccount: k.slice(slash + 1) };
   });
+}
+
+/** Whether some source identity has Egress rules. */
+export function anyEgress(view: MeshView): boolean {
+  return view instanceof CatalogView && view.egress.size > 0;
 }
 
 /** MeshConfig spec.traffic.enableEgress: destinations outside the mesh pass through. */
@@ -203,6 +223,18 @@ export function retryTableOf(view: MeshView, source: Identity): RetryTable {
   );
 }
 
+/** The same elements in the same order (lists a view builds afresh from unchanged objects). */
+function sameElements(a: readonly unknown[], b: readonly unknown[]): boolean {
+  if (a.length !== b.length) return false;
+  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
+  return true;
+}
+
+const NO_INGRESS: IngressTable = Object.freeze({
+  ports: new Map(),
+  problems: EMPTY,
+});
+
 class CatalogView implements MeshView {
   readonly version: number;
   readonly permissive: boolean;
@@ -240,14 +272,19 @@ class CatalogView implements MeshView {
   private readonly splitMemo = new Map<string, readonly SplitBackend[] | undefined>();
   private readonly podServices = new WeakMap<Pod, readonly MeshService[]>();
   private reachable: Map<string, Set<string>> | undefined;
-  private ingress: { ports: Map<string, IngressPort>; problems: readonly PolicyProblem[] } | undefined;
+  private ingress: IngressTable | undefined;
   private gateway: { plan: GatewayPlan; problems: readonly PolicyProblem[] } | undefined;
-  /** Read with everything else at construction (the store moves on), compiled on first use. */
-  private readonly ingressObjects: {
-    ingresses: readonly Ingress[];
-    backends: readonly IngressBackend[];
-    groups: ReadonlyMap<string, HTTPRouteGroup>;
-  };
+  /**
+   * Read with everything else at construction (the store moves on), compiled
+   * on first use; undefined when there is no Ingress and no IngressBackend.
+   */
+  private readonly ingressObjects:
+    | {
+        ingresses: readonly Ingress[];
+        backends: readonly IngressBackend[];
+        groups: ReadonlyMap<string, HTTPRouteGroup>;
+      }
+    | undefined;
 
   constructor(
     readonly store: MeshStore,
@@ -313,23 +350,32 @@ class CatalogView implements MeshView {
       if (list) list.push(t);
       else this.targetsByDest.set(k, [t]);
     }
-    this.ingressObjects = {
-      ingresses: store.list('Ingress').filter(inMesh),
-      backends: store.list('IngressBackend').filter(inMesh),
-      groups: new Map(
-        store
-          .list('HTTPRouteGroup')
-          .filter(inMesh)
-          .map((g) => [objectKey(g), g]),
-      ),
-    };
+    const ingresses = store.list('Ingress').filter(inMesh);
+    const backends = store.list('IngressBackend').filter(inMesh);
+    // Without either kind there is nothing to compile: no copy of the route groups per view.
+    this.ingressObjects =
+      ingresses.length === 0 && backends.length === 0
+        ? undefined
+        : {
+            ingresses,
+            backends,
+            groups: new Map(
+              store
+                .list('HTTPRouteGroup')
+                .filter(inMesh)
+                .map((g) => [objectKey(g), g]),
+            ),
+          };
     this.splits = mergeSplits(store.list('TrafficSplit').filter(inMesh), (k) => services.has(k), problems);
-    const egresses = compileEgresses(
+    // Recompiled only when an Egress or a group it reads changed (egressPolicy).
+    const egress = egressPolicy(
       store.list('Egress').filter(inMesh),
       (ns, name) => (monitored.has(ns) ? store.get('HTTPRouteGroup', `${ns}/${name}`) : undefined),
-      problems,
+      lineage.egress,
     );
-    this.egress = egressBySource(egresses, problems);
+    lineage.egress = egress;
+    for (const p of egress.problems) problems.add(p);
+    this.egress = egress.bySource;
     this.retries = this.settleRetries(retriesBySource(store.list('Retry').filter(inMesh), problems));
     const upstream = new Map<string, UpstreamSetting>();
     // This view becomes the lineage's head below, so it records.
@@ -369,21 +415,42 @@ class CatalogView implements MeshView {
     return out;
   }
 
-  /** Ingress policy, compiled on first use (most views are never asked). */
-  ingressTable(): { ports: Map<string, IngressPort>; problems: readonly PolicyProblem[] } {
+  /**
+   * Ingress policy, compiled on first use (most views are never asked), or
+   * the last compilation's table when everything it read is unchanged: a
+   * change elsewhere in the mesh costs one lookup per input read, not a
+   * compilation.
+   */
+  ingressTable(): IngressTable {
     if (this.ingress) return this.ingress;
+    const objects = this.ingressObjects;
+    if (objects === undefined) {
+      this.ingress = NO_INGRESS;
+      return NO_INGRESS;
+    }
+    const previous = this.lineage.ingressCompiled;
+    if (previous && this.sameIngressInputs(previous, objects)) {
+      this.ingress = previous.table;
+      return previous.table;
+    }
+    const reads = new Map<string, unknown>();
+    const read = <T>(what: string): T => {
+      const answer = this.ingressRead(objects, what) as T;
+      reads.set(what, answer);
+      return answer;
+    };
     const problems = new ProblemList();
     const compiled = compileIngress(
       {
-        ingresses: this.ingressObjects.ingresses,
-        backends: this.ingressObjects.backends,
-        service: (k) => this.service(k),
-        httpRouteGroup: (ns, name) => this.ingressObjects.groups.get(`${ns}/${name}`),
+        ingresses: objects.ingresses,
+        backends: objects.backends,
+        service: (k) => read<MeshService | undefined>(`s${k}`),
+        httpRouteGroup: (ns, name) => read<HTTPRouteGroup | undefined>(`g${ns}/${name}`),
         sourceAddresses: (ns, name) => {
-          const key = serviceKey(ns, name);
-          if (!this.rawServices.has(key)) return undefined;
+          const slices = read<readonly EndpointSlice[] | undefined>(`a${serviceKey(ns, name)}`);
+          if (slices === undefined) return undefined;
           const out = new Set<string>();
-          for (const slice of this.slicesByService.get(key) ?? [])
+          for (const slice of slices)
             for (const ep of slice.endpoints) for (const a of ep.addresses) out.add(a);
           return [...out].sort(compareStrings);
         },
@@ -394,6 +461,14 @@ class CatalogView implements MeshView {
     const ports = new Map<string, IngressPort>();
     for (const [k, p] of compiled) ports.set(k, this.lineage.ingress.settle(k, p, this.recording));
     this.ingress = { ports, problems: Object.freeze(problems.items) };
+    if (this.recording)
+      this.lineage.ingressCompiled = {
+        ingresses: objects.ingresses,
+        backends: objects.backends,
+        permissive: this.permissive,
+        reads,
+        table: this.ingress,
+      };
     return this.ingress;
   }
 
@@ -402,12 +477,36 @@ class CatalogView implements MeshView {
     if (this.gateway) return this.gateway;
     const problems = new ProblemList();
     const fresh = compileGateway(
-      { ingresses: this.ingressObjects.ingresses, service: (k) => this.service(k) },
+      { ingresses: this.ingressObjects?.ingresses ?? [], service: (k) => this.service(k) },
       problems,
     );
     const plan = this.lineage.gateway.settle('gateway', fresh, this.recording);
     this.gateway = { plan, problems: Object.freeze(problems.items) };
     return this.gateway;
+  }
+
+  /** One input of the ingress compilation: a service (`s`), a route group (`g`), a source's slices (`a`). */
+  private ingressRead(objects: NonNullable<CatalogView['ingressObjects']>, what: string): unknown {
+    const key = what.slice(1);
+    if (what[0] === 's') return this.service(key);
+    if (what[0] === 'g') return objects.groups.get(key);
+    return this.rawServices.has(key) ? (this.slicesByService.get(key) ?? EMPTY) : undefined;
+  }
+
+  private sameIngressInputs(
+    c: IngressCompilation,
+    objects: NonNullable<CatalogView['ingressObjects']>,
+  ): boolean {
+    if (c.permissive !== this.permissive) return false;
+    if (!sameElements(c.ingresses, objects.ingresses) || !sameElements(c.backends, objects.backends))
+      return false;
+    for (const [what, answer] of c.reads) {
+      const now = this.ingressRead(objects, what);
+      // Slice lists are built per view: the same slices in the same order are the same input.
+      if (now !== answer && !(Array.isArray(now) && Array.isArray(answer) && sameElements(now, answer)))
+        return false;
+    }
+    return true;
   }
 
   ingressPort(key: string): IngressPort | undefined {

@@ -27,6 +27,10 @@ export interface BenchOptions {
   timeoutS: number;
   /** Time endpoint changes without and with a hostile stream (10,000 EDS names of 200 characters, repeated). */
   hostile?: boolean;
+  /** The first N services' accounts each get an Egress (an HTTP host on 80, an HTTPS host on 443). */
+  egressPolicies?: number;
+  /** The first N services each get an IngressBackend admitting 10.0.0.0/8 over http on their target port. */
+  ingressBackends?: number;
 }
 
 export const BENCH_USAGE = `skein benchmark — a controller and N real mTLS ADS clients on this machine
@@ -50,6 +54,10 @@ Usage: node dist/test/bench/main.js [flags]   (or: make bench BENCH_ARGS="...")
                            of Envoy 1.40's whole Node (~61 KB, test/bench/fixtures) as by default
   --hostile                time endpoint changes without, then with, one extra mTLS stream that
                            subscribes to 10,000 EDS names of 200 characters again and again
+  --egress-policies N      the first N services' accounts (at most S) each get an Egress allowing
+                           one HTTP host on port 80 and one HTTPS host on 443 (default 0)
+  --ingress-backends N     the first N services (at most S) each get an IngressBackend admitting
+                           10.0.0.0/8 over http on their target port (default 0)
   --keep                   keep the temporary manifests and state directory
   --timeout-s S            wait at most S s for initial convergence and for the storm (default 120)
   -h, --help
@@ -84,6 +92,8 @@ export function parseBenchArgs(argv: string[]): BenchOptions | 'help' {
       delta: { type: 'boolean' },
       'minimal-node': { type: 'boolean' },
       hostile: { type: 'boolean' },
+      'egress-policies': { type: 'string' },
+      'ingress-backends': { type: 'string' },
       'timeout-s': { type: 'string' },
       help: { type: 'boolean', short: 'h' },
     },
@@ -112,6 +122,20 @@ export function parseBenchArgs(argv: string[]): BenchOptions | 'help' {
   if (v.delta) opts.delta = true;
   if (v['minimal-node']) opts.minimalNode = true;
   if (v.hostile) opts.hostile = true;
+  // 0 (the default) is allowed: the same run without the objects.
+  for (const [flag, key] of [
+    ['egress-policies', 'egressPolicies'],
+    ['ingress-backends', 'ingressBackends'],
+  ] as const) {
+    const text = v[flag];
+    if (text === undefined) continue;
+    const n = Number(text);
+    if (!Number.isInteger(n) || n < 0 || n > services)
+      throw new Error(
+        `--${flag}: ${JSON.stringify(text)} is not an integer from 0 to the ${services} services`,
+      );
+    if (n > 0) opts[key] = n;
+  }
   if (v.json !== undefined) opts.json = v.json;
   if (v['min-push-interval'] !== undefined) opts.minPushInterval = v['min-push-interval'];
   if (v['cpu-prof'] !== undefined) opts.cpuProfDir = v['cpu-prof'];

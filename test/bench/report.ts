@@ -41,6 +41,9 @@ export interface BenchResult {
     namespaces: number;
     trafficSplits: number;
     sourcesPerService: number;
+    /** Egress and IngressBackend objects in the topology (--egress-policies, --ingress-backends). */
+    egressPolicies: number;
+    ingressBackends: number;
   };
   controller: {
     startupMs: number;
@@ -89,6 +92,7 @@ export function formatReport(r: BenchResult): string {
   const lines: string[] = [];
   lines.push(
     `skein benchmark: ${t.proxies} proxies, ${t.services} services (+${t.backendServices} split backends) in ${t.namespaces} namespaces, ` +
+      `${t.egressPolicies > 0 ? `${t.egressPolicies} Egress, ` : ''}${t.ingressBackends > 0 ? `${t.ingressBackends} IngressBackend, ` : ''}` +
       `mode ${o.mode}, ${o.delta ? 'Delta' : 'SotW'} ADS, ${o.minimalNode ? 'two-field' : `Envoy ${NODE_FIXTURE_VERSION}`} node, ${o.workers} fleet workers, ${o.changes} changes per kind`,
   );
   lines.push(

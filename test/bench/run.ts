@@ -29,7 +29,13 @@ export async function runBench(o: BenchOptions): Promise<BenchResult> {
   let fleet: Fleet | undefined;
   try {
     const topo = await writeTopology(
-      { proxies: o.proxies, services: o.services, permissive: o.mode === 'permissive' },
+      {
+        proxies: o.proxies,
+        services: o.services,
+        permissive: o.mode === 'permissive',
+        egressPolicies: o.egressPolicies ?? 0,
+        ingressBackends: o.ingressBackends ?? 0,
+      },
       dir,
     );
     progress(`topology in ${dir}: ${topo.proxies.length} proxies, ${topo.services.length} services`);
@@ -120,6 +126,8 @@ export async function runBench(o: BenchOptions): Promise<BenchResult> {
         namespaces: topo.namespaces.length,
         trafficSplits: topo.services.filter((s) => s.split).length,
         sourcesPerService: topo.services[0]?.sources.length ?? 0,
+        egressPolicies: o.egressPolicies ?? 0,
+        ingressBackends: o.ingressBackends ?? 0,
       },
       controller: {
         startupMs: round(startupMs),

@@ -3,7 +3,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { test } from 'node:test';
-import { buildMeshView, policyProblems } from '../../pkg/catalog/view.js';
+import { buildMeshView, egressRulesOf, ingressPorts, policyProblems } from '../../pkg/catalog/view.js';
 import { silentLogger } from '../../pkg/logger/logger.js';
 import { parseProxyCommonName } from '../../pkg/mesh/identity.js';
 import { LocalRegistry } from '../../pkg/registry/local/registry.js';
@@ -89,4 +89,30 @@ test('every change kind changes what the registry loads', async (t) => {
   await driver.apply('split-weight', 0);
   assert.notDeepEqual((await counts()).weights, initial.weights);
   assert.equal(CHANGE_KINDS.length, 5);
+});
+
+test('--egress-policies / --ingress-backends: valid objects that give the first N services egress and ingress answers', async (t) => {
+  const dir = await mkdtemp(path.join(tmpdir(), 'skein-bench-topo-'));
+  t.after(() => rm(dir, { recursive: true, force: true }));
+  const topo = await writeTopology(
+    { proxies: 24, services: 12, permissive: false, egressPolicies: 3, ingressBackends: 2 },
+    dir,
+  );
+  const { view, problems } = await loadView(dir);
+  assert.deepEqual(problems, []);
+  assert.deepEqual(policyProblems(view), []);
+  const [first, , third, fourth] = topo.services;
+  assert.ok(first && third && fourth);
+  const id = (s: typeof first) => ({ namespace: s.namespace, serviceAccount: s.serviceAccount });
+  assert.deepEqual(
+    egressRulesOf(view, id(third)).map((r) => `${r.protocol}:${r.port}:${r.hosts.join(',')}`),
+    [`http:80:${third.name}.api.example.com`, `https:443:${third.name}.api.example.com`],
+  );
+  assert.equal(egressRulesOf(view, id(fourth)).length, 0);
+  const ports = ingressPorts(view);
+  assert.deepEqual([...ports.keys()].sort(), [
+    `${first.namespace}/${first.name}|8080`,
+    `${topo.services[1]?.namespace}/${topo.services[1]?.name}|8080`,
+  ]);
+  assert.deepEqual(ports.get(`${first.namespace}/${first.name}|8080`)?.cidrs, ['10.0.0.0/8']);
 });

@@ -22,6 +22,10 @@ export interface TopologyOptions {
   sourcesPerService?: number;
   /** Share of services that are TrafficSplit apexes (default 5%, at least 1). */
   splitShare?: number;
+  /** The first N services' accounts each get an Egress (egressDoc); default 0. */
+  egressPolicies?: number;
+  /** The first N services each get an IngressBackend (ingressBackendDoc); default 0. */
+  ingressBackends?: number;
 }
 
 export interface BenchService {
@@ -164,6 +168,36 @@ export function trafficSplitDoc(apex: BenchService, v1Weight: number): Record<st
   };
 }
 
+/** An Egress for one source account: its own HTTP host on port 80 and HTTPS host on 443. */
+export function egressDoc(svc: BenchService): Record<string, unknown> {
+  return {
+    apiVersion: 'policy.skein.dev/v1alpha1',
+    kind: 'Egress',
+    metadata: { name: `${svc.name}-egress`, namespace: svc.namespace },
+    spec: {
+      sources: [{ kind: 'ServiceAccount', name: svc.serviceAccount, namespace: svc.namespace }],
+      hosts: [`${svc.name}.api.example.com`],
+      ports: [
+        { number: 80, protocol: 'http' },
+        { number: 443, protocol: 'https' },
+      ],
+    },
+  };
+}
+
+/** An IngressBackend admitting plaintext http from 10.0.0.0/8 (an ingress controller's range) to a service. */
+export function ingressBackendDoc(svc: BenchService): Record<string, unknown> {
+  return {
+    apiVersion: 'policy.skein.dev/v1alpha1',
+    kind: 'IngressBackend',
+    metadata: { name: `${svc.name}-ingress`, namespace: svc.namespace },
+    spec: {
+      backends: [{ name: svc.name, port: { number: TARGET_PORT, protocol: 'http' } }],
+      sources: [{ kind: 'IPRange', name: '10.0.0.0/8' }],
+    },
+  };
+}
+
 export function meshConfigDoc(permissive: boolean): Record<string, unknown> {
   return {
     apiVersion: 'config.skein.dev/v1alpha1',
@@ -268,6 +302,8 @@ export async function writeTopology(opts: TopologyOptions, dir: string): Promise
     });
     const sources = svc.sources.map((i) => topo.services[i]).filter((s) => s !== undefined);
     if (sources.length > 0) docs.push(trafficTargetDoc(`${svc.name}-access`, svc, sources));
+    if (svc.index < (opts.egressPolicies ?? 0)) docs.push(egressDoc(svc));
+    if (svc.index < (opts.ingressBackends ?? 0)) docs.push(ingressBackendDoc(svc));
     await writeManifest(path.join(dir, `${svc.name}.yaml`), docs);
     if (svc.split) await writeManifest(topo.files.split(svc), [trafficSplitDoc(svc, 50)]);
   }

@@ -1,7 +1,9 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
+import { httpRouteGroup, service } from '../../catalog/fixtures.js';
 import type { MeshView } from '../../catalog/types.js';
-import { policyProblems } from '../../catalog/view.js';
+import { buildMeshView, egressRulesOf, policyProblems } from '../../catalog/view.js';
+import { DEFAULT_MESH_NAME } from '../../mesh/constants.js';
 import type { MeshConfig } from '../../model/objects.js';
 import { sidecarCdsGenerator } from '../cds/sidecar.js';
 import { sidecarLdsGenerator } from '../lds/sidecar.js';
@@ -9,7 +11,7 @@ import { sidecarRdsGenerator } from '../rds/sidecar.js';
 import { bookstoreObjects, fakeSecrets, type PodName, proxyFor, storeOf, viewOf } from '../testing/mesh.js';
 import { at, byNameIn, list, named, names } from '../testing/pick.js';
 import { bookbuyerEgresses, egress, egressMesh } from './fixtures.js';
-import { egressPlan } from './plan.js';
+import { egressPlan, NO_EGRESS } from './plan.js';
 
 function gen(g: typeof sidecarLdsGenerator, mesh: MeshView, pod: PodName) {
   return g.generate(proxyFor(mesh, pod), { mesh, secrets: fakeSecrets('all') }, undefined);
@@ -149,4 +151,71 @@ test('a missing HTTPRouteGroup allows no request and is reported', () => {
   const routes = list(list(route, 'virtual_hosts')[0], 'routes');
   assert.equal(routes.length, 1);
   assert.equal(at(routes[0], 'direct_response', 'status'), 403);
+});
+
+test('Egress compiled once while its inputs stand: an unrelated change keeps rules and plan, an edited route group changes them', () => {
+  const buyer = { namespace: 'bookbuyer', serviceAccount: 'bookbuyer' };
+  const store = storeOf([...bookstoreObjects(), ...bookbuyerEgresses()]);
+  const v1 = viewOf(store);
+  const rules1 = egressRulesOf(v1, buyer);
+  const plan1 = egressPlan(v1, buyer);
+  assert.ok(rules1.length > 0);
+  store.upsert(service('bookthief', 'decoy', [{ name: 'http', port: 80 }]));
+  const v2 = buildMeshView(store, { meshName: DEFAULT_MESH_NAME, previous: v1 });
+  assert.equal(egressRulesOf(v2, buyer), rules1, 'the same rule array: nothing recompiled');
+  assert.equal(egressPlan(v2, buyer), plan1);
+  // The HTTPRouteGroup the http Egress reads now admits POST too.
+  store.upsert(
+    httpRouteGroup('bookbuyer', 'api-reads', [
+      { name: 'get', pathRegex: '/v1/.*', methods: ['GET', 'POST'] },
+    ]),
+  );
+  const v3 = buildMeshView(store, { meshName: DEFAULT_MESH_NAME, previous: v2 });
+  const plan3 = egressPlan(v3, buyer);
+  assert.notEqual(plan3, plan1);
+  const api = plan3.http.find((p) => p.port === 80)?.hosts.find((h) => h.host === 'api.example.com');
+  assert.deepEqual(api?.http === 'all' ? 'all' : api?.http.map((m) => m.methods), [['GET', 'POST']]);
+});
+
+test('a missing HTTPRouteGroup stays reported in views that reuse the Egress compilation', () => {
+  const store = storeOf([
+    ...bookstoreObjects(),
+    egress('bookbuyer', 'api', {
+      sources: [{ kind: 'ServiceAccount', name: 'bookbuyer', namespace: 'bookbuyer' }],
+      hosts: ['api.example.com'],
+      ports: [{ number: 80, protocol: 'http' }],
+      matches: [{ kind: 'HTTPRouteGroup', name: 'nowhere' }],
+    }),
+  ]);
+  const v1 = viewOf(store);
+  store.upsert(service('bookthief', 'decoy', [{ name: 'http', port: 80 }]));
+  const v2 = buildMeshView(store, { meshName: DEFAULT_MESH_NAME, previous: v1 });
+  for (const v of [v1, v2])
+    assert.ok(
+      policyProblems(v).some((p) => p.kind === 'Egress' && /nowhere does not exist/.test(p.reason)),
+      JSON.stringify(policyProblems(v)),
+    );
+  // Once the group exists, the problem is gone.
+  store.upsert(httpRouteGroup('bookbuyer', 'nowhere', [{ name: 'any', pathRegex: '.*', methods: ['*'] }]));
+  const v3 = buildMeshView(store, { meshName: DEFAULT_MESH_NAME, previous: v2 });
+  assert.ok(!policyProblems(v3).some((p) => p.kind === 'Egress'), JSON.stringify(policyProblems(v3)));
+});
+
+test('a mesh without Egress: every identity gets the one empty plan (enableEgress: the one passthrough plan)', () => {
+  const mesh = viewOf(storeOf(bookstoreObjects()));
+  const a = egressPlan(mesh, { namespace: 'bookbuyer', serviceAccount: 'bookbuyer' });
+  assert.equal(a, NO_EGRESS);
+  assert.equal(egressPlan(mesh, { namespace: 'bookthief', serviceAccount: 'bookthief' }), NO_EGRESS);
+  const open = viewOf(
+    storeOf(
+      bookstoreObjects().map((o) =>
+        o.kind === 'MeshConfig'
+          ? ({ ...o, spec: { traffic: { permissive: false, enableEgress: true } } } satisfies MeshConfig)
+          : o,
+      ),
+    ),
+  );
+  const p = egressPlan(open, { namespace: 'bookbuyer', serviceAccount: 'bookbuyer' });
+  assert.equal(p.passthrough, true);
+  assert.equal(egressPlan(open, { namespace: 'bookthief', serviceAccount: 'bookthief' }), p);
 });

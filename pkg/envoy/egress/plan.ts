@@ -7,7 +7,7 @@
 import { derive } from '../../catalog/derive.js';
 import type { EgressRule, IpRange } from '../../catalog/egress.js';
 import type { MeshView } from '../../catalog/types.js';
-import { egressEnabled, egressRulesOf } from '../../catalog/view.js';
+import { anyEgress, egressEnabled, egressRulesOf } from '../../catalog/view.js';
 import { type Identity, identityKey } from '../../mesh/identity.js';
 import type { HTTPMatch } from '../../model/objects.js';
 import { PASSTHROUGH_CLUSTER } from '../names.js';
@@ -179,12 +179,43 @@ function intern(plan: EgressPlan): EgressPlan {
   return plan;
 }
 
-export const NO_EGRESS: EgressPlan = intern(planOfRules([], false));
+export const NO_EGRESS: EgressPlan = Object.freeze(planOfRules([], false));
+/** enableEgress without Egress rules: the same plan object for every identity. */
+const PASSTHROUGH_ONLY: EgressPlan = Object.freeze(planOfRules([], true));
 
-/** The egress plan of a source identity: one derived question per identity (dependency tracking). */
+// Plans by rule list: a view hands out the same rule array while the Egress
+// policy is unchanged (catalog/egress.ts egressPolicy), so a new view costs
+// one lookup per identity, not a plan and its JSON key.
+const byRules = new WeakMap<readonly EgressRule[], { off?: EgressPlan; on?: EgressPlan }>();
+
+function planOfList(rules: readonly EgressRule[], passthrough: boolean): EgressPlan {
+  // Most meshes have no Egress at all: no plan to build, no content to key.
+  if (rules.length === 0) return passthrough ? PASSTHROUGH_ONLY : NO_EGRESS;
+  let plans = byRules.get(rules);
+  if (!plans) {
+    plans = {};
+    byRules.set(rules, plans);
+  }
+  const known = passthrough ? plans.on : plans.off;
+  if (known) return known;
+  const plan = intern(planOfRules(rules, passthrough));
+  if (passthrough) plans.on = plan;
+  else plans.off = plan;
+  return plan;
+}
+
+/**
+ * The egress plan of a source identity: without any Egress in the mesh one
+ * derived question for the whole mesh (its answer changes with the first
+ * Egress or enableEgress), otherwise one per identity (dependency tracking).
+ */
 export function egressPlan(mesh: MeshView, source: Identity): EgressPlan {
+  const shared = derive(mesh, 'egressPlan\0*', (view) =>
+    anyEgress(view) ? undefined : egressEnabled(view) ? PASSTHROUGH_ONLY : NO_EGRESS,
+  );
+  if (shared) return shared;
   const id = { namespace: source.namespace, serviceAccount: source.serviceAccount };
   return derive(mesh, `egressPlan\0${identityKey(id)}`, (view) =>
-    intern(planOfRules(egressRulesOf(view, id), egressEnabled(view))),
+    planOfList(egressRulesOf(view, id), egressEnabled(view)),
   );
 }

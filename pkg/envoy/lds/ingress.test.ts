@@ -1,12 +1,14 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
+import { pod, service } from '../../catalog/fixtures.js';
 import { buildMeshView, ingressPorts, policyProblems } from '../../catalog/view.js';
 import { DEFAULT_MESH_NAME } from '../../mesh/constants.js';
 import type { AnyObject } from '../../model/objects.js';
+import { deriveEndpointSlices } from '../../registry/local/endpoints.js';
 import { sdsGenerator } from '../sds/sds.js';
 import { ingress, ingressBackend, ingressObjects } from '../testing/ingress.js';
-import { fakeSecrets, type PodName, proxyFor, storeOf, viewOf } from '../testing/mesh.js';
-import { at, byNameIn, list, named } from '../testing/pick.js';
+import { bookstoreObjects, fakeSecrets, type PodName, proxyFor, storeOf, viewOf } from '../testing/mesh.js';
+import { at, byNameIn, list, named, names } from '../testing/pick.js';
 import { sidecarLdsGenerator } from './sidecar.js';
 
 function meshOf(objects: AnyObject[]) {
@@ -184,4 +186,44 @@ test('an unchanged ingress answer is the same object in the next view; an Ingres
   assert.notEqual(ingressPorts(v2).get('bookstore/bookstore-v1|14001'), a1);
   assert.equal(ingressPorts(v2).get('bookstore/bookstore-v1|14001')?.routes, 'all');
   assert.equal(ingressPorts(v2).get('bookwarehouse/bookwarehouse|14001'), w1);
+});
+
+test('ingress compiled once while its inputs stand: an unrelated change reuses the table, a source Service moving recompiles it', () => {
+  const store = storeOf(ingressObjects());
+  const v1 = viewOf(store);
+  const t1 = ingressPorts(v1);
+  const problems1 = policyProblems(v1).filter((p) => p.kind.startsWith('Ingress'));
+  // Unrelated: a Service in a namespace the compilation never read.
+  store.upsert(service('bookthief', 'decoy', [{ name: 'http', port: 80 }]));
+  const v2 = buildMeshView(store, { meshName: DEFAULT_MESH_NAME, previous: v1 });
+  assert.equal(ingressPorts(v2), t1, 'the same table object: nothing recompiled');
+  assert.deepEqual(
+    policyProblems(v2).filter((p) => p.kind.startsWith('Ingress')),
+    problems1,
+  );
+  // The ingress controller's pod (a Service source of bookstore's IngressBackend) moves.
+  const moved = pod('ingress-nginx', 'ingress-nginx-1', {
+    ip: '10.244.9.11',
+    labels: { app: 'ingress-nginx' },
+  });
+  const controllerSvc = service('ingress-nginx', 'ingress-nginx', [{ name: 'http', port: 80 }], {
+    app: 'ingress-nginx',
+  });
+  store.upsert(moved);
+  for (const s of deriveEndpointSlices([controllerSvc], [moved])) store.upsert(s);
+  const v3 = buildMeshView(store, { meshName: DEFAULT_MESH_NAME, previous: v2 });
+  const shop = ingressPorts(v3).get('bookstore/bookstore-v1|14001');
+  assert.ok(shop?.cidrs.includes('10.244.9.11/32'), JSON.stringify(shop?.cidrs));
+  assert.ok(!shop?.cidrs.includes('10.244.9.10/32'));
+  // The other backend read nothing that changed: still its earlier answer.
+  assert.equal(
+    ingressPorts(v3).get('bookwarehouse/bookwarehouse|14001'),
+    t1.get('bookwarehouse/bookwarehouse|14001'),
+  );
+});
+
+test('a mesh without Ingress or IngressBackend: no ingress answers, no ingress chain', () => {
+  assert.equal(ingressPorts(meshOf(bookstoreObjects())).size, 0);
+  const chains = names(inboundChains(bookstoreObjects(), 'bookstore-v1-1'));
+  assert.ok(chains.length > 0 && chains.every((n) => !n.startsWith('ingress')), JSON.stringify(chains));
 });

@@ -10,7 +10,7 @@
 // https one wins over the mesh chain only for its source prefixes.
 import type { IngressPort } from '../../catalog/ingress.js';
 import type { MeshView } from '../../catalog/types.js';
-import { ingressPort } from '../../catalog/view.js';
+import { anyIngress, ingressPort } from '../../catalog/view.js';
 import { type Identity, identityKey } from '../../mesh/identity.js';
 import type {
   CommonTlsContext,
@@ -47,6 +47,8 @@ export interface IngressChainInput {
  * transport is all Envoy can tell apart for plaintext.
  */
 export function ingressInputs(mesh: MeshView, ports: readonly InboundPort[]): IngressChainInput[] {
+  // Most meshes have no ingress policy: one question for the mesh, none per port.
+  if (ports.length === 0 || !anyIngress(mesh)) return [];
   const out: IngressChainInput[] = [];
   const seen = new Set<string>();
   for (const p of ports) {

@@ -3,8 +3,10 @@ import { describe, it } from 'node:test';
 import { endpointSlice } from '../../catalog/fixtures.js';
 import type { MeshView, ProxyContext } from '../../catalog/types.js';
 import { buildMeshView } from '../../catalog/view.js';
+import { bookbuyerEgresses } from '../../envoy/egress/fixtures.js';
 import { meshGenerators } from '../../envoy/generators.js';
 import { referencesOf } from '../../envoy/testing/crossref.js';
+import { ingressObjects } from '../../envoy/testing/ingress.js';
 import { bookstoreObjects, fakeSecrets, type PodName, proxyFor, storeOf } from '../../envoy/testing/mesh.js';
 import { type GenerationContext, TypeUrl } from '../../envoy/types.js';
 import { DEFAULT_MESH_NAME } from '../../mesh/constants.js';
@@ -92,6 +94,48 @@ describe('DependencyTracker', () => {
       cache.carryOver(c, (g) => !affected.has(g)),
       0,
     );
+  });
+
+  it('the first Egress reaches every group that read the mesh-wide no-egress answer; later ones only their sources', () => {
+    const { store, ctx, tracker, generate, proxy } = setup();
+    const warehouse = proxy('bookwarehouse-1');
+    const buyer = proxy('bookbuyer-1');
+    const c1 = ctx();
+    generate(warehouse, c1);
+    generate(buyer, c1);
+    tracker.check(c1, () => true);
+    const [first, second] = bookbuyerEgresses().filter((o) => o.kind === 'Egress');
+    assert.ok(first && second);
+    store.upsert(first);
+    const c2 = ctx();
+    assert.deepEqual(
+      new Set(tracker.check(c2, () => true).affected),
+      new Set([warehouse.groupKey, buyer.groupKey]),
+    );
+    generate(warehouse, c2);
+    generate(buyer, c2);
+    tracker.check(c2, () => true);
+    store.upsert(second);
+    assert.deepEqual([...tracker.check(ctx(), () => true).affected], [buyer.groupKey]);
+  });
+
+  it('the first IngressBackend reaches the backend whose LDS read the mesh-wide no-ingress answer', () => {
+    const store = storeOf(bookstoreObjects());
+    const secrets = fakeSecrets('all');
+    const tracker = new DependencyTracker();
+    const lds = generators.get(TypeUrl.Listener);
+    assert.ok(lds);
+    const v1 = buildMeshView(store, { meshName: DEFAULT_MESH_NAME });
+    const backend = proxyFor(v1, 'bookstore-v1-1');
+    const rec = tracker.recorder({ mesh: v1, secrets });
+    lds.generate(backend, rec.ctx, undefined);
+    tracker.record(backend.groupKey, TypeUrl.Listener, rec);
+    tracker.check({ mesh: v1, secrets }, () => true);
+    const ib = ingressObjects().find((o) => o.kind === 'IngressBackend');
+    assert.ok(ib);
+    store.upsert(ib);
+    const v2 = buildMeshView(store, { meshName: DEFAULT_MESH_NAME, previous: v1 });
+    assert.deepEqual([...tracker.check({ mesh: v2, secrets }, () => true).affected], [backend.groupKey]);
   });
 
   it('forgets groups that are not live, and output built without the recording context is always affected', () => {
