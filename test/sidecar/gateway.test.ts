@@ -73,19 +73,7 @@ describe('skein ingress gateway through real Envoy', { skip, timeout: 300_000 },
   before(async () => {
     mesh = await SidecarMesh.start(`gw${sfx}`, { controllerArgs: ['--ingress-gateway'] });
     await mesh.setMeshConfig({ traffic: { permissive: false } });
-    await mesh.createServiceAccount('web');
-    await mesh.createService({
-      name: 'web',
-      selector: { app: 'web' },
-      ports: [{ name: 'http', port: HTTP_PORT }],
-    });
-    backend = await mesh.startPod({
-      name: 'web-1',
-      serviceAccount: 'web',
-      labels: { app: 'web' },
-      serve: ['--http', String(HTTP_PORT)],
-    });
-    await mesh.waitReady(backend);
+    backend = await mesh.startHttpBackend('web');
 
     // The chart's gateway pod, created as the Deployment's ReplicaSet would.
     await mesh.api.request('POST', `/api/v1/namespaces/${mesh.controlPlane}/serviceaccounts`, {

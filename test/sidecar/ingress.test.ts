@@ -157,19 +157,7 @@ describe('ingress into the mesh through a real Envoy sidecar', { skip, timeout: 
         },
       },
     });
-    await mesh.createServiceAccount('web');
-    await mesh.createService({
-      name: 'web',
-      selector: { app: 'web' },
-      ports: [{ name: 'http', port: HTTP_PORT }],
-    });
-    backend = await mesh.startPod({
-      name: 'web-1',
-      serviceAccount: 'web',
-      labels: { app: 'web' },
-      serve: ['--http', String(HTTP_PORT)],
-    });
-    await mesh.waitReady(backend);
+    backend = await mesh.startHttpBackend('web');
     await createNamespace(mesh.core, edgeNs);
     await startEdge('ingress');
     await startEdge('stranger');

@@ -250,6 +250,23 @@ export class SidecarMesh {
     return ip;
   }
 
+  /**
+   * The ingress suites' backend: ServiceAccount, Service and one Ready pod
+   * `<name>-1`, all named `name`, serving HTTP on HTTP_PORT.
+   */
+  async startHttpBackend(name: string): Promise<RunningPod> {
+    await this.createServiceAccount(name);
+    await this.createService({ name, selector: { app: name }, ports: [{ name: 'http', port: HTTP_PORT }] });
+    const pod = await this.startPod({
+      name: `${name}-1`,
+      serviceAccount: name,
+      labels: { app: name },
+      serve: ['--http', String(HTTP_PORT)],
+    });
+    await this.waitReady(pod);
+    return pod;
+  }
+
   /** Creates the Pod through the API server (the webhook injects it), then runs what was stored. */
   async startPod(p: PodSpec): Promise<RunningPod> {
     await this.api.request('POST', `/api/v1/namespaces/${this.namespace}/pods`, { body: this.podBody(p) });
