@@ -11,6 +11,9 @@
 // left as it is and nothing here enables it).
 import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
+import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
 import { promisify } from 'node:util';
 
 const exec = promisify(execFile);
@@ -28,9 +31,29 @@ export async function run(cmd: string, args: string[]): Promise<string> {
 
 const NAME_PREFIX = 'sk';
 
+/** Who owns each live network: `<dir>/<id>` holds the pid of the test process that made it. */
+const OWNERS_DIR = path.join(tmpdir(), 'skein-pod-networks');
+
+function ownerAlive(id: string): boolean {
+  let pid: number;
+  try {
+    pid = Number(readFileSync(path.join(OWNERS_DIR, id), 'utf8'));
+  } catch {
+    return false;
+  }
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
 /**
  * Removes bridges and namespaces an earlier run left behind (a killed test):
- * only names this file makes (`sk<hex>-…`), and only when no process uses them.
+ * only names this file makes (`sk<hex>-…`), never those of a network whose
+ * owning process lives (test files run in parallel: another suite's pod may be
+ * between its namespace and its first process), and only when no process uses them.
  */
 export async function sweepStaleNetworks(): Promise<void> {
   const ours = async () =>
@@ -39,6 +62,7 @@ export async function sweepStaleNetworks(): Promise<void> {
       .map((l) => l.split(' ')[0] ?? '')
       .filter((n) => /^sk[0-9a-f]{4}-/.test(n));
   for (const ns of await ours()) {
+    if (ownerAlive(ns.slice(0, 6))) continue;
     const pids = await run('ip', ['netns', 'pids', ns]).catch(() => '');
     if (pids.trim() === '') await run('ip', ['netns', 'del', ns]).catch(() => undefined);
   }
@@ -46,7 +70,8 @@ export async function sweepStaleNetworks(): Promise<void> {
   const live = new Set((await ours()).map((n) => n.slice(0, 6)));
   const links = await run('ip', ['-o', 'link', 'show']).catch(() => '');
   for (const m of links.matchAll(/^\d+: (sk[0-9a-f]{4})-(v\d+|br)[:@]/gm)) {
-    if (m[1] && !live.has(m[1])) await run('ip', ['link', 'del', `${m[1]}-${m[2]}`]).catch(() => undefined);
+    if (m[1] && !live.has(m[1]) && !ownerAlive(m[1]))
+      await run('ip', ['link', 'del', `${m[1]}-${m[2]}`]).catch(() => undefined);
   }
 }
 
@@ -92,6 +117,8 @@ export class PodNetwork {
     }
     if (!prefix) throw new Error('no free /24 in 10.213.0.0/16 for the test pod network');
     const bridge = `${id}-br`;
+    mkdirSync(OWNERS_DIR, { recursive: true });
+    writeFileSync(path.join(OWNERS_DIR, id), String(process.pid));
     await run('ip', ['link', 'add', bridge, 'type', 'bridge']);
     await run('ip', ['addr', 'add', `${prefix}.1/24`, 'dev', bridge]);
     await run('ip', ['link', 'set', bridge, 'up']);
@@ -133,5 +160,6 @@ export class PodNetwork {
   async destroy(): Promise<void> {
     for (const key of [...this.pods.keys()]) await this.removePod(key);
     await run('ip', ['link', 'del', this.bridge]).catch(() => undefined);
+    rmSync(path.join(OWNERS_DIR, this.id), { force: true });
   }
 }

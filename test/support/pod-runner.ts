@@ -20,6 +20,7 @@
 // own loopback that nothing answers, so lookups that miss /etc/hosts fail at
 // once instead of waiting out c-ares timeouts.
 import { type ChildProcess, execFile, spawn } from 'node:child_process';
+import { mkdirSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { chmod, mkdir, mkdtemp, readlink, rename, rm, rmdir, symlink, writeFile } from 'node:fs/promises';
 import { request } from 'node:http';
 import { connect } from 'node:net';
@@ -206,7 +207,9 @@ export class RunningPod {
       if (!vol) continue;
       const target = String(m['mountPath']);
       this.mountPoints.add(target);
-      mounts.push(`mount --bind ${sq(vol.dir)} ${sq(target)}`);
+      // The mount point is a host directory another test file's runner may have
+      // removed meanwhile (see PodRunner.destroy): make it again if so.
+      mounts.push(`mkdir -p ${sq(target)}`, `mount --bind ${sq(vol.dir)} ${sq(target)}`);
       if (m['readOnly'] === true) mounts.push(`mount -o remount,bind,ro ${sq(target)}`);
     }
     const files = this.o.imageFiles;
@@ -407,6 +410,40 @@ export class RunningPod {
   }
 }
 
+/** Which test processes run pods now: `<dir>/<pid>` per live PodRunner's process. */
+const RUNNERS_DIR = path.join(tmpdir(), 'skein-pod-runners');
+let runnersHere = 0;
+
+function registerRunner(): void {
+  mkdirSync(RUNNERS_DIR, { recursive: true });
+  writeFileSync(path.join(RUNNERS_DIR, String(process.pid)), '');
+  runnersHere++;
+}
+
+function releaseRunner(): void {
+  if (runnersHere > 0 && --runnersHere === 0)
+    rmSync(path.join(RUNNERS_DIR, String(process.pid)), { force: true });
+}
+
+function otherRunnersAlive(): boolean {
+  let pids: string[];
+  try {
+    pids = readdirSync(RUNNERS_DIR);
+  } catch {
+    return false;
+  }
+  return pids.some((p) => {
+    const pid = Number(p);
+    if (!Number.isInteger(pid) || pid === process.pid) return false;
+    try {
+      process.kill(pid, 0);
+      return true;
+    } catch (err) {
+      return (err as NodeJS.ErrnoException).code === 'EPERM';
+    }
+  });
+}
+
 /** Runs stored Pods; `destroy()` stops them all and removes what they left. */
 export class PodRunner {
   readonly pods = new Map<string, RunningPod>();
@@ -428,6 +465,7 @@ export class PodRunner {
       // Containers run as other users and must reach their volumes.
       await chmod(root, KUBELET_DIR_MODE);
       await mkdir(path.join(root, 'image'), { mode: KUBELET_DIR_MODE });
+      registerRunner();
       this.root = root;
       return root;
     })();
@@ -467,8 +505,14 @@ export class PodRunner {
   async destroy(): Promise<void> {
     for (const p of [...this.pods.values()]) await p.stop();
     this.pods.clear();
-    // Mount points made on the host for the pods' volumes (e.g. /etc/skein): removed when empty.
-    for (const m of this.mountPoints) await rmdir(m).catch(() => undefined);
+    // Mount points made on the host for the pods' volumes (e.g. /etc/skein):
+    // removed when empty, and only when no other test process runs pods.
+    // Removing a directory that is a mount point in another mount namespace
+    // detaches that mount there (mount_namespaces(7), Linux ≥ 3.18), so doing
+    // it under a parallel suite's live Envoy would take its certificates away.
+    if (this.root) releaseRunner();
+    if (runnersHere === 0 && !otherRunnersAlive())
+      for (const m of this.mountPoints) await rmdir(m).catch(() => undefined);
     if (this.root) await rm(this.root, { recursive: true, force: true });
   }
 }
