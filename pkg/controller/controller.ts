@@ -354,6 +354,8 @@ export class Controller {
         // Read at each admission: a MeshConfig change applies to pods created afterwards.
         sidecarSettings: () => this.currentSettings().sidecar,
         meshExclusions: () => this.currentSettings().exclusions,
+        proxyCertValidityMs: () => this.currentSettings().validityMs,
+        connectedCertificates: () => this.ads?.connectedCertificates() ?? [],
         logger: log,
         leadership: this.leadership,
       });

@@ -8,11 +8,20 @@ import path from 'node:path';
 import type { BuiltinCA } from '../certificate/builtin.js';
 import { DEFAULT_SERVER_CERT_VALIDITY_MS } from '../certificate/builtin.js';
 import { ServingRenewal } from '../certificate/serving-renewal.js';
+import {
+  BootstrapCertRotation,
+  type BootstrapCredentialWriter,
+  type ConnectedCertificate,
+} from '../injector/bootstrap-rotation.js';
 import { CaBundleSync, type KubeWatchClient } from '../injector/ca-bundle.js';
 import type { Exclusions } from '../injector/exclusions.js';
 import { FileSecretWriter } from '../injector/file-secrets.js';
 import { GATEWAY_INGRESS } from '../injector/gateway.js';
-import { KubeSecretWriter, StoreOrApiNamespaceReader } from '../injector/kube.js';
+import {
+  KubeBootstrapCredentialWriter,
+  KubeSecretWriter,
+  StoreOrApiNamespaceReader,
+} from '../injector/kube.js';
 import { chooseDefaultLayout, type LayoutChoice, parseServerVersion } from '../injector/layout.js';
 import { BootstrapSecretGc, KubeBootstrapSecretApi } from '../injector/secret-gc.js';
 import type { SidecarSettings } from '../injector/sidecar-settings.js';
@@ -24,7 +33,7 @@ import {
 } from '../injector/webhook.js';
 import type { Leadership } from '../leader/leadership.js';
 import type { Logger } from '../logger/logger.js';
-import { LABEL_GATEWAY, LABEL_PROXY_UUID } from '../mesh/constants.js';
+import { DEFAULT_CERT_VALIDITY_MS, LABEL_GATEWAY, LABEL_PROXY_UUID } from '../mesh/constants.js';
 import type { Pod } from '../model/objects.js';
 import { Reflector } from '../registry/kube/reflector.js';
 import type { MeshStore } from '../registry/store.js';
@@ -100,6 +109,10 @@ export interface InjectionOptions {
   servingValidityMs?: number;
   /** Kubernetes mode: caBundle upkeep and Secret collection follow it (pkg/leader). */
   leadership?: Leadership;
+  /** Validity of proxies' ADS client certificates now (MeshConfig `certificate.validity`). */
+  proxyCertValidityMs?: () => number;
+  /** The proxies connected over mTLS and their certificates: what bootstrap rotation renews. */
+  connectedCertificates?: () => Iterable<ConnectedCertificate>;
 }
 
 export class Injection {
@@ -110,6 +123,7 @@ export class Injection {
     private readonly caBundle: CaBundleSync | undefined,
     private readonly secretGc: BootstrapSecretGc | undefined,
     private readonly gatewayPods: Reflector<Pod> | undefined,
+    readonly rotation: BootstrapCertRotation | undefined,
   ) {}
 
   /** Listens on --webhook-port; in Kubernetes mode also starts keeping the caBundle current. */
@@ -129,6 +143,7 @@ export class Injection {
     });
     const first = await renewal.start();
     let secrets: SecretWriter;
+    let credentials: BootstrapCredentialWriter;
     let namespaces: NamespaceReader;
     const fromStore = (name: string) => i.store.get('Namespace', name);
     let secretGc: BootstrapSecretGc | undefined;
@@ -151,9 +166,12 @@ export class Injection {
         },
       };
       namespaces = new StoreOrApiNamespaceReader(fromStore, i.kube);
+      credentials = new KubeBootstrapCredentialWriter(i.kube);
     } else {
       // Local mode: manifests are the only namespaces there are.
-      secrets = new FileSecretWriter(path.join(o.stateDir, 'secrets'));
+      const files = new FileSecretWriter(path.join(o.stateDir, 'secrets'));
+      secrets = files;
+      credentials = files;
       namespaces = { get: async (name) => fromStore(name) };
     }
     const layout = await defaultSidecarLayout(o.nativeSidecars, i.kube);
@@ -180,6 +198,7 @@ export class Injection {
       ...(i.observer ? { observer: i.observer } : {}),
       ...(i.sidecarSettings ? { sidecarSettings: i.sidecarSettings } : {}),
       ...(i.meshExclusions ? { meshExclusions: i.meshExclusions } : {}),
+      ...(i.proxyCertValidityMs ? { proxyCertValidityMs: i.proxyCertValidityMs } : {}),
     });
     let port: number;
     try {
@@ -189,6 +208,20 @@ export class Injection {
       throw err;
     }
     secretGc?.start();
+    let rotation: BootstrapCertRotation | undefined;
+    if (i.connectedCertificates) {
+      const validityMs = i.proxyCertValidityMs ?? (() => DEFAULT_CERT_VALIDITY_MS);
+      rotation = new BootstrapCertRotation({
+        connected: i.connectedCertificates,
+        issue: (commonName) => i.ca.issue({ commonName, validityMs: validityMs(), usage: 'client' }),
+        writer: credentials,
+        logger: log,
+        // A tenth of the validity, at most 10 s: renewal at two thirds leaves a third to act in.
+        intervalMs: () => Math.max(250, Math.min(10_000, validityMs() / 10)),
+        ...(i.leadership ? { leadership: i.leadership } : {}),
+      });
+      rotation.start();
+    }
     let gatewayPods: Reflector<Pod> | undefined;
     if (i.kube && secretGc && o.ingressGateway) {
       // The gateway's pods live outside the mesh's namespaces, so the registry never
@@ -243,7 +276,7 @@ export class Injection {
       caBundle.start();
     }
     log.info({ port, sans: names }, 'sidecar-injection webhook serving');
-    return new Injection(port, webhook, renewal, caBundle, secretGc, gatewayPods);
+    return new Injection(port, webhook, renewal, caBundle, secretGc, gatewayPods, rotation);
   }
 
   /** This replica became leader: reconcile the caBundle now, collect what it saw as a follower. */
@@ -259,6 +292,7 @@ export class Injection {
 
   async stop(): Promise<void> {
     this.renewal.stop();
+    this.rotation?.stop();
     await this.caBundle?.stop();
     await this.webhook.close();
     await this.gatewayPods?.stop();

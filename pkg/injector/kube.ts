@@ -3,12 +3,13 @@
 // webhook stays testable with fakes and this file stays small.
 import type { Namespace } from '../model/objects.js';
 import { KubeApiError } from '../registry/kube/client.js';
+import type { BootstrapCredentialWriter } from './bootstrap-rotation.js';
 import type { NamespaceLike, SecretManifest } from './mutate.js';
 import type { NamespaceReader, SecretWriter } from './webhook.js';
 
 /** The part of KubeClient the adapters need. */
 export interface KubeRequester {
-  request(method: string, path: string, options?: { body?: unknown }): Promise<unknown>;
+  request(method: string, path: string, options?: { body?: unknown; contentType?: string }): Promise<unknown>;
 }
 
 function isRecord(v: unknown): v is Record<string, unknown> {
@@ -36,6 +37,26 @@ export class KubeSecretWriter implements SecretWriter {
       if (err instanceof KubeApiError && err.status === 409) return;
       throw err;
     }
+  }
+}
+
+/**
+ * Replaces keys of an existing bootstrap Secret by a JSON merge patch: the API
+ * answers 404 for a Secret the garbage collector already deleted instead of
+ * creating it again (RBAC `patch secrets`, narrowed by the chart's admission
+ * policy to `skein-bootstrap-*` and its own Secrets).
+ */
+export class KubeBootstrapCredentialWriter implements BootstrapCredentialWriter {
+  constructor(private readonly client: KubeRequester) {}
+
+  async replace(namespace: string, name: string, data: Record<string, string>): Promise<void> {
+    const encoded: Record<string, string> = {};
+    for (const [k, v] of Object.entries(data)) encoded[k] = Buffer.from(v).toString('base64');
+    await this.client.request(
+      'PATCH',
+      `/api/v1/namespaces/${encodeURIComponent(namespace)}/secrets/${encodeURIComponent(name)}`,
+      { body: { data: encoded }, contentType: 'application/merge-patch+json' },
+    );
   }
 }
 

@@ -10,6 +10,7 @@ import { createServer, type Server } from 'node:https';
 import type { CertificateAuthority, IssuedCertificate } from '../certificate/types.js';
 import type { Logger } from '../logger/logger.js';
 import { silentLogger } from '../logger/logger.js';
+import { DEFAULT_CERT_VALIDITY_MS } from '../mesh/constants.js';
 import { listenTcp } from '../net/listen.js';
 import { InjectionError } from './errors.js';
 import type { Exclusions } from './exclusions.js';
@@ -30,8 +31,6 @@ import type { SidecarSettings } from './sidecar-settings.js';
 export const MUTATE_PATH = '/mutate-pod-creation';
 /** The API server caps objects at 3 MiB; an AdmissionReview carries one (two on UPDATE) plus envelope. */
 const MAX_BODY_BYTES = 8 * 1024 * 1024;
-/** Until the controller rotates bootstrap Secrets, a proxy's ADS client certificate must outlive the pod. */
-export const DEFAULT_PROXY_CERT_VALIDITY_MS = 365 * 24 * 60 * 60 * 1000;
 
 /** Creates the per-pod bootstrap Secret (Kubernetes in production, a fake in tests). */
 export interface SecretWriter {
@@ -85,7 +84,12 @@ export interface WebhookOptions {
    */
   nativeSidecars?: boolean;
   ca: Pick<CertificateAuthority, 'issue'>;
-  proxyCertValidityMs?: number;
+  /**
+   * Validity of a proxy's ADS client certificate, read at each admission
+   * (MeshConfig `certificate.validity`; default 24 h like OSM's). The
+   * controller rotates it before expiry (bootstrap-rotation.ts).
+   */
+  proxyCertValidityMs?: () => number;
   secrets: SecretWriter;
   namespaces: NamespaceReader;
   /** The controller's Service: the bootstrap's ADS address (default `skein-controller`). */
@@ -272,7 +276,7 @@ export class InjectorWebhook {
       const commonName = sidecarCommonName(pod, proxyUuid, this.#o.trustDomain);
       const cert = await this.#o.ca.issue({
         commonName,
-        validityMs: this.#o.proxyCertValidityMs ?? DEFAULT_PROXY_CERT_VALIDITY_MS,
+        validityMs: this.#o.proxyCertValidityMs?.() ?? DEFAULT_CERT_VALIDITY_MS,
         usage: 'client',
       });
       const m = mutate(pod, mutateOptions(this.#o, proxyUuid, cert));
@@ -305,7 +309,7 @@ export class InjectorWebhook {
     const commonName = gatewayCommonName(pod, proxyUuid, this.#o.trustDomain);
     const cert = await this.#o.ca.issue({
       commonName,
-      validityMs: this.#o.proxyCertValidityMs ?? DEFAULT_PROXY_CERT_VALIDITY_MS,
+      validityMs: this.#o.proxyCertValidityMs?.() ?? DEFAULT_CERT_VALIDITY_MS,
       usage: 'client',
     });
     const m = mutateGateway(pod, mutateOptions(this.#o, proxyUuid, cert));

@@ -245,17 +245,17 @@ describe('charts/skein with helm against the real API server', () => {
     );
     assert.match(
       await refusal(sa.request('DELETE', `/api/v1/namespaces/${other}/secrets/${victim}`)),
-      /may create and delete only skein-bootstrap-<uuid> Secrets/,
+      /may create, update and delete only skein-bootstrap-<uuid> Secrets/,
     );
     assert.match(
       await refusal(
         sa.request('POST', `/api/v1/namespaces/${other}/secrets`, { body: secret('not-bootstrap') }),
       ),
-      /may create and delete only skein-bootstrap/,
+      /may create, update and delete only skein-bootstrap/,
     );
     assert.match(
       await refusal(sa.request('POST', `/api/v1/namespaces/${other}/secrets`, { body: secret('skein-ca') })),
-      /may create and delete only skein-bootstrap/,
+      /may create, update and delete only skein-bootstrap/,
     );
     assert.match(
       await refusal(
@@ -264,7 +264,7 @@ describe('charts/skein with helm against the real API server', () => {
           contentType: 'application/merge-patch+json',
         }),
       ),
-      /update only those and its CA Secret/,
+      /create\s+ingress-gateway certificate Secrets .*and update only those/s,
       'a patch cannot take over an unlabelled Secret by adding the label',
     );
     const ingressCert = `ingress-cert-${suffix}`;
@@ -278,10 +278,15 @@ describe('charts/skein with helm against the real API server', () => {
     });
     assert.match(
       await refusal(sa.request('DELETE', `/api/v1/namespaces/${other}/secrets/${ingressCert}`)),
-      /may create and delete only skein-bootstrap/,
+      /may create, update and delete only skein-bootstrap/,
     );
     const bootstrap = `skein-bootstrap-${suffix}`;
     await sa.request('POST', `/api/v1/namespaces/${other}/secrets`, { body: secret(bootstrap) });
+    // Bootstrap rotation replaces the ADS client certificate in place (a merge patch).
+    await sa.request('PATCH', `/api/v1/namespaces/${other}/secrets/${bootstrap}`, {
+      body: { data: { 'tls.crt': 'eQ==' } },
+      contentType: 'application/merge-patch+json',
+    });
     await sa.request('DELETE', `/api/v1/namespaces/${other}/secrets/${bootstrap}`);
     assert.ok(await gone(`/api/v1/namespaces/${other}/secrets/${bootstrap}`));
     assert.ok(!(await gone(`/api/v1/namespaces/${other}/secrets/${victim}`)), 'the other Secret survived');

@@ -7,6 +7,7 @@ import type { ProxyIdentity } from '../../mesh/identity.js';
 import { type EncodedResource, ResourceInterner } from '../cache/encoded.js';
 import { GenerationCache } from '../cache/generation.js';
 import { AuthenticationError, identityFromNodeId, identityFromPeerCertificate } from './auth.js';
+import { type ClientCertificate, callAt, clientCertificateOf } from './client-cert.js';
 import { DeltaAdsStream } from './delta-stream.js';
 import {
   isRefused,
@@ -105,6 +106,8 @@ function hostPort(host: string, port: number): { host: string; port: number } {
 export class AdsServer {
   private readonly servers: grpc.Server[] = [];
   private readonly active = new Map<string, TrackedStream>();
+  /** mTLS streams: the client certificate each was opened with. */
+  private readonly clientCerts = new Map<string, ClientCertificate>();
   private readonly log: Logger;
   readonly cache: GenerationCache;
   readonly interner = new ResourceInterner();
@@ -194,9 +197,19 @@ export class AdsServer {
     const out: StreamStatus[] = [];
     for (const s of this.active.values()) {
       const st = s.status();
-      if (st !== undefined) out.push(st);
+      if (st === undefined) continue;
+      const cert = this.clientCerts.get(s.id);
+      out.push(cert === undefined ? st : { ...st, clientCert: certStatus(cert) });
     }
     return out;
+  }
+
+  /** Authenticated mTLS streams with the validity of the certificate each was opened with. */
+  *connectedCertificates(): Iterable<{ identity: ProxyIdentity; cert: ClientCertificate }> {
+    for (const [id, cert] of this.clientCerts) {
+      const identity = this.active.get(id)?.status()?.identity;
+      if (identity !== undefined) yield { identity, cert };
+    }
   }
 
   /** Debug view: per type, the encoded resources last sent on one stream; undefined for an unknown stream. */
@@ -241,14 +254,14 @@ export class AdsServer {
       call.emit('error', { code, details });
     };
     let authenticate: (first: FirstRequest) => ProxyIdentity;
+    let cert: ClientCertificate | undefined;
     if (mode === 'mtls') {
       let identity: ProxyIdentity;
       try {
         // Identity = verified client certificate; node.id is not trusted here.
-        identity = identityFromPeerCertificate(
-          call.getAuthContext().sslPeerCertificate,
-          this.opts.trustDomain,
-        );
+        const peer = call.getAuthContext().sslPeerCertificate;
+        identity = identityFromPeerCertificate(peer, this.opts.trustDomain);
+        cert = clientCertificateOf(peer);
       } catch (e) {
         const message = e instanceof AuthenticationError ? e.message : String(e);
         this.log.warn({ remote }, `refused ADS stream: ${message}`);
@@ -269,6 +282,7 @@ export class AdsServer {
     }
 
     let finished = false;
+    let cancelExpiry = (): void => {};
     const stream = create({
       id,
       remote,
@@ -283,6 +297,8 @@ export class AdsServer {
       },
       onClose: (s) => {
         this.active.delete(s.id);
+        this.clientCerts.delete(s.id);
+        cancelExpiry();
         // Ending our side is what lets stop() and the client see the stream done.
         if (!finished) {
           finished = true;
@@ -291,6 +307,23 @@ export class AdsServer {
       },
     });
     this.active.set(id, stream);
+    if (cert !== undefined) {
+      this.clientCerts.set(id, cert);
+      // TLS checks validity only at the handshake, so a stream would outlive its certificate:
+      // end it then, and the proxy reconnects with the one its bootstrap Secret now holds
+      // (pkg/injector/bootstrap-rotation.ts). An expired identity gets no more config or secrets.
+      const notAfter = cert.notAfter;
+      cancelExpiry = callAt(notAfter, () => {
+        if (finished) return;
+        this.log.info(
+          { stream: id, remote, notAfter: new Date(notAfter).toISOString() },
+          'client certificate expired; ending the ADS stream',
+        );
+        finished = true;
+        failCall(grpc.status.UNAUTHENTICATED, 'client certificate expired');
+        stream.close();
+      });
+    }
 
     const budget = new RequestBudget(this.limits);
     call.on('data', (req: Req | RefusedRequest) => {
@@ -318,4 +351,12 @@ export class AdsServer {
     });
     call.on('close', done);
   }
+}
+
+function certStatus(cert: ClientCertificate): NonNullable<StreamStatus['clientCert']> {
+  return {
+    notBefore: new Date(cert.notBefore).toISOString(),
+    notAfter: new Date(cert.notAfter).toISOString(),
+    serial: cert.serial,
+  };
 }

@@ -207,8 +207,8 @@ export interface Fixture<S extends ProxyConfigSource = FakeSource> {
   source: S;
   port: number;
   insecurePort?: number;
-  /** An mTLS client whose certificate has this CN (from `ca` unless told). */
-  client(commonName: string, issuer?: BuiltinCA): Promise<RawAdsClient>;
+  /** An mTLS client whose certificate has this CN (from `ca` unless told; valid 1 h unless told). */
+  client(commonName: string, issuer?: BuiltinCA, validityMs?: number): Promise<RawAdsClient>;
   insecureClient(): RawAdsClient;
   /** The same as `client`, on the Delta ADS method. */
   deltaClient(commonName: string, issuer?: BuiltinCA): Promise<RawDeltaClient>;
@@ -244,8 +244,12 @@ export async function startFixture(
   });
   const { port, insecurePort } = await server.start();
   const clients: { close(): void }[] = [];
-  const mtls = async (commonName: string, issuer: BuiltinCA): Promise<RawAdsClientOptions> => {
-    const cert = await issuer.issue({ commonName, validityMs: 3_600_000, usage: 'client' });
+  const mtls = async (
+    commonName: string,
+    issuer: BuiltinCA,
+    validityMs = 3_600_000,
+  ): Promise<RawAdsClientOptions> => {
+    const cert = await issuer.issue({ commonName, validityMs, usage: 'client' });
     return {
       address: `127.0.0.1:${port}`,
       credentials: grpc.credentials.createSsl(
@@ -271,7 +275,8 @@ export async function startFixture(
     server,
     source,
     port,
-    client: async (commonName, issuer = ca) => track(new RawAdsClient(await mtls(commonName, issuer))),
+    client: async (commonName, issuer = ca, validityMs) =>
+      track(new RawAdsClient(await mtls(commonName, issuer, validityMs))),
     insecureClient: () => track(new RawAdsClient(plaintext())),
     deltaClient: async (commonName, issuer = ca) => track(new RawDeltaClient(await mtls(commonName, issuer))),
     insecureDeltaClient: () => track(new RawDeltaClient(plaintext())),

@@ -90,6 +90,8 @@ export interface StreamStatus {
   nodeId?: string;
   /** Which ADS method the stream uses; absent = state of the world. */
   protocol?: 'delta';
+  /** mTLS streams: the client certificate the stream was opened with (ISO times). */
+  clientCert?: { notBefore: string; notAfter: string; serial: string };
   types: { [typeUrl: string]: TypeStatus };
 }
 
