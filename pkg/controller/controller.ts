@@ -354,7 +354,7 @@ export class Controller {
         // Read at each admission: a MeshConfig change applies to pods created afterwards.
         sidecarSettings: () => this.currentSettings().sidecar,
         meshExclusions: () => this.currentSettings().exclusions,
-        proxyCertValidityMs: () => this.currentSettings().validityMs,
+        proxyCertValidityMs: () => this.currentSettings().bootstrapValidityMs,
         connectedCertificates: () => this.ads?.connectedCertificates() ?? [],
         logger: log,
         leadership: this.leadership,

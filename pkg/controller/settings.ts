@@ -21,6 +21,8 @@ import { parseDuration } from '../mesh/duration.js';
 
 export interface MeshSettings {
   validityMs: number;
+  /** Validity of the ADS client certificates in bootstrap Secrets (issued and rotated from now on). */
+  bootstrapValidityMs: number;
   minPushIntervalMs: number;
   /** What the injector writes into the bootstrap of pods admitted from now on. */
   sidecar: SidecarSettings;
@@ -38,6 +40,12 @@ export function meshSettings(view: MeshView, ignored: IgnoredSetting): MeshSetti
       spec?.certificate?.validity,
       DEFAULT_CERT_VALIDITY_MS,
       'certificate.validity',
+      ignored,
+    ),
+    bootstrapValidityMs: duration(
+      spec?.certificate?.bootstrapValidity,
+      DEFAULT_CERT_VALIDITY_MS,
+      'certificate.bootstrapValidity',
       ignored,
     ),
     minPushIntervalMs: duration(

@@ -9,10 +9,10 @@
 // one for the same CN and replaces `tls.crt`, `tls.key` and `ca.crt` in
 // `skein-bootstrap-<uuid>` by a merge patch (which never creates a Secret the
 // garbage collector already deleted). Kubelet swaps the mounted files
-// atomically (`..data`), Envoy's file-based SDS watch reloads them, and new
-// ADS connections present the new certificate. The server ends a stream when
-// the certificate that opened it expires (pkg/xds/server/client-cert.ts), so
-// the proxy reconnects with the new one; traffic never depends on the stream.
+// atomically (`..data`), Envoy's file-based SDS watch reloads them, and its
+// next ADS connection presents the new certificate. An open connection is not
+// cut: TLS checks validity at the handshake only, and the data plane never
+// depends on the stream.
 //
 // Nothing is stored: after a restart the connected proxies show again which
 // certificates are due, and a second issuance for one proxy is harmless.

@@ -281,8 +281,15 @@ export interface MeshConfigSpec {
     inboundPortExclusionList?: number[];
   };
   certificate?: {
-    /** Validity of proxy and service certificates, a Go-style duration ("24h", "90m"). */
+    /** Validity of the service certificates proxies get over SDS, a Go-style duration ("24h", "90m"). */
     validity?: string;
+    /**
+     * Validity of the ADS client certificate in each pod's bootstrap Secret
+     * (default 24h), renewed at two thirds of it. Apart from `validity`
+     * because a Secret volume changes only when kubelet syncs it (minutes),
+     * while SDS delivers at once.
+     */
+    bootstrapValidity?: string;
     trustDomain?: string;
     /**
      * A client certificate for a third-party ingress controller (OSM's

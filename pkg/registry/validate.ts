@@ -158,6 +158,7 @@ function meshConfigProblems(mc: MeshConfig): string[] {
     }
   };
   check('spec.certificate.validity', mc.spec.certificate?.validity, true);
+  check('spec.certificate.bootstrapValidity', mc.spec.certificate?.bootstrapValidity, true);
   check('spec.xds.minPushInterval', mc.spec.xds?.minPushInterval, false);
   check(
     'spec.certificate.ingressGateway.validityDuration',

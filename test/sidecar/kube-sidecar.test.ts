@@ -84,7 +84,13 @@ describe('real Envoy sidecars through the real admission chain', { skip, timeout
   before(async () => {
     mesh = await SidecarMesh.start(sfx);
     // SMI mode, and workload certificates short-lived enough to rotate several times during the run.
-    await mesh.setMeshConfig({ traffic: { permissive: false }, certificate: { validity: '16s' } });
+    // The bootstrap Secrets' ADS client certificates too (45 s, renewed at two thirds of their
+    // life counted from the CA's 60 s backdating: ~10 s after issuance), so every pod
+    // lives through many rotations and every test runs with them going on.
+    await mesh.setMeshConfig({
+      traffic: { permissive: false },
+      certificate: { validity: '16s', bootstrapValidity: '45s' },
+    });
     // Certificates issued before the controller read it would keep the default 24 h.
     await mesh.controllerProcess.waitFor(
       (l) => l['msg'] === 'service certificate validity changed' && l['validityMs'] === 16_000,
@@ -407,6 +413,66 @@ describe('real Envoy sidecars through the real admission chain', { skip, timeout
     const rest = await buyer.send({ kind: 'load-stop' });
     assert.equal(sum(rest.counts, '200 '), total(rest.counts), JSON.stringify(rest.counts));
     await split(50, 50);
+  });
+
+  test('the ADS client certificate in each bootstrap Secret rotates under load; Envoy reconnects with the swapped files; no request fails', async () => {
+    const names = ['bookstore-v1', 'bookstore-v2', 'bookbuyer', 'bookthief'];
+    const uuidOf = (name: string) => {
+      const labels = (pod(name).pod['metadata'] as { labels?: Record<string, string> }).labels ?? {};
+      const uuid = labels['skein.dev/proxy-uuid'];
+      assert.ok(uuid, `${name} has a proxy UUID`);
+      return uuid;
+    };
+    // The certificate a bootstrap Secret holds now, as the test kubelet would mount it.
+    const secretSerial = async (name: string) => {
+      const secret = (await mesh.api.request(
+        'GET',
+        `/api/v1/namespaces/${mesh.namespace}/secrets/skein-bootstrap-${uuidOf(name)}`,
+      )) as { data?: Record<string, string> };
+      return new X509Certificate(Buffer.from(secret.data?.['tls.crt'] ?? '', 'base64')).serialNumber;
+    };
+    const seen = new Map<string, Set<string>>(names.map((n) => [n, new Set<string>()]));
+    await buyer.send({ kind: 'load-start', call: { kind: 'http', url: `${store()}/books` }, intervalMs: 20 });
+    await eventually(
+      'every bootstrap Secret held three certificates in turn',
+      async () => {
+        for (const n of names) seen.get(n)?.add(await secretSerial(n));
+        for (const n of names) assert.ok((seen.get(n)?.size ?? 0) >= 3, `${n}: ${[...(seen.get(n) ?? [])]}`);
+      },
+      90_000,
+    );
+    // A new connection presents what the files hold now: the certificate each pod was admitted
+    // with expired long ago, so a proxy still reading it could not connect at all.
+    await mesh.stopController();
+    await mesh.restartController();
+    await eventually(
+      'every sidecar reconnected with a rotated certificate',
+      async () => {
+        const streams = (await mesh.debugProxies()) as {
+          pod?: { name: string };
+          clientCert?: { serial: string; notAfter: string };
+        }[];
+        for (const n of names) {
+          const s = streams.find((x) => x.pod?.name === n);
+          assert.ok(s?.clientCert, `${n} has a stream`);
+          assert.ok(Date.parse(s.clientCert.notAfter) > Date.now(), `${n}'s certificate is valid`);
+          const serial = s.clientCert.serial.replace(/^0+/, '').toUpperCase();
+          const rotated = [...(seen.get(n) ?? [])].slice(1).map((x) => x.replace(/^0+/, '').toUpperCase());
+          const current = (await secretSerial(n)).replace(/^0+/, '').toUpperCase();
+          assert.ok(
+            rotated.includes(serial) || serial === current,
+            `${n} connected with ${serial}; rotated ${rotated}, now ${current}`,
+          );
+        }
+      },
+      30_000,
+    );
+    const load = await buyer.send({ kind: 'load-stop' });
+    process.stderr.write(
+      `bootstrap rotation: ${[...seen].map(([n, v]) => `${n} ${v.size} certificates`).join(', ')}; ${total(load.counts)} calls\n`,
+    );
+    assert.ok(total(load.counts) > 300, JSON.stringify(load.counts));
+    assert.equal(sum(load.counts, '200 '), total(load.counts), `failures: ${JSON.stringify(load.counts)}`);
   });
 
   test('a split backend whose last pod is deleted gets no share, and gets it back when a pod returns', async () => {

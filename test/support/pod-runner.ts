@@ -78,6 +78,8 @@ const KUBELET_DIR_MODE = 0o755;
 /** A Secret volume in kubelet's layout. */
 class SecretVolume {
   private generation = 0;
+  /** What the last write laid out, to swap only on a change as kubelet does. */
+  private last = '';
   constructor(
     readonly dir: string,
     readonly secretName: string,
@@ -85,6 +87,9 @@ class SecretVolume {
 
   /** Writes `data` as a new `..<ts>` dir and swaps `..data` to it in one rename. */
   async write(data: Record<string, string>): Promise<void> {
+    const content = JSON.stringify(data);
+    if (content === this.last) return;
+    this.last = content;
     const stamp = `..${new Date().toISOString().replaceAll(/[-:.TZ]/g, '_')}${this.generation++}`;
     const target = path.join(this.dir, stamp);
     await mkdir(target, { mode: KUBELET_DIR_MODE });
@@ -125,6 +130,12 @@ export interface PodRunnerOptions {
    * app (uid 1000) or Envoy (uid 1500) from their programs.
    */
   imageFiles?: string;
+  /**
+   * How often each pod's Secret volumes are re-read and swapped when changed,
+   * as kubelet's pod sync does (about a minute there; default 1 s here, so a
+   * rotated bootstrap Secret reaches Envoy within the tests' time).
+   */
+  secretSyncMs?: number;
 }
 
 export class RunningPod {
@@ -300,6 +311,24 @@ export class RunningPod {
   /** Envoy's counters and gauges as name → value. */
   async envoyStats(filter?: string): Promise<Map<string, number>> {
     return parseEnvoyStats(await this.envoyAdmin(envoyStatsPath(filter)));
+  }
+
+  /** Keeps Secret volumes current with their Secrets (kubelet's periodic sync). */
+  startSecretSync(): void {
+    if (this.volumes.size === 0) return;
+    let busy = false;
+    const sync = async () => {
+      if (this.stopped || busy) return;
+      busy = true;
+      try {
+        for (const v of this.volumes.values()) await v.write(await this.readSecret(v.secretName));
+      } catch {
+        // Kubelet keeps the last files when the API does not answer: so does this, until the next sync.
+      } finally {
+        busy = false;
+      }
+    };
+    this.timers.push(setInterval(() => void sync(), this.o.secretSyncMs ?? 1_000));
   }
 
   startProbes(): void {
@@ -488,6 +517,7 @@ export class PodRunner {
     await running.runInitContainers();
     for (const c of list(obj(pod['spec'])['containers'])) await running.startContainer(String(c['name']));
     running.startProbes();
+    running.startSecretSync();
     return running;
   }
 

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import type { PeerCertificate } from 'node:tls';
-import { callAt, clientCertificateOf } from './client-cert.js';
+import { clientCertificateOf } from './client-cert.js';
 
 test("the peer certificate's OpenSSL dates are read as epoch ms; unreadable dates give nothing", () => {
   const peer = {
@@ -16,31 +16,4 @@ test("the peer certificate's OpenSSL dates are read as epoch ms; unreadable date
   });
   assert.equal(clientCertificateOf({ ...peer, valid_to: 'soon' }), undefined);
   assert.equal(clientCertificateOf(undefined), undefined);
-});
-
-test('callAt fires once the time is reached, re-arming past the 24.8-day timer limit; cancel stops it', async () => {
-  let clock = 0;
-  const fired: number[] = [];
-  // A time 40 days away: the first timer waits the maximum, then re-arms for the rest.
-  const cancel = callAt(
-    40 * 86_400_000,
-    () => fired.push(clock),
-    () => clock,
-  );
-  clock = 40 * 86_400_000;
-  cancel();
-  assert.equal(fired.length, 0);
-  callAt(
-    0,
-    () => fired.push(-1),
-    () => 10,
-  );
-  assert.deepEqual(fired, [-1], 'a time already past fires at once');
-  // Its timers are unref'd (they must not keep a controller alive): hold the loop open meanwhile.
-  const hold = setInterval(() => {}, 1_000);
-  try {
-    await new Promise<void>((resolve) => callAt(Date.now() + 20, resolve));
-  } finally {
-    clearInterval(hold);
-  }
 });

@@ -1,6 +1,6 @@
 // The client certificate an mTLS ADS stream was opened with: its validity, so
-// the server can end the stream when it expires and the bootstrap rotation
-// (pkg/injector/bootstrap-rotation.ts) can tell when a proxy's is due.
+// the bootstrap rotation (pkg/injector/bootstrap-rotation.ts) can tell when a
+// proxy's is due, and /debug/proxies can show it.
 import type { PeerCertificate } from 'node:tls';
 
 export interface ClientCertificate {
@@ -23,27 +23,4 @@ export function clientCertificateOf(cert: PeerCertificate | undefined): ClientCe
   const notAfter = Date.parse(cert.valid_to);
   if (!Number.isFinite(notBefore) || !Number.isFinite(notAfter)) return undefined;
   return { notBefore, notAfter, serial: cert.serialNumber };
-}
-
-// setTimeout fires at once for delays above 2^31-1 ms (~24.8 days): longer waits re-arm.
-const MAX_TIMER_MS = 2 ** 31 - 1;
-
-/** Calls `fn` at `at` (epoch ms), however far away; the returned function cancels it. */
-export function callAt(at: number, fn: () => void, now: () => number = Date.now): () => void {
-  let timer: NodeJS.Timeout | undefined;
-  const arm = (): void => {
-    const wait = at - now();
-    if (wait <= 0) {
-      timer = undefined;
-      fn();
-      return;
-    }
-    timer = setTimeout(arm, Math.min(wait, MAX_TIMER_MS));
-    timer.unref();
-  };
-  arm();
-  return () => {
-    if (timer !== undefined) clearTimeout(timer);
-    timer = undefined;
-  };
 }

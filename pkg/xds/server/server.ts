@@ -7,7 +7,7 @@ import type { ProxyIdentity } from '../../mesh/identity.js';
 import { type EncodedResource, ResourceInterner } from '../cache/encoded.js';
 import { GenerationCache } from '../cache/generation.js';
 import { AuthenticationError, identityFromNodeId, identityFromPeerCertificate } from './auth.js';
-import { type ClientCertificate, callAt, clientCertificateOf } from './client-cert.js';
+import { type ClientCertificate, clientCertificateOf } from './client-cert.js';
 import { DeltaAdsStream } from './delta-stream.js';
 import {
   isRefused,
@@ -282,7 +282,6 @@ export class AdsServer {
     }
 
     let finished = false;
-    let cancelExpiry = (): void => {};
     const stream = create({
       id,
       remote,
@@ -298,7 +297,6 @@ export class AdsServer {
       onClose: (s) => {
         this.active.delete(s.id);
         this.clientCerts.delete(s.id);
-        cancelExpiry();
         // Ending our side is what lets stop() and the client see the stream done.
         if (!finished) {
           finished = true;
@@ -307,23 +305,10 @@ export class AdsServer {
       },
     });
     this.active.set(id, stream);
-    if (cert !== undefined) {
-      this.clientCerts.set(id, cert);
-      // TLS checks validity only at the handshake, so a stream would outlive its certificate:
-      // end it then, and the proxy reconnects with the one its bootstrap Secret now holds
-      // (pkg/injector/bootstrap-rotation.ts). An expired identity gets no more config or secrets.
-      const notAfter = cert.notAfter;
-      cancelExpiry = callAt(notAfter, () => {
-        if (finished) return;
-        this.log.info(
-          { stream: id, remote, notAfter: new Date(notAfter).toISOString() },
-          'client certificate expired; ending the ADS stream',
-        );
-        finished = true;
-        failCall(grpc.status.UNAUTHENTICATED, 'client certificate expired');
-        stream.close();
-      });
-    }
+    // TLS checks validity only at the handshake: a connection outlives its certificate, and the
+    // proxy presents the renewed one (pkg/injector/bootstrap-rotation.ts) when it next connects.
+    // Ending the stream would not help: Envoy opens the next one on the same HTTP/2 connection.
+    if (cert !== undefined) this.clientCerts.set(id, cert);
 
     const budget = new RequestBudget(this.limits);
     call.on('data', (req: Req | RefusedRequest) => {
