@@ -372,9 +372,11 @@ describe('egress through real Envoy sidecars', { skip, timeout: 420_000 }, () =>
       return (await p.envoyStats(k.replace(/\./g, '\\.'))).get(k) ?? 0;
     };
     await mesh.setMeshConfig({ traffic: { permissive: false, enableEgress: true } });
-    await until('thief passes through', async () => {
-      const r = await script(thief, HTTP_GET(PLAIN, `http://${PLAIN}/hello`));
-      return r['status'] === 200;
+    // Each sidecar gets the change in its own push: wait for both.
+    await until('thief and buyer pass through', async () => {
+      const t = await script(thief, HTTP_GET(PLAIN, `http://${PLAIN}/hello`));
+      const b = await script(buyer, HTTP_GET('other.outside.test', 'http://other.outside.test/'));
+      return t['status'] === 200 && b['status'] === 200;
     });
     const t0 = await passthrough(thief);
     const ok = await script(thief, HTTP_GET(PLAIN, `http://${PLAIN}/free`));
@@ -394,9 +396,10 @@ describe('egress through real Envoy sidecars', { skip, timeout: 420_000 }, () =>
     console.log(`enableEgress: thief passthrough cx ${t0}→${t0 + 1}, buyer ${b0}→${b0 + 2}`);
 
     await mesh.setMeshConfig({ traffic: { permissive: false } });
-    await until('thief refused again', async () => {
-      const r = await script(thief, HTTP_GET(PLAIN, `http://${PLAIN}/hello`));
-      return r['status'] === 403;
+    await until('thief and buyer refused again', async () => {
+      const t = await script(thief, HTTP_GET(PLAIN, `http://${PLAIN}/hello`));
+      const b = await script(buyer, HTTP_GET('other.outside.test', 'http://other.outside.test/'));
+      return t['status'] === 403 && b['status'] === 403;
     });
     const t1 = await passthrough(thief);
     assert.equal(
