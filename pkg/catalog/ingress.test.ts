@@ -1,6 +1,10 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
+import { ingressObjects } from '../envoy/testing/ingress.js';
+import { storeOf } from '../envoy/testing/mesh.js';
+import { DEFAULT_MESH_NAME } from '../mesh/constants.js';
 import { ingressPath, routeAdmits } from './ingress.js';
+import { buildMeshView, ingressPorts, policyProblems } from './view.js';
 
 test('Kubernetes pathType: Exact as is, Prefix element-wise without a trailing slash, / is every path', () => {
   assert.deepEqual(ingressPath('Exact', '/foo/'), { type: 'Exact', value: '/foo/' });
@@ -26,4 +30,39 @@ test('routeAdmits: exact or one-label wildcard hosts (any case), Exact and eleme
   assert.ok(routeAdmits(exact, undefined, '/health'));
   assert.ok(!routeAdmits(exact, undefined, '/health/'));
   assert.ok(routeAdmits({}, undefined, '/anything'));
+});
+
+test('IngressBackend matches: the named matches of each group admitted, a name the group lacks reported and admitting nothing', () => {
+  const objects = ingressObjects().map((o) =>
+    o.kind === 'IngressBackend' && o.metadata.name === 'api'
+      ? {
+          ...o,
+          spec: {
+            ...o.spec,
+            matches: [
+              { kind: 'HTTPRouteGroup' as const, name: 'reads', matches: ['reads', 'writes'] },
+              { kind: 'HTTPRouteGroup' as const, name: 'gone' },
+            ],
+          },
+        }
+      : o,
+  );
+  const view = buildMeshView(storeOf(objects), { meshName: DEFAULT_MESH_NAME });
+  const policy = ingressPorts(view).get('bookwarehouse/bookwarehouse|14001')?.policies[0];
+  assert.deepEqual(policy?.matches, [
+    { name: 'reads', pathRegex: '/skein\\.Warehouse/Get.*', methods: ['POST'] },
+  ]);
+  assert.deepEqual(
+    policyProblems(view)
+      .filter((p) => p.kind === 'IngressBackend')
+      .map((p) => p.reason),
+    [
+      'HTTPRouteGroup bookwarehouse/reads has no match named "writes"; it admits nothing',
+      'HTTPRouteGroup bookwarehouse/gone does not exist; it admits nothing',
+    ],
+  );
+  // No spec.matches: every request admitted ('all'); the other IngressBackend unaffected throughout.
+  const plain = buildMeshView(storeOf(ingressObjects()), { meshName: DEFAULT_MESH_NAME });
+  assert.equal(ingressPorts(plain).get('bookstore/bookstore-v1|14001')?.policies[0]?.matches, 'all');
+  assert.equal(ingressPorts(view).get('bookstore/bookstore-v1|14001')?.policies[0]?.matches, 'all');
 });

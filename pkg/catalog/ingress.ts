@@ -256,6 +256,12 @@ export function compileIngress(inputs: IngressInputs, problems: ProblemList): Ma
         for (const m of group.spec.matches ?? []) {
           if (ref.matches === undefined || ref.matches.includes(m.name)) matches.push(m);
         }
+        // A name the group lacks admits nothing (never more than asked): say so.
+        for (const name of ref.matches ?? [])
+          if (!(group.spec.matches ?? []).some((m) => m.name === name))
+            report(
+              `HTTPRouteGroup ${ns}/${ref.name} has no match named ${JSON.stringify(name)}; it admits nothing`,
+            );
       }
     }
     if (cidrs.size === 0) report('no source address resolved yet; it admits nobody');

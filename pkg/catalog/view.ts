@@ -188,6 +188,19 @@ export function egressEnabled(view: MeshView): boolean {
   return meshConfigOf(view)?.spec.traffic?.enableEgress === true;
 }
 
+/**
+ * Why every destination outside the mesh leaves unchecked, or undefined when
+ * the Egress rules are what the sidecars enforce (SMI mode without
+ * enableEgress). lds/sidecar.ts: either puts the passthrough default chain on
+ * the outbound listener and no egress chains.
+ */
+export function egressPassthrough(view: MeshView): string | undefined {
+  if (view.permissive) return 'permissive mode: every destination outside the mesh passes through';
+  if (egressEnabled(view))
+    return 'MeshConfig spec.traffic.enableEgress: every destination outside the mesh passes through';
+  return undefined;
+}
+
 const EMPTY: readonly never[] = Object.freeze([]);
 const NO_SETTINGS: ReadonlyMap<string, UpstreamSetting> = new Map();
 

@@ -1,23 +1,16 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { pod, service, shopMesh } from '../catalog/fixtures.js';
 import { buildMeshView } from '../catalog/view.js';
 import type { ManagedCertificateInfo } from '../certificate/manager.js';
-import { INGRESS_PRINCIPAL, ingressObjects } from '../envoy/testing/ingress.js';
-import { bookstoreObjects, storeOf } from '../envoy/testing/mesh.js';
-import { bookbuyerRetries } from '../envoy/testing/retry.js';
 import { TypeUrl } from '../envoy/types.js';
 import { HealthServer } from '../health/server.js';
-import { DEFAULT_MESH_NAME } from '../mesh/constants.js';
 import type { ProxyIdentity } from '../mesh/identity.js';
-import type { AnyObject } from '../model/objects.js';
 import { ProblemBook } from '../registry/problem-book.js';
 import { MeshStore } from '../registry/store.js';
 import { encodeResource } from '../xds/cache/encoded.js';
 import type { StreamStatus } from '../xds/server/types.js';
 import { buildCerts } from './certs.js';
 import { buildConfigDump } from './config-dump.js';
-import { buildPolicies } from './policies.js';
 import { buildProxies, findStream, syncState } from './proxies.js';
 import { mountDebugRoutes } from './routes.js';
 
@@ -148,60 +141,6 @@ test('buildCerts lists names, SANs, serial and dates, nothing else', () => {
   });
 });
 
-test('buildPolicies: allowed sources per port with the TrafficTarget behind them, routes and split weights', () => {
-  const store = storeOf([
-    ...shopMesh(),
-    // A meshed identity no TrafficTarget names as its destination.
-    service('shop', 'audit', [{ name: 'http', port: 14001, appProtocol: 'http' }]),
-    pod('shop', 'audit-1', { sa: 'auditor', labels: { app: 'audit' }, ip: '10.0.0.9' }),
-  ]);
-  const out = buildPolicies(buildMeshView(store, { meshName: 'skein' }));
-  assert.equal(out.permissive, false);
-  const store1 = out.services.find((s) => s.service === 'shop/bookstore');
-  assert.deepEqual(store1?.ports[0]?.rules, [
-    {
-      sources: ['buyers/bookbuyer'],
-      http: [{ name: 'buy', pathRegex: '/buy', methods: ['GET'] }],
-      origin: 'TrafficTarget shop/buyer-to-store',
-    },
-  ]);
-  assert.deepEqual(store1?.split, [
-    { service: 'shop/bookstore-v1', weight: 90 },
-    { service: 'shop/bookstore-v2', weight: 10 },
-  ]);
-  // Not a destination of any TrafficTarget: deny all, shown as no rules.
-  assert.deepEqual(out.services.find((s) => s.service === 'shop/audit')?.ports[0]?.rules, []);
-});
-
-test('buildPolicies: ingress per backend target port — sources, Ingress routes, principals, SNI, matches', () => {
-  const out = buildPolicies(buildMeshView(storeOf(ingressObjects()), { meshName: DEFAULT_MESH_NAME }));
-  assert.deepEqual(
-    out.ingress.map((i) => [i.service, i.targetPort, i.protocol, i.cidrs, i.ingresses]),
-    [
-      [
-        'bookstore/bookstore-v1',
-        14001,
-        'http',
-        ['10.0.9.0/24', '10.244.9.10/32'],
-        ['Ingress bookstore/shop'],
-      ],
-      ['bookwarehouse/bookwarehouse', 14001, 'https', ['10.0.9.9/32'], []],
-    ],
-  );
-  const [store, warehouse] = out.ingress;
-  assert.deepEqual(store?.routes, [
-    { host: 'shop.example.com', path: { type: 'Prefix', value: '/books' } },
-    { host: 'shop.example.com', path: { type: 'Exact', value: '/about' } },
-  ]);
-  assert.equal(warehouse?.routes, 'all');
-  assert.deepEqual(
-    warehouse?.policies.map((p) => [p.origin, p.principals, p.sniHosts]),
-    [['IngressBackend bookwarehouse/api', [INGRESS_PRINCIPAL], ['warehouse.example.com']]],
-  );
-  // No IngressBackend: nothing admitted from outside, shown as no entries.
-  assert.deepEqual(buildPolicies(buildMeshView(storeOf(shopMesh()), { meshName: 'skein' })).ingress, []);
-});
-
 test('mountDebugRoutes: 404 while disabled (checked per request), JSON when enabled', async () => {
   let enabled = false;
   const health = new HealthServer([]);
@@ -256,20 +195,4 @@ test('mountDebugRoutes: 404 while disabled (checked per request), JSON when enab
   } finally {
     await health.close();
   }
-});
-
-test('buildPolicies: the Retry in force per source → destination pair', () => {
-  const objects: AnyObject[] = [...bookstoreObjects(), ...bookbuyerRetries()];
-  const out = buildPolicies(buildMeshView(storeOf(objects), { meshName: DEFAULT_MESH_NAME }));
-  assert.deepEqual(
-    out.retries.map(
-      (r) =>
-        `${r.source} → ${r.destination}: ${r.origin} ${r.retryOn.join(',')} x${r.numRetries} budget ${r.budget?.percent}%`,
-    ),
-    [
-      'bookbuyer/bookbuyer → bookstore/bookstore: Retry bookbuyer/to-bookstore 5xx,reset,retriable-status-codes,unavailable x3 budget 20%',
-      'bookbuyer/bookbuyer → bookstore/bookstore-v1: Retry bookbuyer/to-bookstore 5xx,reset,retriable-status-codes,unavailable x3 budget 20%',
-    ],
-  );
-  assert.deepEqual(buildPolicies(buildMeshView(storeOf(shopMesh()), { meshName: 'skein' })).retries, []);
 });

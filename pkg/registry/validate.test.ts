@@ -191,3 +191,165 @@ describe('validateManifest', () => {
     assert.equal(good.ok, true);
   });
 });
+
+describe('IngressBackend rules', () => {
+  type Spec = Extract<AnyObject, { kind: 'IngressBackend' }>['spec'];
+  const ib = (spec: Partial<Spec>): AnyObject => ({
+    apiVersion: 'policy.skein.dev/v1alpha1',
+    kind: 'IngressBackend',
+    metadata: meta('bookstore'),
+    spec: {
+      backends: [{ name: 'bookstore', port: { number: 14001, protocol: 'http' } }],
+      sources: [{ kind: 'IPRange', name: '10.0.9.0/24' }],
+      ...spec,
+    },
+  });
+  const https = (skipClientCertValidation?: boolean): Spec['backends'] => [
+    {
+      name: 'bookstore',
+      port: { number: 14001, protocol: 'https' },
+      ...(skipClientCertValidation === undefined ? {} : { tls: { skipClientCertValidation } }),
+    },
+  ];
+  const principal: Spec['sources'] = [
+    { kind: 'IPRange', name: '10.0.9.9' },
+    { kind: 'AuthenticatedPrincipal', name: 'ingress-nginx.ingress-nginx.cluster.local' },
+  ];
+
+  it('accepts http from an IPRange or a Service, and https with or without client validation', () => {
+    assert.deepEqual(semanticProblems(ib({})), []);
+    assert.deepEqual(
+      semanticProblems(ib({ sources: [{ kind: 'Service', name: 'nginx', namespace: 'x' }] })),
+      [],
+    );
+    assert.deepEqual(semanticProblems(ib({ backends: https() })), []);
+    assert.deepEqual(semanticProblems(ib({ backends: https(true) })), []);
+  });
+
+  it('mTLS: an AuthenticatedPrincipal needs https with the client certificate validated (OSM had it inverted)', () => {
+    // The case OSM's webhook refused: principal + client validation on is exactly right.
+    assert.deepEqual(semanticProblems(ib({ backends: https(), sources: principal })), []);
+    assert.deepEqual(semanticProblems(ib({ backends: https(false), sources: principal })), []);
+    // The case OSM's webhook let through: a principal nobody can prove.
+    assert.deepEqual(semanticProblems(ib({ backends: https(true), sources: principal })), [
+      'spec.backends[0]: AuthenticatedPrincipal sources need client certificate validation (skipClientCertValidation: true)',
+    ]);
+    assert.deepEqual(semanticProblems(ib({ sources: principal })), [
+      'spec.backends[0]: AuthenticatedPrincipal sources need protocol https (plaintext carries no client certificate)',
+    ]);
+  });
+
+  it('rejects tls on http, a backend port twice, a bad IPRange, and no source to match addresses on', () => {
+    assert.deepEqual(
+      semanticProblems(
+        ib({
+          backends: [
+            {
+              name: 'bookstore',
+              port: { number: 14001, protocol: 'http' },
+              tls: { sniHosts: ['a.example.com'] },
+            },
+            { name: 'bookstore', port: { number: 14001, protocol: 'http' } },
+          ],
+          sources: [{ kind: 'IPRange', name: '10.0.9.0/33' }],
+        }),
+      ),
+      [
+        'spec.backends[0].tls: only meaningful with protocol https',
+        'spec.backends[1]: bookstore port 14001 is listed twice',
+        'spec.sources[0].name: "10.0.9.0/33": prefix length must be 0-32',
+      ],
+    );
+    assert.deepEqual(
+      semanticProblems(ib({ backends: https(), sources: [{ kind: 'AuthenticatedPrincipal', name: 'p' }] })),
+      ['spec.sources: at least one Service or IPRange source is required (ingress is matched by source IP)'],
+    );
+  });
+
+  it('matches: groups and match names once each, a name list never empty', () => {
+    const group = (name: string, matches?: string[]) => ({
+      kind: 'HTTPRouteGroup' as const,
+      name,
+      ...(matches ? { matches } : {}),
+    });
+    // OSM's examples spell apiGroup with its version: accepted as is.
+    assert.deepEqual(
+      semanticProblems(
+        ib({
+          matches: [{ ...group('reads', ['get']), apiGroup: 'specs.smi-spec.io/v1alpha4' }, group('writes')],
+        }),
+      ),
+      [],
+    );
+    assert.deepEqual(
+      semanticProblems(
+        ib({ matches: [group('reads', ['get', 'list', 'get']), group('reads'), group('none', [])] }),
+      ),
+      [
+        'spec.matches[0].matches[2]: "get" is listed twice',
+        'spec.matches[1]: HTTPRouteGroup reads is named twice',
+        'spec.matches[2].matches: an empty list admits nothing; omit it to admit every match of none',
+      ],
+    );
+  });
+
+  it('through validateManifest: the schema first (kind), then these rules', () => {
+    const raw = (matches: unknown) => ({
+      apiVersion: 'policy.skein.dev/v1alpha1',
+      kind: 'IngressBackend',
+      metadata: meta('bookstore'),
+      spec: {
+        backends: [
+          { name: 'b', port: { number: 80, protocol: 'https' }, tls: { skipClientCertValidation: true } },
+        ],
+        sources: [
+          { kind: 'AuthenticatedPrincipal', name: 'p' },
+          { kind: 'IPRange', name: '10.0.0.1' },
+        ],
+        matches,
+      },
+    });
+    const schemaBad = validateManifest(raw([{ kind: 'TCPRoute', name: 'x' }]));
+    assert.equal(schemaBad.ok, false);
+    assert.match(schemaBad.ok ? '' : schemaBad.reason, /^spec\.matches\[0\]\.kind/);
+    const semanticBad = validateManifest(raw([{ kind: 'HTTPRouteGroup', name: 'x', matches: [] }]));
+    assert.deepEqual(semanticBad, {
+      ok: false,
+      reason:
+        'spec.backends[0]: AuthenticatedPrincipal sources need client certificate validation (skipClientCertValidation: true); spec.matches[0].matches: an empty list admits nothing; omit it to admit every match of x',
+    });
+  });
+});
+
+describe('Egress rules', () => {
+  it('through validateManifest: hosts, IP ranges, ports once each, http needs hosts', () => {
+    const raw = (spec: Record<string, unknown>) =>
+      validateManifest({
+        apiVersion: 'policy.skein.dev/v1alpha1',
+        kind: 'Egress',
+        metadata: meta('bookbuyer'),
+        spec: { sources: [{ kind: 'ServiceAccount', name: 'bookbuyer', namespace: 'bookbuyer' }], ...spec },
+      });
+    assert.equal(raw({ hosts: ['api.example.com'], ports: [{ number: 80, protocol: 'http' }] }).ok, true);
+    assert.equal(raw({ ipAddresses: ['10.1.0.0/16'], ports: [{ number: 5432, protocol: 'tcp' }] }).ok, true);
+    assert.deepEqual(
+      raw({
+        hosts: ['not a host'],
+        ipAddresses: ['10.1.0.0/99'],
+        ports: [
+          { number: 443, protocol: 'https' },
+          { number: 443, protocol: 'https' },
+        ],
+      }),
+      {
+        ok: false,
+        reason:
+          'spec.hosts[0]: "not a host" is not a host name; spec.ipAddresses[0]: "10.1.0.0/99" is not an IP address or CIDR; spec.ports[1]: port 443 is listed twice',
+      },
+    );
+    assert.deepEqual(raw({ ports: [{ number: 80, protocol: 'http' }] }), {
+      ok: false,
+      reason: 'spec.ports[0]: an http port needs spec.hosts (requests are routed by Host header)',
+    });
+  });
+});

@@ -213,7 +213,11 @@ export function cidrProblem(text: string): string | undefined {
  *   chains by destination port, server name, transport, then source IP —
  *   FilterChainMatch, listener_components.proto), so a Service or IPRange
  *   source is required: without one the chain could not be told from the
- *   mesh's own chain on that port.
+ *   mesh's own chain on that port;
+ * - `matches` (accepted and ignored by OSM, enforced here): a group named
+ *   twice, a match name listed twice, or an empty name list (which would
+ *   admit nothing, unlike an omitted one, which admits every match) is a
+ *   mistake, never a policy.
  */
 function ingressBackendProblems(ib: IngressBackend): string[] {
   const out: string[] = [];
@@ -242,6 +246,21 @@ function ingressBackendProblems(ib: IngressBackend): string[] {
     if (s.kind !== 'IPRange') return;
     const p = cidrProblem(s.name);
     if (p) out.push(`spec.sources[${i}].name: ${p}`);
+  });
+  const groups = new Set<string>();
+  (ib.spec.matches ?? []).forEach((m, i) => {
+    if (groups.has(m.name)) out.push(`spec.matches[${i}]: HTTPRouteGroup ${m.name} is named twice`);
+    groups.add(m.name);
+    if (m.matches === undefined) return;
+    if (m.matches.length === 0)
+      out.push(
+        `spec.matches[${i}].matches: an empty list admits nothing; omit it to admit every match of ${m.name}`,
+      );
+    const names = new Set<string>();
+    m.matches.forEach((n, j) => {
+      if (names.has(n)) out.push(`spec.matches[${i}].matches[${j}]: ${JSON.stringify(n)} is listed twice`);
+      names.add(n);
+    });
   });
   if (!ib.spec.sources.some((s) => s.kind === 'Service' || s.kind === 'IPRange'))
     out.push(

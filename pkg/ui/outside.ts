@@ -6,7 +6,7 @@
 // — so the page shows what the sidecars enforce, grouped the same way.
 import type { IpRange } from '../catalog/egress.js';
 import type { MeshView } from '../catalog/types.js';
-import { egressEnabled, egressRulesOf, egressSources, ingressPorts } from '../catalog/view.js';
+import { egressPassthrough, egressRulesOf, egressSources, ingressPorts } from '../catalog/view.js';
 import { egressPlan } from '../envoy/egress/plan.js';
 import { identityKey } from '../mesh/identity.js';
 import type {
@@ -38,16 +38,6 @@ const ANY_ID = 'ext:any';
 
 function cidr(r: IpRange): string {
   return `${r.address}/${r.prefixLen}`;
-}
-
-/** Why everything outside the mesh leaves unchecked, or undefined when Egress rules apply (SMI mode). */
-function passthroughReason(view: MeshView): string | undefined {
-  // lds/sidecar.ts: permissive mode or enableEgress puts the passthrough
-  // default chain on the outbound listener and no egress chains.
-  if (view.permissive) return 'permissive mode: every destination outside the mesh passes through';
-  if (egressEnabled(view))
-    return 'MeshConfig spec.traffic.enableEgress: every destination outside the mesh passes through';
-  return undefined;
 }
 
 export function outsideGraph(inp: OutsideInputs): OutsideGraph {
@@ -83,7 +73,7 @@ function egressPart(
 ): void {
   const { view } = inp;
   const ids = egressSources(view);
-  const reason = passthroughReason(view);
+  const reason = egressPassthrough(view);
   if (reason !== undefined) {
     // Said once, like permissive mode's allow edges: an edge from every workload would say nothing.
     const moot = new Set<string>();

@@ -1,5 +1,5 @@
-// The controller in Kubernetes mode writes what it made of each SMI object and
-// of its MeshConfig into their status.conditions (an Accepted condition with
+// The controller in Kubernetes mode writes what it made of each SMI object, of
+// IngressBackend and Egress, and of its MeshConfig into their status.conditions (an Accepted condition with
 // reason, message and observedGeneration), through the CRDs' status
 // subresource, against the real API server: valid objects True, an object
 // skein refuses False (InvalidObject), one a policy problem affects False
@@ -26,6 +26,26 @@ const MESH = `skein-st-${sfx}`;
 const CP = `skein-system-st-${sfx}`;
 const SHOP = `shop-st-${sfx}`;
 const MESHCONFIG = { group: 'config.skein.dev', version: 'v1alpha1', plural: 'meshconfigs' };
+const INGRESS_BACKEND = { group: 'policy.skein.dev', version: 'v1alpha1', plural: 'ingressbackends' };
+const EGRESS = { group: 'policy.skein.dev', version: 'v1alpha1', plural: 'egresses' };
+
+function ingressBackendBody(name: string, spec: Record<string, unknown>) {
+  return {
+    apiVersion: 'policy.skein.dev/v1alpha1',
+    kind: 'IngressBackend',
+    metadata: { name, namespace: SHOP },
+    spec,
+  };
+}
+function egressBody(name: string, spec: Record<string, unknown>) {
+  const sources = [{ kind: 'ServiceAccount', name: 'client', namespace: SHOP }];
+  return {
+    apiVersion: 'policy.skein.dev/v1alpha1',
+    kind: 'Egress',
+    metadata: { name, namespace: SHOP },
+    spec: { sources, ...spec },
+  };
+}
 
 interface Condition {
   type: string;
@@ -40,7 +60,7 @@ interface Stored {
   status?: { conditions?: Condition[] };
 }
 
-describe('status.conditions of SMI objects and the MeshConfig (Kubernetes mode)', {
+describe('status.conditions of SMI objects, IngressBackend, Egress and the MeshConfig (Kubernetes mode)', {
   timeout: 120_000,
 }, () => {
   let release: (() => Promise<void>) | undefined;
@@ -110,6 +130,62 @@ describe('status.conditions of SMI objects and the MeshConfig (Kubernetes mode)'
         spec: { service: 'web', backends: [{ service: 'web-v9', weight: 100 }] },
       },
     });
+    // IngressBackend and Egress: one accepted, one refused, one with a policy problem each.
+    await core.createNamespacedService({
+      namespace: SHOP,
+      body: {
+        metadata: { name: 'api' },
+        spec: { ports: [{ port: 80, targetPort: 8080, name: 'http' }], selector: { app: 'api' } },
+      },
+    });
+    await custom.createNamespacedCustomObject({
+      group: 'specs.smi-spec.io',
+      version: 'v1alpha4',
+      plural: 'httproutegroups',
+      namespace: SHOP,
+      body: {
+        apiVersion: 'specs.smi-spec.io/v1alpha4',
+        kind: 'HTTPRouteGroup',
+        metadata: { name: 'reads', namespace: SHOP },
+        spec: { matches: [{ name: 'get', pathRegex: '/.*', methods: ['GET'] }] },
+      },
+    });
+    const apiBackend = (protocol: string, tls?: Record<string, unknown>) => [
+      { name: 'api', port: { number: 8080, protocol }, ...(tls ? { tls } : {}) },
+    ];
+    const policyBodies = [
+      ingressBackendBody('ib-ok', {
+        backends: apiBackend('http'),
+        sources: [{ kind: 'IPRange', name: '10.0.9.0/24' }],
+        matches: [{ kind: 'HTTPRouteGroup', name: 'reads', matches: ['get'] }],
+      }),
+      // Valid for the API server's schema, refused by skein: a principal no certificate check proves.
+      ingressBackendBody('ib-unchecked', {
+        backends: apiBackend('https', { skipClientCertValidation: true }),
+        sources: [
+          { kind: 'IPRange', name: '10.0.9.0/24' },
+          { kind: 'AuthenticatedPrincipal', name: 'ingress.example.com' },
+        ],
+      }),
+      ingressBackendBody('ib-no-match', {
+        backends: [{ name: 'api', port: { number: 9090, protocol: 'http' } }],
+        sources: [{ kind: 'IPRange', name: '10.0.9.0/24' }],
+        matches: [{ kind: 'HTTPRouteGroup', name: 'reads', matches: ['put'] }],
+      }),
+      egressBody('eg-ok', { hosts: ['api.example.com'], ports: [{ number: 80, protocol: 'http' }] }),
+      egressBody('eg-hostless', { ports: [{ number: 80, protocol: 'http' }] }),
+      egressBody('eg-no-group', {
+        hosts: ['api.example.com'],
+        ports: [{ number: 8000, protocol: 'http' }],
+        matches: [{ kind: 'HTTPRouteGroup', name: 'missing' }],
+      }),
+    ];
+    for (const body of policyBodies)
+      await custom.createNamespacedCustomObject({
+        ...(body.kind === 'Egress' ? EGRESS : INGRESS_BACKEND),
+        namespace: SHOP,
+        body,
+      });
     controller = await startKubeController({
       kubeconfigPath: cluster.endpoint.kubeconfigPath,
       meshName: MESH,
@@ -170,6 +246,30 @@ describe('status.conditions of SMI objects and the MeshConfig (Kubernetes mode)'
       // The status moved, so the transition time did.
       assert.notEqual(condition.lastTransitionTime, before.lastTransitionTime);
     });
+  });
+
+  test('IngressBackend and Egress: accepted, refused (InvalidObject) and PolicyProblem, each saying why', async () => {
+    const cases: [typeof SMI_ACCESS, string, 'True' | 'False', string, RegExp][] = [
+      [INGRESS_BACKEND, 'ib-ok', 'True', 'Accepted', /valid and in force/],
+      [INGRESS_BACKEND, 'ib-unchecked', 'False', 'InvalidObject', /need client certificate validation/],
+      [INGRESS_BACKEND, 'ib-no-match', 'False', 'PolicyProblem', /no port of the Service targets port 9090/],
+      [EGRESS, 'eg-ok', 'True', 'Accepted', /valid and in force/],
+      [EGRESS, 'eg-hostless', 'False', 'InvalidObject', /an http port needs spec\.hosts/],
+      [EGRESS, 'eg-no-group', 'False', 'PolicyProblem', /HTTPRouteGroup .*\/missing does not exist/],
+    ];
+    for (const [api, name, status, reason, message] of cases)
+      await eventually(`${api.plural} ${name}: ${reason}`, async () => {
+        const { condition, generation } = await accepted(api, name);
+        assert.equal(condition.status, status, JSON.stringify(condition));
+        assert.equal(condition.reason, reason, JSON.stringify(condition));
+        assert.match(condition.message ?? '', message);
+        assert.equal(condition.observedGeneration, generation);
+      });
+    // The IngressBackend's missing match name is a problem of its own, reported with the port's.
+    assert.match(
+      (await accepted(INGRESS_BACKEND, 'ib-no-match')).condition.message ?? '',
+      /no match named "put"/,
+    );
   });
 
   test('observedGeneration follows a spec edit; conditions of other writers stay', async () => {

@@ -5,7 +5,10 @@
 // identities: `buyer` is the source of three Egress objects, `thief` of none.
 // Every call is made by the app (uid 1000, redirected to Envoy by iptables);
 // reasons are read from Envoy's own stats, and `skein policy check --to` must
-// give the verdict Envoy gave for each case. The last tests give later pods
+// give the verdict Envoy gave for each case. Then: client-first TCP by address
+// range and port, a wrong SNI from an allowed identity, HTTPRouteGroup
+// matches on an http Egress, and MeshConfig enableEgress on and off again.
+// The last tests give later pods
 // MeshConfig interception lists (exclusion, then inclusion) that take the
 // outside server out of Envoy's path, and show the earlier pods keep theirs.
 import assert from 'node:assert/strict';
@@ -27,6 +30,10 @@ const SECURE = 'secure.outside.test';
 const HTTP_EGRESS = 80;
 const TLS_EGRESS = 443;
 const SMTP_PORT = 2525;
+/** Client-first TCP: allowed to the outside server's address. */
+const ECHO_PORT = 7000;
+/** Client-first TCP: an Egress allows it to another range only. */
+const ECHO_ELSEWHERE_PORT = 7001;
 
 /** Node scripts the app container runs (`kubectl exec`): one JSON line out. */
 const HTTP_GET = (host: string, url: string) => `
@@ -36,9 +43,10 @@ const req = http.get(${JSON.stringify(url)}, { headers: { host: ${JSON.stringify
 });
 req.on('error', (e) => console.log(JSON.stringify({ error: e.code || e.message })));`;
 
-const TLS_CONNECT = (ca: string, host: string, port: number) => `
+/** `sni` other than `host`: the CA still verifies the chain, the name check is off (only Envoy may refuse it). */
+const TLS_CONNECT = (ca: string, host: string, port: number, sni = host) => `
 const tls = require('node:tls');
-const s = tls.connect({ host: ${JSON.stringify(host)}, port: ${port}, servername: ${JSON.stringify(host)}, ca: ${JSON.stringify(ca)}, timeout: 5000 }, () => {
+const s = tls.connect({ host: ${JSON.stringify(host)}, port: ${port}, servername: ${JSON.stringify(sni)}, ca: ${JSON.stringify(ca)}, timeout: 5000${sni === host ? '' : ', checkServerIdentity: () => undefined'} }, () => {
   s.write('ping\\n');
 });
 let data = ''; s.on('data', (d) => { data += d; if (data.includes('\\n')) { console.log(JSON.stringify({ ok: true, authorized: s.authorized, data: data.trim() })); s.destroy(); } });
@@ -55,12 +63,25 @@ s.on('close', () => console.log(JSON.stringify({ error: 'closed', ms: performanc
 s.on('error', (e) => console.log(JSON.stringify({ error: e.code || e.message })));
 s.on('timeout', () => { console.log(JSON.stringify({ error: 'timeout' })); s.destroy(); });`;
 
+/** A client-first TCP exchange: the client speaks, the server echoes. */
+const ECHO = (ip: string, port: number) => `
+const net = require('node:net');
+const s = net.connect({ host: ${JSON.stringify(ip)}, port: ${port} }, () => s.write('ping\\n'));
+s.setTimeout(5000);
+let data = '';
+s.on('data', (d) => { data += d; if (data.includes('\\n')) { console.log(JSON.stringify({ data: data.trim() })); s.destroy(); } });
+s.on('close', () => console.log(JSON.stringify({ error: 'closed', data })));
+s.on('error', (e) => console.log(JSON.stringify({ error: e.code || e.message })));
+s.on('timeout', () => { console.log(JSON.stringify({ error: 'timeout' })); s.destroy(); });`;
+
 /** The outside servers: one process in the outside namespace. */
 const SERVERS = (key: string, cert: string) => `
 const http = require('node:http'), tls = require('node:tls'), net = require('node:net');
 http.createServer((q, r) => r.end('plain says hi to ' + q.headers.host + q.url)).listen(${HTTP_EGRESS});
 tls.createServer({ key: ${JSON.stringify(key)}, cert: ${JSON.stringify(cert)} }, (s) => s.on('data', () => s.end('secure pong\\n'))).listen(${TLS_EGRESS});
 net.createServer((s) => s.write('220 smtp.outside.test ready\\r\\n')).listen(${SMTP_PORT});
+for (const port of [${ECHO_PORT}, ${ECHO_ELSEWHERE_PORT}])
+  net.createServer((s) => s.on('data', (d) => s.end('echo ' + port + ' ' + d))).listen(port);
 console.log('listening');`;
 
 const spec = (name: string, serviceAccount = name, annotations: Record<string, string> = {}): PodSpec => ({
@@ -164,15 +185,26 @@ describe('egress through real Envoy sidecars', { skip, timeout: 420_000 }, () =>
       ipAddresses: [`${outsideIp}/32`],
       ports: [{ number: SMTP_PORT, protocol: 'tcp-server-first' }],
     });
+    await egress('echo', {
+      ipAddresses: [`${outsideIp}/32`],
+      ports: [{ number: ECHO_PORT, protocol: 'tcp' }],
+    });
+    // TEST-NET-1 (RFC 5737): never the outside server's address.
+    await egress('echo-elsewhere', {
+      ipAddresses: ['192.0.2.0/24'],
+      ports: [{ number: ECHO_ELSEWHERE_PORT, protocol: 'tcp' }],
+    });
     buyer = await mesh.startPod(spec('buyer'));
     thief = await mesh.startPod(spec('thief'));
     await mesh.runner.refreshHosts();
     await Promise.all([mesh.waitReady(buyer), mesh.waitReady(thief)]);
     // The controller watches Pods and Egresses separately: buyer can be Ready on a push made
     // before the Egresses arrived (seen on a loaded machine). Wait for their chains.
-    await until('buyer has its three egress chains', async () => {
+    await until('buyer has its egress chains', async () => {
       const dump = await buyer.envoyAdmin('/config_dump?resource=dynamic_listeners');
-      return ['egress_80', 'egress_https_443', 'egress_tcp_2525'].every((c) => dump.includes(c));
+      return ['egress_80', 'egress_https_443', 'egress_tcp_2525', 'egress_tcp_7000', 'egress_tcp_7001'].every(
+        (c) => dump.includes(c),
+      );
     });
   });
 
@@ -238,6 +270,149 @@ describe('egress through real Envoy sidecars', { skip, timeout: 420_000 }, () =>
     assert.ok((stats.get('tcp.egress_tcp_2525.downstream_cx_total') ?? 0) >= 3, JSON.stringify([...stats]));
     assert.equal(await policy('buyer', `tcp://${outsideIp}:${SMTP_PORT}`), 'ALLOWED');
     assert.equal(await policy('thief', `tcp://${outsideIp}:${SMTP_PORT}`), 'DENIED');
+  });
+
+  test('tcp (client-first) by IP range and port: the allowed range answers; a port whose Egress names another range, and thief, are closed', async () => {
+    const stat = async (p: RunningPod, prefix: string) => {
+      const key = `tcp.${prefix}.downstream_cx_total`;
+      return (await p.envoyStats(key.replace(/\./g, '\\.'))).get(key) ?? 0;
+    };
+    const allowed0 = await stat(buyer, 'egress_tcp_7000');
+    const denied0 = await stat(buyer, 'egress_denied');
+    const ok = await script(buyer, ECHO(outsideIp, ECHO_PORT));
+    assert.equal(ok['data'], `echo ${ECHO_PORT} ping`, JSON.stringify(ok));
+    assert.equal(await stat(buyer, 'egress_tcp_7000'), allowed0 + 1);
+    // The outside server is not in 192.0.2.0/24: the range is enforced (OSM parsed it and never applied it).
+    const elsewhere = await script(buyer, ECHO(outsideIp, ECHO_ELSEWHERE_PORT));
+    assert.equal(elsewhere['data'] ?? '', '', JSON.stringify(elsewhere));
+    assert.ok(elsewhere['error'], JSON.stringify(elsewhere));
+    assert.equal(await stat(buyer, 'egress_denied'), denied0 + 1);
+    const thief0 = await stat(thief, 'outbound_denied');
+    const stolen = await script(thief, ECHO(outsideIp, ECHO_PORT));
+    assert.ok(stolen['error'] && !stolen['data'], JSON.stringify(stolen));
+    assert.equal(await stat(thief, 'outbound_denied'), thief0 + 1);
+    console.log(
+      `tcp egress: buyer egress_tcp_7000 cx ${allowed0}→${allowed0 + 1}, egress_denied ${denied0}→${denied0 + 1}; thief outbound_denied ${thief0}→${thief0 + 1}`,
+    );
+    assert.equal(await policy('buyer', `tcp://${outsideIp}:${ECHO_PORT}`), 'ALLOWED');
+    assert.equal(await policy('buyer', `tcp://${outsideIp}:${ECHO_ELSEWHERE_PORT}`), 'DENIED');
+    assert.equal(await policy('thief', `tcp://${outsideIp}:${ECHO_PORT}`), 'DENIED');
+  });
+
+  test('https: an allowed identity sending an SNI its Egress does not name is closed (egress_denied) before the handshake', async () => {
+    const key = 'tcp.egress_denied.downstream_cx_total';
+    const passed = 'tcp.egress_https_443.downstream_cx_total';
+    const read = async () => {
+      const s = await buyer.envoyStats('tcp\\.egress_(denied|https_443)\\.downstream_cx_total');
+      return { denied: s.get(key) ?? 0, passed: s.get(passed) ?? 0 };
+    };
+    const before = await read();
+    // The same server and port, the chain CA-verified if it got through: only the SNI differs.
+    const wrong = await script(buyer, TLS_CONNECT(ca, SECURE, TLS_EGRESS, 'wrong.outside.test'));
+    assert.ok(wrong['error'] && wrong['ok'] === undefined, JSON.stringify(wrong));
+    const mid = await read();
+    assert.deepEqual(mid, { denied: before.denied + 1, passed: before.passed });
+    const right = await script(buyer, TLS_CONNECT(ca, SECURE, TLS_EGRESS));
+    assert.equal(right['data'], 'secure pong', JSON.stringify(right));
+    assert.deepEqual(await read(), { denied: mid.denied, passed: mid.passed + 1 });
+    console.log(
+      `wrong SNI: ${JSON.stringify(wrong)}; stats before ${JSON.stringify(before)} after ${JSON.stringify(mid)}`,
+    );
+  });
+
+  test('http with HTTPRouteGroup matches: the matched path leaves, another path on the allowed host gets 403 at the sidecar', async () => {
+    await mesh.apply('specs.smi-spec.io', 'v1alpha4', 'httproutegroups', {
+      apiVersion: 'specs.smi-spec.io/v1alpha4',
+      kind: 'HTTPRouteGroup',
+      metadata: { name: 'plain-hello', namespace: mesh.namespace },
+      spec: { matches: [{ name: 'hello', pathRegex: '/hello(/.*)?', methods: ['GET'] }] },
+    });
+    await mesh.apply('policy.skein.dev', 'v1alpha1', 'egresses', {
+      apiVersion: 'policy.skein.dev/v1alpha1',
+      kind: 'Egress',
+      metadata: { name: 'plain', namespace: mesh.namespace },
+      spec: {
+        sources: [{ kind: 'ServiceAccount', name: 'buyer', namespace: mesh.namespace }],
+        hosts: [PLAIN],
+        ports: [{ number: HTTP_EGRESS, protocol: 'http' }],
+        matches: [{ apiGroup: 'specs.smi-spec.io/v1alpha4', kind: 'HTTPRouteGroup', name: 'plain-hello' }],
+      },
+    });
+    const upstream = async () => {
+      const k = 'cluster.plain.outside.test_80.upstream_rq_total';
+      return (await buyer.envoyStats(k.replace(/\./g, '\\.'))).get(k) ?? 0;
+    };
+    await until('the matches are in force', async () => {
+      const r = await script(buyer, HTTP_GET(PLAIN, `http://${PLAIN}/admin`));
+      return r['status'] === 403;
+    });
+    const u0 = await upstream();
+    const ok = await script(buyer, HTTP_GET(PLAIN, `http://${PLAIN}/hello/world`));
+    assert.equal(ok['status'], 200, JSON.stringify(ok));
+    assert.match(String(ok['body']), /plain says hi to plain\.outside\.test\/hello\/world/);
+    assert.equal(await upstream(), u0 + 1);
+    const other = await script(buyer, HTTP_GET(PLAIN, `http://${PLAIN}/admin`));
+    assert.equal(other['status'], 403, JSON.stringify(other));
+    assert.match(String(other['body']), /egress to plain\.outside\.test on port 80 is not allowed/);
+    assert.equal(await upstream(), u0 + 1, 'the refused request never left the sidecar');
+    // The host is allowed (RBAC), the route refused the path.
+    const s = await buyer.envoyStats('http\\.egress_80\\.');
+    assert.ok((s.get('http.egress_80.rbac.egress.allowed') ?? 0) >= 2, JSON.stringify([...s]));
+    assert.ok((s.get('http.egress_80.downstream_rq_4xx') ?? 0) >= 1, JSON.stringify([...s]));
+    console.log(
+      `egress matches: upstream_rq_total ${u0}→${u0 + 1}; egress_80 rbac.allowed=${s.get('http.egress_80.rbac.egress.allowed')} downstream_rq_4xx=${s.get('http.egress_80.downstream_rq_4xx')}`,
+    );
+    assert.equal(await policy('buyer', `http://${PLAIN}/hello/world`), 'ALLOWED');
+    assert.equal(await policy('buyer', `http://${PLAIN}/admin`), 'DENIED');
+  });
+
+  test('MeshConfig enableEgress in SMI mode: destinations no Egress names pass through; off again, refused', async () => {
+    const passthrough = async (p: RunningPod) => {
+      const k = 'cluster.passthrough-outbound.upstream_cx_total';
+      return (await p.envoyStats(k.replace(/\./g, '\\.'))).get(k) ?? 0;
+    };
+    await mesh.setMeshConfig({ traffic: { permissive: false, enableEgress: true } });
+    // Each sidecar gets the change in its own push: wait for both.
+    await until('thief and buyer pass through', async () => {
+      const t = await script(thief, HTTP_GET(PLAIN, `http://${PLAIN}/hello`));
+      const b = await script(buyer, HTTP_GET('other.outside.test', 'http://other.outside.test/'));
+      return t['status'] === 200 && b['status'] === 200;
+    });
+    const t0 = await passthrough(thief);
+    const ok = await script(thief, HTTP_GET(PLAIN, `http://${PLAIN}/free`));
+    assert.equal(ok['status'], 200, JSON.stringify(ok));
+    assert.equal(await passthrough(thief), t0 + 1);
+    // buyer: a host no Egress names, and a port no Egress names, both through the passthrough.
+    const b0 = await passthrough(buyer);
+    const other = await script(buyer, HTTP_GET('other.outside.test', 'http://other.outside.test/x'));
+    assert.equal(other['status'], 200, JSON.stringify(other));
+    assert.match(String(other['body']), /plain says hi to other\.outside\.test\/x/);
+    const elsewhere = await script(buyer, ECHO(outsideIp, ECHO_ELSEWHERE_PORT));
+    assert.equal(elsewhere['data'], `echo ${ECHO_ELSEWHERE_PORT} ping`, JSON.stringify(elsewhere));
+    assert.equal(await passthrough(buyer), b0 + 2);
+    assert.equal(await policy('thief', `http://${PLAIN}/free`), 'ALLOWED');
+    const pol = (await mesh.debug('policies')) as { egress: { passthrough?: string } };
+    assert.match(pol.egress.passthrough ?? '', /enableEgress/);
+    console.log(`enableEgress: thief passthrough cx ${t0}→${t0 + 1}, buyer ${b0}→${b0 + 2}`);
+
+    await mesh.setMeshConfig({ traffic: { permissive: false } });
+    await until('thief and buyer refused again', async () => {
+      const t = await script(thief, HTTP_GET(PLAIN, `http://${PLAIN}/hello`));
+      const b = await script(buyer, HTTP_GET('other.outside.test', 'http://other.outside.test/'));
+      return t['status'] === 403 && b['status'] === 403;
+    });
+    const t1 = await passthrough(thief);
+    assert.equal(
+      (await script(buyer, HTTP_GET('other.outside.test', 'http://other.outside.test/x')))['status'],
+      403,
+    );
+    assert.ok((await script(thief, ECHO(outsideIp, ECHO_PORT)))['error']);
+    assert.equal(await passthrough(thief), t1, 'nothing through the passthrough once it is off');
+    assert.equal(await policy('thief', `http://${PLAIN}/free`), 'DENIED');
+    assert.equal(
+      ((await mesh.debug('policies')) as { egress: { passthrough?: string } }).egress.passthrough,
+      undefined,
+    );
   });
 
   test('a MeshConfig outbound IP range exclusion: pods admitted afterwards reach the outside server directly, bypassing Envoy', async () => {

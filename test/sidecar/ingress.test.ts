@@ -4,7 +4,9 @@
 // ingress controller and call the backend's pod IP directly, as an ingress
 // controller does. Every assertion is on traffic through the backend's Envoy
 // or its admin stats, and `skein policy check --from-ip` must give the
-// verdict Envoy gave for each case.
+// verdict Envoy gave for each case. Sources: an IPRange (http), an
+// AuthenticatedPrincipal over mTLS (https), and the ingress controller's
+// Service (its namespace joins the mesh uninjected).
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
@@ -317,5 +319,69 @@ describe('ingress into the mesh through a real Envoy sidecar', { skip, timeout: 
       30_000,
     );
     assert.ok(ok(await viaEdge(WITH_CERT, '/books/1')), 'a client certificate is still fine');
+  });
+
+  test('http: a Service source (the ingress controller Service, its namespace in the mesh, uninjected) admitted; another source refused', async () => {
+    const ingressIp = edge.get('ingress')?.pod.net.ip ?? '';
+    const strangerIp = edge.get('stranger')?.pod.net.ip ?? '';
+    // docs/policy.md: a Service source must be in a monitored namespace; injection off there.
+    await mesh.api.request('PATCH', `/api/v1/namespaces/${edgeNs}`, {
+      contentType: 'application/merge-patch+json',
+      body: {
+        metadata: {
+          labels: { 'skein.dev/monitored-by': mesh.meshName },
+          annotations: { 'skein.dev/sidecar-injection': 'disabled' },
+        },
+      },
+    });
+    await mesh.api.request('POST', `/api/v1/namespaces/${edgeNs}/services`, {
+      body: {
+        metadata: { name: 'ingress-controller' },
+        spec: { selector: { app: 'ingress' }, ports: [{ name: 'http', port: 80, targetPort: HTTP_PORT }] },
+      },
+    });
+    await ingressBackend({
+      backends: [{ name: 'web', port: { number: HTTP_PORT, protocol: 'http' } }],
+      sources: [{ kind: 'Service', name: 'ingress-controller', namespace: edgeNs }],
+    });
+    // The Service's endpoints (the EndpointSlice controller) and the IngressBackend arrive separately.
+    await eventually(
+      'the Service source resolves to the ingress pod',
+      async () => assert.ok(ok(await call('ingress', '/books/1'))),
+      60_000,
+    );
+    const rbac = async () => {
+      const s = await backend.envoyStats('http\\.ingress_8080_http\\.rbac\\.allowed');
+      return s.get('http.ingress_8080_http.rbac.allowed') ?? 0;
+    };
+    const noChain = async () => {
+      const s = await backend.envoyStats('no_filter_chain_match');
+      return [...s].filter(([k]) => k.startsWith('listener.')).reduce((a, [, v]) => a + v, 0);
+    };
+    const [a0, n0] = [await rbac(), await noChain()];
+    assert.ok(ok(await call('ingress', '/books/2')));
+    assert.equal((await call('ingress', '/admin')).counts['403'], 1, 'the Ingress paths still apply');
+    const stranger = await call('stranger', '/books/2');
+    assert.ok(!ok(stranger), JSON.stringify(stranger));
+    const [a1, n1] = [await rbac(), await noChain()];
+    assert.equal(a1, a0 + 1, 'one request allowed by the ingress chain RBAC');
+    assert.ok(n1 >= n0 + 1, `the stranger matched no filter chain (${n0} → ${n1})`);
+    console.log(
+      `ingress Service source: rbac.allowed ${a0}→${a1}; inbound no_filter_chain_match ${n0}→${n1}; stranger ${JSON.stringify(stranger)}`,
+    );
+    // /debug/policies names the Service source and what it resolved to.
+    const pol = (await mesh.debug('policies')) as {
+      ingress: { service: string; cidrs: string[]; policies: { from: { kind: string; name: string }[] }[] }[];
+    };
+    const web = pol.ingress.find((i) => i.service === `${mesh.namespace}/web`);
+    assert.deepEqual(web?.cidrs, [`${ingressIp}/32`], JSON.stringify(pol.ingress));
+    assert.deepEqual(
+      web?.policies[0]?.from.map((f) => `${f.kind} ${f.name}`),
+      [`Service ${edgeNs}/ingress-controller`],
+    );
+    assert.deepEqual(
+      [await policy(ingressIp, '/books/2'), await policy(strangerIp, '/books/2')],
+      ['ALLOWED', 'DENIED'],
+    );
   });
 });

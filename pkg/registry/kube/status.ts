@@ -1,6 +1,7 @@
 // What skein made of each object it interprets, written where `kubectl get`
 // and `kubectl describe` show it: an `Accepted` condition in status.conditions
-// of every SMI object and the MeshConfig (the CRDs' status subresource), with
+// of every object of the CRDs skein ships (STATUS_KINDS: SMI, IngressBackend,
+// Egress, Retry, UpstreamTrafficSetting, MeshConfig; their status subresource), with
 // observedGeneration, as Kubernetes API conventions describe conditions
 // (https://github.com/kubernetes/community/blob/master/contributors/devel/sig-architecture/api-conventions.md#typical-status-properties).
 //
