@@ -21,6 +21,7 @@ describe('meshSettings', () => {
       meshSettings(viewWith(undefined), (f) => ignored.push(f)),
       {
         validityMs: DEFAULT_CERT_VALIDITY_MS,
+        bootstrapValidityMs: DEFAULT_CERT_VALIDITY_MS,
         minPushIntervalMs: DEFAULT_MIN_PUSH_INTERVAL_MS,
         sidecar: { xdsTransport: 'sotw', maxDownstreamConnections: 50_000 },
         exclusions: NO_EXCLUSIONS,
@@ -31,11 +32,15 @@ describe('meshSettings', () => {
 
   it('reads MeshConfig durations', () => {
     const s = meshSettings(
-      viewWith({ certificate: { validity: '90m' }, xds: { minPushInterval: '250ms' } }),
+      viewWith({
+        certificate: { validity: '90m', bootstrapValidity: '12h' },
+        xds: { minPushInterval: '250ms' },
+      }),
       () => assert.fail('nothing should be ignored'),
     );
     assert.deepEqual(s, {
       validityMs: 90 * 60_000,
+      bootstrapValidityMs: 12 * 3_600_000,
       minPushIntervalMs: 250,
       sidecar: DEFAULT_SIDECAR_SETTINGS,
       exclusions: NO_EXCLUSIONS,
