@@ -18,7 +18,7 @@ test('commands and subcommands come from the table; hidden ones are left out', a
   assert.ok(top.includes('install') && top.includes('policy') && top.includes('help'));
   assert.ok(!top.includes('__complete'));
   assert.deepEqual(await c('na'), ['namespace']);
-  assert.deepEqual(await c('proxy', 'get', ''), ['status', 'config']);
+  assert.deepEqual(await c('proxy', 'get', ''), ['status', 'config', 'stats']);
 });
 
 test("flags: the command's own, its parents' and the global ones", async () => {

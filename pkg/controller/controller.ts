@@ -32,6 +32,9 @@ import { ProblemBook } from '../registry/problem-book.js';
 import { LoggingProblemReporter, teeReporter } from '../registry/problems.js';
 import type { Registry } from '../registry/registry.js';
 import { MeshStore, type StoreEvent } from '../registry/store.js';
+import { EdgeStats } from '../stats/collector.js';
+import { metricsService } from '../stats/service.js';
+import { ENVOY_FLUSH_MS } from '../stats/window.js';
 import type { GraphFeed } from '../ui/feed.js';
 import { notifyOnStreamEvents } from '../ui/observer.js';
 import { DependencyTracker } from '../xds/cache/deps.js';
@@ -70,6 +73,8 @@ export class Controller {
   readonly bus: AnnouncementBus;
   readonly proxies = new ProxyRegistry();
   readonly metrics = new MeshMetrics();
+  /** Per-edge figures the sidecars stream to the mTLS port; only services of the current view count. */
+  readonly edgeStats = new EdgeStats({ isService: (key) => this.currentView().service(key) !== undefined });
   private readonly log: Logger;
   private registry: Registry | undefined;
   private ca: BuiltinCA | undefined;
@@ -174,8 +179,21 @@ export class Controller {
         return { mesh, stalePods: staleRules(this.store.list('Pod'), mesh) };
       },
       recentlyDisconnected: () => this.proxies.recentlyDisconnected(),
+      edgeStats: this.edgeStats,
     });
     this.uiFeed = uiFeed;
+    this.metrics.watchEdges(() => ({
+      edges: this.edgeStats.edges(),
+      pairs: this.edgeStats.pairCount,
+      dropped: this.edgeStats.droppedPairs,
+    }));
+    // Edge rates move with every report and as the window slides: the page follows at the
+    // sidecars' flush interval (the feed sends only a graph that changed).
+    const statsTick = setInterval(() => {
+      if (this.edgeStats.pairCount > 0) uiFeed.notify();
+    }, ENVOY_FLUSH_MS);
+    statsTick.unref();
+    this.stopFns.push(() => clearInterval(statsTick));
     // Problems move without a store change (an invalid edit keeps the last valid version).
     this.problemBook.onChange = () => uiFeed.notify();
     this.stopFns.push(
@@ -335,6 +353,7 @@ export class Controller {
       ),
       ...(o.insecureAdsPort !== undefined ? { insecurePort: o.insecureAdsPort } : {}),
       ...(o.adsLimits !== undefined ? { limits: o.adsLimits } : {}),
+      services: [metricsService(this.edgeStats, log)],
     });
     const ports = await this.ads.start();
     this.adsServing = true;

@@ -28,6 +28,7 @@ export function mountHttpRoutes(health: HealthServer, src: HttpRouteSources): Gr
         streams: src.streams(),
         disconnected: src.recentlyDisconnected(),
         problems: src.problems(),
+        ...(src.edgeStats ? { edgeStats: src.edgeStats.edges() } : {}),
       }),
   });
   health.route('/metrics', (_req, res) => {

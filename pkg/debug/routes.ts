@@ -6,6 +6,7 @@ import type { Exclusions } from '../injector/exclusions.js';
 import type { StaleRules } from '../injector/stale-rules.js';
 import type { ProxyIdentity } from '../mesh/identity.js';
 import type { BookEntry } from '../registry/problem-book.js';
+import type { EdgeSummary, ProxyStats } from '../stats/collector.js';
 import type { EncodedResource } from '../xds/cache/encoded.js';
 import type { StreamStatus } from '../xds/server/types.js';
 import { buildCerts } from './certs.js';
@@ -26,6 +27,14 @@ export interface DebugSource {
   problems(): BookEntry[];
   /** The mesh's interception lists now and the pods whose iptables rules predate them (Kubernetes mode). */
   interception?(): InterceptionReport;
+  /** Per-edge figures the sidecars' metrics streams reported (pkg/stats). */
+  edgeStats?: EdgeStatsSource;
+}
+
+export interface EdgeStatsSource {
+  windowMs: number;
+  edges(): EdgeSummary[];
+  proxy(uuid: string): ProxyStats | undefined;
 }
 
 export interface InterceptionReport {
@@ -35,7 +44,7 @@ export interface InterceptionReport {
   stalePods: StaleRules[];
 }
 
-/** Mounts `/debug/{proxies,config_dump,certs,policies,problems,interception}`; each answers 404 while disabled. */
+/** Mounts `/debug/{proxies,config_dump,certs,policies,problems,interception,stats}`; each answers 404 while disabled. */
 export function mountDebugRoutes(health: HealthServer, src: DebugSource): void {
   const guarded = (build: (req: IncomingMessage, res: ServerResponse) => void) => {
     return (req: IncomingMessage, res: ServerResponse) => {
@@ -79,6 +88,23 @@ export function mountDebugRoutes(health: HealthServer, src: DebugSource): void {
     health.route(
       '/debug/interception',
       guarded((_req, res) => json(res, 200, interception.call(src))),
+    );
+  }
+  const { edgeStats } = src;
+  if (edgeStats) {
+    // Every edge, or with ?proxy=<stream id or UUID> one proxy's figures per destination.
+    health.route(
+      '/debug/stats',
+      guarded((req, res) => {
+        const id = new URL(req.url ?? '/', 'http://debug').searchParams.get('proxy');
+        const windowSeconds = edgeStats.windowMs / 1000;
+        if (!id) return json(res, 200, { windowSeconds, edges: edgeStats.edges() });
+        const uuid = findStream(src.streams(), id)?.identity.uuid ?? id;
+        const stats = edgeStats.proxy(uuid);
+        if (stats === undefined)
+          return text(res, 404, `no figures from proxy "${id}" in the last ${windowSeconds} s\n`);
+        json(res, 200, { windowSeconds, ...stats });
+      }),
     );
   }
   health.route(

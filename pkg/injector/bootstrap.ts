@@ -274,6 +274,20 @@ export function envoyBootstrap(o: BootstrapOptions): ProtoObject {
       lds_config: ads,
       cds_config: ads,
     },
+    // Per-edge golden signals for the controller (pkg/stats, docs/design.md): streamed on the ADS
+    // cluster's mTLS connection, so the controller knows the sender from its certificate.
+    // Cumulative counters (diffed per stream by the controller: a lost or repeated message
+    // skews nothing), the latency histogram as buckets only (no summary to decode).
+    stats_sinks: [
+      {
+        name: ExtName.MetricsServiceSink,
+        typed_config: typed(AnyType.MetricsServiceConfig, {
+          grpc_service: { envoy_grpc: { cluster_name: ADS_CLUSTER } },
+          transport_api_version: 'V3',
+          histogram_emit_mode: 'HISTOGRAM',
+        }),
+      },
+    ],
     overload_manager: overloadManager(o.maxDownstreamConnections ?? DEFAULT_MAX_DOWNSTREAM_CONNECTIONS),
     static_resources: {
       listeners: [

@@ -3,6 +3,13 @@ import type { AdmissionResult, WebhookObserver } from '../injector/webhook.js';
 import type { ProxyKind } from '../mesh/constants.js';
 import type { XdsObserver } from '../xds/server/observer.js';
 
+/** The per-edge figures /metrics shows (pkg/stats' EdgeStats). */
+export interface EdgeFigures {
+  edges: readonly { source: string; destination: string; rps: number; successRate?: number }[];
+  pairs: number;
+  dropped: number;
+}
+
 export interface MeshMetricsOptions {
   /** Add the process metrics (CPU, memory, event loop lag, ...); default true. */
   processMetrics?: boolean;
@@ -40,6 +47,11 @@ export class MeshMetrics {
   private soonestExpiry: () => Date | undefined = () => undefined;
   readonly invalidObjects: Gauge;
   readonly policyProblems: Gauge;
+  readonly edgeRequestRate: Gauge<'source' | 'destination'>;
+  readonly edgeSuccessRatio: Gauge<'source' | 'destination'>;
+  readonly edgeStatsPairs: Gauge;
+  readonly edgeStatsDropped: Gauge;
+  private edgeFigures: () => EdgeFigures = () => ({ edges: [], pairs: 0, dropped: 0 });
   private problemCounts: (type: 'invalid-object' | 'policy') => ReadonlyMap<string, number> = () => new Map();
 
   constructor(opts: MeshMetricsOptions = {}) {
@@ -161,7 +173,59 @@ export class MeshMetrics {
     });
     // Every result exists from the start, so a rate() over `error` works before the first error.
     for (const result of ADMISSION_RESULTS) this.webhookAdmissions.inc({ result }, 0);
+    // Per edge from the sidecars' metrics streams (pkg/stats), read at scrape time: rates over the
+    // controller's window, so gauges (a pair evicted would break a counter's monotony).
+    const figures = () => this.edgeFigures();
+    const edgeGauge = (
+      name: string,
+      help: string,
+      value: (e: EdgeFigures['edges'][number]) => number | undefined,
+    ) =>
+      new Gauge({
+        name,
+        help,
+        labelNames: ['source', 'destination'],
+        registers,
+        collect() {
+          this.reset();
+          for (const e of figures().edges) {
+            const v = value(e);
+            if (v !== undefined) this.set({ source: e.source, destination: e.destination }, v);
+          }
+        },
+      });
+    this.edgeRequestRate = edgeGauge(
+      'skein_edge_request_rate',
+      'Requests per second from a source identity to a destination service, over the last minute, as its sidecars report them.',
+      (e) => e.rps,
+    );
+    this.edgeSuccessRatio = edgeGauge(
+      'skein_edge_success_ratio',
+      'Share of the responses on an edge that were not 5xx, over the last minute (absent without responses).',
+      (e) => e.successRate,
+    );
+    this.edgeStatsPairs = new Gauge({
+      name: 'skein_edge_stats_pairs',
+      help: 'Rolling windows held for (proxy, destination service) pairs.',
+      registers,
+      collect() {
+        this.set(figures().pairs);
+      },
+    });
+    this.edgeStatsDropped = new Gauge({
+      name: 'skein_edge_stats_dropped_pairs',
+      help: 'Reports for a new (proxy, destination) pair dropped because the pair cap was reached, since start.',
+      registers,
+      collect() {
+        this.set(figures().dropped);
+      },
+    });
     if (opts.processMetrics ?? true) collectDefaultMetrics({ register: this.registry });
+  }
+
+  /** Where the per-edge figures come from (read at every scrape). */
+  watchEdges(figures: () => EdgeFigures): void {
+    this.edgeFigures = figures;
   }
 
   /** Where the problem counts come from (read at every scrape), by problem type and object kind. */

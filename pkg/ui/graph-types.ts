@@ -148,12 +148,34 @@ export interface GraphIngressPort {
   ingresses: string[];
 }
 
+/** What the source's sidecars reported for an edge over the controller's window (pkg/stats). */
+export interface GraphTraffic {
+  /** Requests per second. */
+  rps: number;
+  /** Non-5xx share of the completed responses, 0–100, one decimal; absent without responses. */
+  successPercent?: number;
+  /** Latency quantiles (ms) of the requests. */
+  p50Ms?: number;
+  p99Ms?: number;
+  /** Requests and 5xx responses in the window, and the seconds it covers. */
+  requests: number;
+  errors: number;
+  seconds: number;
+  /** Source proxies that reported. */
+  proxies: number;
+  /** `12.3 rps · 98.1% ok` */
+  label: string;
+}
+
 export interface GraphEdge {
   id: string;
   /** Node ids. */
   source: string;
   target: string;
-  kind: 'allow' | 'split' | 'egress' | 'ingress';
+  /** traffic: calls the sidecars reported where no allow edge is drawn (permissive mode, or policy changed since). */
+  kind: 'allow' | 'split' | 'egress' | 'ingress' | 'traffic';
+  /** allow and traffic: request rate and success the source's sidecars reported. */
+  traffic?: GraphTraffic;
   /** allow: the TrafficTarget names behind it (`<ns>/<name>`). */
   targets?: string[];
   /** allow: the destination ports and the routes allowed on them. */
@@ -210,6 +232,8 @@ export interface MeshGraph {
     edges: number;
     egress: number;
     ingress: number;
+    /** Edges with reported traffic. */
+    traffic: number;
     byState: Record<ProxyState, number>;
   };
 }

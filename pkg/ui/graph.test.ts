@@ -9,6 +9,7 @@ import { bookstoreObjects, storeOf, viewOf } from '../envoy/testing/mesh.js';
 import { TypeUrl } from '../envoy/types.js';
 import type { ProxyIdentity } from '../mesh/identity.js';
 import type { AnyObject } from '../model/objects.js';
+import type { EdgeSummary } from '../stats/collector.js';
 import type { StreamStatus } from '../xds/server/types.js';
 import { buildGraph, routeSummary } from './graph.js';
 import type { GraphProblem } from './graph-types.js';
@@ -147,6 +148,7 @@ test('buildGraph: namespaces, services with ports, endpoints and per-proxy sync 
     edges: 5,
     egress: 0,
     ingress: 0,
+    traffic: 0,
     byState: { SYNCED: 1, STALE: 0, NACKED: 1, DISCONNECTED: 2 },
   });
 });
@@ -464,4 +466,74 @@ test('buildGraph: skipClientCertValidation, an unresolved Service source, and an
     [],
   );
   assert.ok(g.problems.some((p) => p.kind === 'Ingress' && p.name === 'orphan'));
+});
+
+const reported = (source: string, destination: string, over: Partial<EdgeSummary> = {}): EdgeSummary => ({
+  source,
+  destination,
+  proxies: 2,
+  seconds: 60,
+  requests: 740,
+  rps: 740 / 60,
+  responses: 740,
+  errors: 37,
+  successRate: 703 / 740,
+  p50Ms: 1.234,
+  p99Ms: 48.06,
+  total: { requests: 900, responses: 900, errors: 40 },
+  ...over,
+});
+
+test('buildGraph: reported traffic rides on the allow edge it went along: rate and success in the label and data', () => {
+  const g = buildGraph({
+    meshName: 'skein',
+    view: buildMeshView(shopStore(), { meshName: 'skein' }),
+    streams: [],
+    edgeStats: [
+      reported('buyers/bookbuyer', 'shop/bookstore-v1'),
+      // A destination the mesh no longer has is not drawn.
+      reported('buyers/bookbuyer', 'shop/gone'),
+    ],
+  });
+  const e = g.edges.find((x) => x.id === 'allow:id:buyers/bookbuyer->svc:shop/bookstore-v1');
+  assert.equal(e?.label, 'buyer-to-store · 12.3 rps · 95% ok');
+  assert.deepEqual(e?.traffic, {
+    rps: 12.33,
+    successPercent: 95,
+    p50Ms: 1.2,
+    p99Ms: 48.1,
+    requests: 740,
+    errors: 37,
+    seconds: 60,
+    proxies: 2,
+    label: '12.3 rps · 95% ok',
+  });
+  assert.equal(g.counts.traffic, 1);
+  assert.equal(g.edges.filter((x) => x.kind === 'traffic').length, 0);
+  // Edges without reports carry none.
+  assert.equal(
+    g.edges.find((x) => x.id === 'allow:id:buyers/bookbuyer->svc:shop/bookstore-v2')?.traffic,
+    undefined,
+  );
+});
+
+test('buildGraph: in permissive mode (no allow edges) reported traffic is an edge of its own, from each node of the source', () => {
+  const store = shopStore();
+  store.upsert(meshConfig('skein', 'skein-system', { traffic: { permissive: true } }));
+  const g = buildGraph({
+    meshName: 'skein',
+    view: buildMeshView(store, { meshName: 'skein' }),
+    streams: [],
+    edgeStats: [
+      reported('shop/bookstore', 'shop/warehouse', { rps: 0.5, successRate: undefined, responses: 0 }),
+    ],
+  });
+  assert.deepEqual(
+    g.edges.filter((e) => e.kind === 'traffic').map((e) => [e.id, e.label, e.traffic?.successPercent]),
+    [
+      ['traffic:svc:shop/bookstore-v1->svc:shop/warehouse', '0.50 rps · no responses', undefined],
+      ['traffic:svc:shop/bookstore-v2->svc:shop/warehouse', '0.50 rps · no responses', undefined],
+    ],
+  );
+  assert.equal(g.counts.traffic, 2);
 });

@@ -5,6 +5,7 @@ import { buildPolicies } from '../debug/policies.js';
 import { buildProxies, type DebugProxy } from '../debug/proxies.js';
 import { PUSH_ORDER, TypeUrl } from '../envoy/types.js';
 import { identityKey, type ProxyIdentity } from '../mesh/identity.js';
+import type { EdgeSummary } from '../stats/collector.js';
 import type { StreamStatus } from '../xds/server/types.js';
 import type {
   GraphEdge,
@@ -12,6 +13,7 @@ import type {
   GraphProblem,
   GraphProxy,
   GraphService,
+  GraphTraffic,
   GraphTypeStatus,
   MeshGraph,
   ProxyState,
@@ -30,6 +32,8 @@ export interface GraphSources {
   disconnected?: readonly DisconnectedProxy[];
   /** Problems in force (the controller's problem book). */
   problems?: readonly GraphProblem[];
+  /** Per-edge figures the sidecars reported (pkg/stats' EdgeStats.edges()). */
+  edgeStats?: readonly EdgeSummary[];
 }
 
 const SHORT_TYPE: Record<string, string> = {
@@ -168,6 +172,23 @@ export function buildGraph(src: GraphSources): MeshGraph {
     }
   }
 
+  // Reported traffic on the allow edge it went along, else an edge of its own.
+  for (const stat of src.edgeStats ?? []) {
+    const to = services.get(stat.destination)?.id;
+    if (to === undefined) continue;
+    const traffic = graphTraffic(stat);
+    for (const from of sourceNodes(stat.source)) {
+      const allow = edges.get(`allow:${from}->${to}`);
+      if (allow !== undefined) {
+        allow.traffic = traffic;
+        allow.label = `${allow.label} · ${traffic.label}`;
+        continue;
+      }
+      const id = `traffic:${from}->${to}`;
+      edges.set(id, { id, source: from, target: to, kind: 'traffic', traffic, label: traffic.label });
+    }
+  }
+
   // After the identity nodes policy needs exist, so Egress sources find theirs (or add one).
   const outside = outsideGraph({
     view,
@@ -207,6 +228,7 @@ export function buildGraph(src: GraphSources): MeshGraph {
       edges: edgeList.filter((e) => e.kind === 'allow').length,
       egress: edgeList.filter((e) => e.kind === 'egress').length,
       ingress: edgeList.filter((e) => e.kind === 'ingress').length,
+      traffic: edgeList.filter((e) => e.traffic !== undefined).length,
       byState,
     },
   };
@@ -300,6 +322,24 @@ function attachProxies(
     }
     g.proxies.sort((a, b) => a.label.localeCompare(b.label) || a.id.localeCompare(b.id));
   }
+}
+
+/** An edge's figures as the page shows them: rounded, with a one-line label. */
+export function graphTraffic(e: EdgeSummary): GraphTraffic {
+  const rps = Math.round(e.rps * 100) / 100;
+  const successPercent = e.successRate === undefined ? undefined : Math.round(e.successRate * 1000) / 10;
+  const round = (ms: number) => Math.round(ms * 10) / 10;
+  return {
+    rps,
+    ...(successPercent !== undefined ? { successPercent } : {}),
+    ...(e.p50Ms !== undefined ? { p50Ms: round(e.p50Ms) } : {}),
+    ...(e.p99Ms !== undefined ? { p99Ms: round(e.p99Ms) } : {}),
+    requests: e.requests,
+    errors: e.errors,
+    seconds: e.seconds,
+    proxies: e.proxies,
+    label: `${rps < 10 ? rps.toFixed(2) : rps.toFixed(1)} rps · ${successPercent === undefined ? 'no responses' : `${successPercent}% ok`}`,
+  };
 }
 
 const ORDER: readonly string[] = PUSH_ORDER;

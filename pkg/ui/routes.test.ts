@@ -27,6 +27,7 @@ function graph(version: number, padding = ''): MeshGraph {
       edges: 0,
       egress: 0,
       ingress: 0,
+      traffic: 0,
       byState: { SYNCED: 0, STALE: 0, NACKED: 0, DISCONNECTED: 0 },
     },
   };

@@ -13,7 +13,9 @@ import { mkdir } from 'node:fs/promises';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { type Browser, chromium, type Page } from 'playwright-core';
+import { BuiltinCA } from '../../pkg/certificate/builtin.js';
 import { LocalMesh, repoRoot } from '../support/local-mesh.js';
+import { MetricsClient } from '../support/metrics-client.js';
 
 const CHROMIUM = '/usr/bin/chromium';
 // The page's colours (pkg/ui/web/style.ts), as cytoscape reports a node's style.
@@ -427,5 +429,55 @@ spec:
     assert.match(text, /DISCONNECTED\s*bookstore-v1/);
     await page.screenshot({ path: path.join(repoRoot, 'test-results', 'ui.png') });
     assert.deepEqual(pageErrors, []);
+  });
+  test('an edge shows the request rate and success rate its source’s proxies report, live, in its label, colour and panel', async () => {
+    // A client certificate of bookbuyer's proxy from the controller's own CA, streaming as a
+    // sidecar's stats sink does (real Envoy does it in test/sidecar/stats.test.ts).
+    const ca = await BuiltinCA.loadOrCreate(path.join(mesh.stateDir, 'ca'));
+    const cert = await ca.issue({
+      commonName: '0b5c6a1e-0000-4000-8000-00000000a001.sidecar.bookbuyer.bookbuyer.cluster.local',
+      validityMs: 3_600_000,
+      usage: 'client',
+    });
+    const metrics = new MetricsClient(`127.0.0.1:${mesh.ports.ads}`, {
+      caPem: ca.trustBundlePem,
+      certPem: cert.certPem,
+      keyPem: cert.keyPem,
+    });
+    const edge = 'allow:svc:bookbuyer/bookbuyer->svc:bookstore/bookstore-v1';
+    const cluster = 'bookstore/bookstore-v1|14001';
+    try {
+      assert.equal(await label(edge), 'bookbuyer-access-bookstore');
+      metrics.send(cluster, 0, 0, 0); // the stream's baseline
+      metrics.send(cluster, 600, 570, 30);
+      await waitFor(
+        `/ · [0-9.]+ rps · 95% ok$/.test(cy.getElementById(${JSON.stringify(edge)}).data('label'))`,
+      );
+      assert.match(String(await label(edge)), /^bookbuyer-access-bookstore · [0-9.]+ rps · 95% ok$/);
+      assert.equal(await q(`cy.getElementById(${JSON.stringify(edge)}).data('health')`), 'degraded');
+      const panel = await click(edge);
+      assert.match(panel, /Traffic, last [0-9.]+ s/);
+      assert.match(panel, /95%/);
+      // More calls, most of them failing: the label, colour and open panel follow without a reload.
+      metrics.send(cluster, 1000, 570, 430);
+      await waitFor(
+        `/ · [0-9.]+ rps · 57% ok$/.test(cy.getElementById(${JSON.stringify(edge)}).data('label'))`,
+      );
+      assert.equal(await q(`cy.getElementById(${JSON.stringify(edge)}).data('health')`), 'bad');
+      assert.equal(await q(`cy.getElementById(${JSON.stringify(edge)}).style('color')`), 'rgb(198,40,40)');
+      await page.waitForFunction(`document.querySelector('#panel').textContent.includes('57%')`, null, {
+        timeout: 10_000,
+      });
+      // Other edges carry nothing.
+      assert.equal(
+        await label('allow:svc:bookbuyer/bookbuyer->svc:bookstore/bookstore-v2'),
+        'bookbuyer-access-bookstore',
+      );
+      await mkdir(path.join(repoRoot, 'test-results'), { recursive: true });
+      await page.screenshot({ path: path.join(repoRoot, 'test-results', 'ui-traffic.png') });
+      assert.deepEqual(pageErrors, []);
+    } finally {
+      metrics.close();
+    }
   });
 });

@@ -431,6 +431,21 @@ export class SidecarMesh {
     return { code, verdict, out: `${out}${err}` };
   }
 
+  /** The `skein` CLI against this mesh (its API server, the controller's HTTP port directly). */
+  async skein(args: readonly string[]): Promise<{ code: number | null; out: string }> {
+    const url = `http://${this.network.gatewayIp}:${Number(this.controller.ready['http'])}`;
+    const argv = [skeinCli, ...args, '--kubeconfig', this.kubeconfigPath, '--controller-url', url];
+    const child = spawn(process.execPath, argv, { stdio: ['ignore', 'pipe', 'pipe'] });
+    let out = '';
+    child.stdout.setEncoding('utf8').on('data', (d: string) => (out += d));
+    child.stderr.setEncoding('utf8').on('data', (d: string) => (out += d));
+    const code = await new Promise<number | null>((resolve, reject) => {
+      child.once('error', reject);
+      child.once('close', resolve);
+    });
+    return { code, out };
+  }
+
   async stopController(): Promise<void> {
     await this.controller.stop();
   }

@@ -1,11 +1,13 @@
-// `skein proxy get status|config <pod>`: what the controller last sent a pod's
-// proxy and whether the proxy ACKed it, from the controller's debug endpoints
-// (/debug/proxies, /debug/config_dump), like `istioctl proxy-status`.
+// `skein proxy get status|config|stats <pod>`: what the controller last sent a
+// pod's proxy and whether the proxy ACKed it, and the traffic figures its
+// sidecar reported, from the controller's debug endpoints (/debug/proxies,
+// /debug/config_dump, /debug/stats), like `istioctl proxy-status`.
 import { PUSH_ORDER, TypeUrl } from '../../envoy/types.js';
 import {
   CONTROL_PLANE_NAMESPACE_FLAG,
   CONTROLLER_URL_FLAG,
   type ControllerEndpoint,
+  ControllerHttpError,
   controllerEndpoint,
   controllerJson,
   LOCAL_FLAG,
@@ -15,6 +17,7 @@ import { Kube, kubeSelection, record, str } from '../kube.js';
 import { NAMESPACE_FLAG } from '../mesh-flags.js';
 import { type PodRef, parsePodRef, proxyUuidOf, readPod } from '../pods.js';
 import type { CommandSpec, RunContext } from '../spec.js';
+import { parseStats, statsText } from '../stats.js';
 import { formatTable } from '../table.js';
 
 export interface ProxyTypeRow {
@@ -180,6 +183,33 @@ async function config(ctx: RunContext): Promise<number> {
   });
 }
 
+/** One pod's proxy per destination service, or without a pod every edge of the mesh. */
+async function stats(ctx: RunContext): Promise<number> {
+  const arg = ctx.args[0];
+  if (arg === undefined) {
+    return withController(ctx, async (ep) => {
+      ctx.io.out(statsText(parseStats(await controllerJson(ep, '/debug/stats')), 'mesh'));
+      return 0;
+    });
+  }
+  const ref = parsePodRef(arg, ctx.flags.string('namespace'));
+  const target = await targetOf(ctx, ref);
+  return withController(ctx, async (ep) => {
+    const streams = await connectedStreams(ep, target);
+    const newest = streams.reduce((a, b) => (b.connectedAt >= a.connectedAt ? b : a));
+    const page = await controllerJson(ep, `/debug/stats?proxy=${encodeURIComponent(newest.uuid)}`).catch(
+      (err: unknown) => {
+        // 404: connected, but nothing reported within the window (no traffic, or no stats sink).
+        if (err instanceof ControllerHttpError && err.status === 404 && err.body.startsWith('no figures'))
+          return { windowSeconds: 60, upstreams: [] };
+        throw err;
+      },
+    );
+    ctx.io.out(statsText(parseStats(page), target.label));
+    return 0;
+  });
+}
+
 const proxyFlags = [NAMESPACE_FLAG, CONTROLLER_URL_FLAG, LOCAL_FLAG, CONTROL_PLANE_NAMESPACE_FLAG];
 
 export const proxyCommand: CommandSpec = {
@@ -214,6 +244,18 @@ export const proxyCommand: CommandSpec = {
           flags: proxyFlags,
           examples: ['skein proxy get config bookbuyer-5d8f -n bookbuyer'],
           run: config,
+        },
+        {
+          name: 'stats',
+          summary:
+            "Per destination service: request rate, success rate, p50/p99 latency over the last minute, as the pod's sidecar reported them (without a pod: every edge)",
+          argsUsage: '[<pod>]',
+          argsComplete: [{ kind: 'pod' }],
+          minArgs: 0,
+          maxArgs: 1,
+          flags: proxyFlags,
+          examples: ['skein proxy get stats bookbuyer-5d8f -n bookbuyer', 'skein proxy get stats'],
+          run: stats,
         },
       ],
     },

@@ -14,6 +14,7 @@ export interface AnyMessages {
   'type.googleapis.com/envoy.config.cluster.v3.Cluster': Cluster;
   'type.googleapis.com/envoy.config.endpoint.v3.ClusterLoadAssignment': ClusterLoadAssignment;
   'type.googleapis.com/envoy.config.listener.v3.Listener': Listener;
+  'type.googleapis.com/envoy.config.metrics.v3.MetricsServiceConfig': MetricsServiceConfig;
   'type.googleapis.com/envoy.config.route.v3.RouteConfiguration': RouteConfiguration;
   'type.googleapis.com/envoy.extensions.access_loggers.stream.v3.StdoutAccessLog': StdoutAccessLog;
   'type.googleapis.com/envoy.extensions.filters.http.rbac.v3.RBAC': HttpRbac$RBAC;
@@ -1365,6 +1366,9 @@ export type HedgePolicy = {
   hedge_on_per_try_timeout?: boolean;
 };
 
+/** envoy.config.metrics.v3.HistogramEmitMode */
+export type HistogramEmitMode = 'SUMMARY_AND_HISTOGRAM' | 'SUMMARY' | 'HISTOGRAM' | 0 | 1 | 2;
+
 /** envoy.extensions.upstreams.http.v3.HttpProtocolOptions */
 export type Http$HttpProtocolOptions = {
   common_http_protocol_options?: Core$HttpProtocolOptions;
@@ -1949,6 +1953,15 @@ export type MetadataMatcher = {
 /** envoy.type.matcher.v3.MetadataMatcher.PathSegment */
 export type MetadataMatcher_PathSegment = {
   key?: string;
+};
+
+/** envoy.config.metrics.v3.MetricsServiceConfig */
+export type MetricsServiceConfig = {
+  grpc_service?: GrpcService;
+  transport_api_version?: ApiVersion;
+  report_counters_as_deltas?: BoolValue;
+  emit_tags_as_labels?: boolean;
+  histogram_emit_mode?: HistogramEmitMode;
 };
 
 /** envoy.extensions.filters.network.rbac.v3.RBAC */

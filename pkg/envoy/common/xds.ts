@@ -20,6 +20,7 @@ export const AnyType = {
   HttpProtocolOptions: `${T}envoy.extensions.upstreams.http.v3.HttpProtocolOptions`,
   DownstreamConnections: `${T}envoy.extensions.resource_monitors.downstream_connections.v3.DownstreamConnectionsConfig`,
   StdoutAccessLog: `${T}envoy.extensions.access_loggers.stream.v3.StdoutAccessLog`,
+  MetricsServiceConfig: `${T}envoy.config.metrics.v3.MetricsServiceConfig`,
 } as const;
 
 /** Extension (filter / transport socket) names Envoy knows them by. */
@@ -38,6 +39,8 @@ export const ExtName = {
   /** The overload manager's connection-limit monitor: Envoy looks for exactly this name (server.cc). */
   GlobalDownstreamMaxConnections: 'envoy.resource_monitors.global_downstream_max_connections',
   StdoutAccessLog: 'envoy.access_loggers.stdout',
+  /** The stats sink streaming to a gRPC MetricsService (the controller, pkg/stats). */
+  MetricsServiceSink: 'envoy.stat_sinks.metrics_service',
 } as const;
 
 /**

@@ -1,5 +1,5 @@
 import type cytoscape from 'cytoscape';
-import type { MeshGraph } from '../graph-types.js';
+import type { GraphEdge, MeshGraph } from '../graph-types.js';
 
 export const EGRESS_ZONE = 'zone:egress';
 export const INGRESS_ZONE = 'zone:ingress';
@@ -69,10 +69,20 @@ export function toElements(g: MeshGraph): cytoscape.ElementDefinition[] {
         label: e.label,
         edgeKind: e.kind,
         problem: (e.problems ?? []).length > 0 ? 'yes' : 'no',
+        // Reported traffic: styled by success (style.ts); the figures are in the label and panel.
+        health: trafficHealth(e),
       },
     });
   }
   return out;
+}
+
+/** `none` without reported traffic; else by success rate: ≥ 99 % good, ≥ 90 % degraded, below bad. */
+export function trafficHealth(e: GraphEdge): 'none' | 'idle' | 'good' | 'degraded' | 'bad' {
+  const t = e.traffic;
+  if (t === undefined) return 'none';
+  if (t.successPercent === undefined) return 'idle';
+  return t.successPercent >= 99 ? 'good' : t.successPercent >= 90 ? 'degraded' : 'bad';
 }
 
 /**

@@ -177,15 +177,47 @@ function edgeView(g: MeshGraph, e: GraphEdge): Node[] {
       h('p', {}, `weight ${e.weight ?? 0} (${e.percent ?? 0}% of the apex's traffic)`),
     ];
   }
+  if (e.kind === 'traffic') {
+    return [
+      h('h2', {}, 'Reported traffic'),
+      h('p', {}, `${nameOf(g, e.source)} → ${nameOf(g, e.target)}`),
+      ...trafficView(e),
+    ];
+  }
   return [
     h('h2', {}, 'Allowed traffic'),
     h('p', {}, `${nameOf(g, e.source)} → ${nameOf(g, e.target)}`),
+    ...trafficView(e),
     h('h3', {}, 'TrafficTargets'),
     h('ul', {}, ...(e.targets ?? []).map((t) => h('li', {}, t))),
     h('h3', {}, 'Ports and routes'),
     table(
       ['port', 'routes'],
       (e.ports ?? []).map((p) => [String(p.port), p.routes.join('; ')]),
+    ),
+  ];
+}
+
+/** What the source's sidecars reported for the edge over the controller's window. */
+function trafficView(e: GraphEdge): Node[] {
+  const t = e.traffic;
+  if (t === undefined) return [];
+  const ms = (v: number | undefined) => (v === undefined ? '-' : `${v} ms`);
+  return [
+    h('h3', {}, `Traffic, last ${t.seconds} s`),
+    table(
+      ['requests/s', 'success', 'p50', 'p99', 'requests', '5xx', 'proxies'],
+      [
+        [
+          String(t.rps),
+          t.successPercent === undefined ? 'no responses' : `${t.successPercent}%`,
+          ms(t.p50Ms),
+          ms(t.p99Ms),
+          String(t.requests),
+          String(t.errors),
+          String(t.proxies),
+        ],
+      ],
     ),
   ];
 }

@@ -96,6 +96,19 @@ export const graphStyle: cytoscape.StylesheetJson = [
     style: { 'line-color': '#37474f', 'target-arrow-color': '#37474f', color: '#263238' },
   },
   {
+    // Calls the sidecars reported where no policy edge is drawn (permissive mode).
+    selector: 'edge[edgeKind = "traffic"]',
+    style: {
+      'line-color': '#0277bd',
+      'target-arrow-color': '#0277bd',
+      'line-style': 'dotted',
+      color: '#01579b',
+    },
+  },
+  { selector: 'edge[health = "good"]', style: { width: 3 } },
+  { selector: 'edge[health = "degraded"]', style: { width: 3, color: '#b26a00' } },
+  { selector: 'edge[health = "bad"]', style: { width: 3, color: '#c62828', 'font-weight': 'bold' } },
+  {
     selector: 'edge[edgeKind = "split"]',
     style: {
       'line-color': '#7b3fbf',

@@ -239,6 +239,14 @@ export class AdsServer {
         call: grpc.ServerDuplexStream<DeltaDiscoveryRequest | RefusedRequest, Buffer>,
       ) => this.onCall(call, mode, (base) => new DeltaAdsStream({ ...options(), ...base })),
     });
+    if (mode === 'mtls')
+      for (const extra of this.opts.services ?? [])
+        server.addService(
+          extra.definition,
+          extra.implementation((call) =>
+            identityFromPeerCertificate(call.getAuthContext().sslPeerCertificate, this.opts.trustDomain),
+          ),
+        );
     this.servers.push(server);
     return server;
   }

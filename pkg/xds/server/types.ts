@@ -1,3 +1,4 @@
+import type { ServerReadableStream, ServiceDefinition, UntypedServiceImplementation } from '@grpc/grpc-js';
 import type { ProxyContext } from '../../catalog/types.js';
 import type { GenerationContext, ResourceGenerator } from '../../envoy/types.js';
 import type { Logger } from '../../logger/logger.js';
@@ -21,6 +22,15 @@ export interface ProxyConfigSource {
    * `changedAt` (epoch ms) is when the earliest change behind the push happened, for change-to-ACK timing.
    */
   onPush(streamId: string, push: (changedAt?: number) => void): () => void;
+}
+
+/** Another gRPC service on the mTLS port, its callers authenticated as ADS callers are. */
+export interface AuthenticatedService {
+  definition: ServiceDefinition;
+  /** `authenticate` gives a call's proxy identity from its verified client certificate, or throws. */
+  implementation(
+    authenticate: (call: Pick<ServerReadableStream<unknown, unknown>, 'getAuthContext'>) => ProxyIdentity,
+  ): UntypedServiceImplementation;
 }
 
 export interface AdsTlsOptions {
@@ -65,6 +75,8 @@ export interface AdsServerOptions {
    * groups a change affects (pkg/xds/push). Without it the cache is plain per view version.
    */
   dependencies?: DependencyTracker;
+  /** More services on the mTLS port only (the plaintext port identifies no one), e.g. pkg/stats' MetricsService. */
+  services?: readonly AuthenticatedService[];
 }
 
 /** Per-type state of one stream, for the debug endpoint. */
