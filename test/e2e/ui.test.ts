@@ -153,7 +153,8 @@ describe('web view in headless Chromium', () => {
   });
 
   /** A real mouse click on the middle of an edge (or a node's centre), then waits for the selection. */
-  const click = async (id: string) => {
+  /** Where an element is drawn on the page now. */
+  const pointOf = async (id: string): Promise<[number, number]> => {
     const at = await q(`(() => {
       const el = cy.getElementById(${JSON.stringify(id)});
       const p = el.isEdge() ? el.renderedMidpoint() : el.renderedPosition();
@@ -161,8 +162,29 @@ describe('web view in headless Chromium', () => {
       return [c.left + p.x, c.top + p.y];
     })()`);
     assert.ok(Array.isArray(at) && typeof at[0] === 'number' && typeof at[1] === 'number');
+    return [at[0], at[1]];
+  };
+  /**
+   * Clicks an element as a person would, once it stopped moving: a new
+   * element is fitted in with an animated layout, and a click aimed at where
+   * it was a moment ago lands on empty canvas (a loaded machine draws slower).
+   */
+  const click = async (id: string) => {
+    let at = await pointOf(id);
+    for (let settled = 0, tries = 0; settled < 2 && tries < 50; tries++) {
+      await new Promise((r) => setTimeout(r, 100));
+      const now = await pointOf(id);
+      settled = Math.hypot(now[0] - at[0], now[1] - at[1]) < 0.5 ? settled + 1 : 0;
+      at = now;
+    }
     await page.mouse.click(at[0], at[1]);
-    await waitFor(`window.skeinGraph.selected === ${JSON.stringify(id)}`);
+    await waitFor(`window.skeinGraph.selected === ${JSON.stringify(id)}`).catch(async (err: unknown) => {
+      // Say what the click hit instead, so a crowded layout is told from a broken panel.
+      const selected = await q('window.skeinGraph.selected ?? null');
+      throw new Error(
+        `clicking ${id} at ${JSON.stringify(at)} selected ${JSON.stringify(selected)}: ${String(err)}`,
+      );
+    });
     return (await page.locator('#panel').textContent()) ?? '';
   };
   const label = (id: string) => q(`cy.getElementById(${JSON.stringify(id)}).data('label') ?? null`);
