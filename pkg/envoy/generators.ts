@@ -17,7 +17,12 @@ import { sdsGenerator } from './sds/sds.js';
 import type { GenerationContext, Resource, ResourceGenerator, TypeUrl } from './types.js';
 import { TypeUrl as T } from './types.js';
 
-const none: ResourceGenerator = { typeUrl: T.Secret, generate: () => [] };
+const none: ResourceGenerator = {
+  typeUrl: T.Secret,
+  generate: () => [],
+  // Proxyless workloads read their certificates from files: any SDS name is one they may not have.
+  refusal: () => 'no-sds',
+};
 
 const BY_KIND: Record<ProxyKind, Record<TypeUrl, ResourceGenerator>> = {
   sidecar: {
@@ -55,6 +60,9 @@ function dispatch(typeUrl: TypeUrl): ResourceGenerator {
       requested: ReadonlySet<string> | undefined,
     ): Resource[] {
       return BY_KIND[proxy.identity.kind][typeUrl].generate(proxy, ctx, requested);
+    },
+    refusal(name, proxy) {
+      return BY_KIND[proxy.kind][typeUrl].refusal?.(name, proxy);
     },
   };
 }

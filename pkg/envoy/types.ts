@@ -1,5 +1,6 @@
 import type { MeshView, ProxyContext } from '../catalog/types.js';
 import type { SecretSource } from '../certificate/types.js';
+import type { ProxyIdentity } from '../mesh/identity.js';
 import type { ResourceMessages } from './api/envoy.js';
 
 export const TypeUrl = {
@@ -53,4 +54,10 @@ export interface ResourceGenerator {
     ctx: GenerationContext,
     requested: ReadonlySet<string> | undefined,
   ): Resource[];
+  /**
+   * Why a requested name can never be served to this proxy, whatever the
+   * policy (counted and logged by the server); undefined when it may be.
+   * Generators without names a proxy must not have leave it out.
+   */
+  refusal?(name: string, proxy: ProxyIdentity): string | undefined;
 }

@@ -35,6 +35,7 @@ export class MeshMetrics {
   readonly xdsChangeToAck: Histogram<'type'>;
   readonly xdsStreamsRefused: Counter<'reason'>;
   readonly xdsRequestsIgnored: Counter<'reason'>;
+  readonly xdsRefused: Counter<'type' | 'reason'>;
   readonly announcements: Counter<'kind'>;
   readonly announcementsCoalesced: Counter;
   readonly watchRestarts: Counter<'type' | 'reason'>;
@@ -85,6 +86,12 @@ export class MeshMetrics {
       name: 'skein_xds_streams_refused_total',
       help: 'ADS streams ended for going over a per-stream limit or sending an undecodable request, by reason.',
       labelNames: ['reason'],
+      registers,
+    });
+    this.xdsRefused = new Counter({
+      name: 'skein_xds_refused_total',
+      help: "Resources a proxy asked for and may never have (another identity's key, an unknown secret name), by type and reason.",
+      labelNames: ['type', 'reason'],
       registers,
     });
     this.xdsRequestsIgnored = new Counter({
@@ -251,6 +258,7 @@ export class MeshMetrics {
     onNack: (typeUrl) => this.xdsNacks.inc({ type: typeLabel(typeUrl) }),
     onRefused: (reason) => this.xdsStreamsRefused.inc({ reason }),
     onIgnored: (reason) => this.xdsRequestsIgnored.inc({ reason }),
+    onResourceRefused: (typeUrl, reason) => this.xdsRefused.inc({ type: typeLabel(typeUrl), reason }),
   };
 
   /** The injector webhook's hook, counted into this registry. */

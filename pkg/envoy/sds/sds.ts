@@ -22,6 +22,7 @@ import {
   serviceCertSecretName,
 } from '../names.js';
 import { type GenerationContext, type Resource, type ResourceGenerator, TypeUrl } from '../types.js';
+import { secretRefusal } from './refusal.js';
 
 const SERVICE_CERT = serviceCertSecretName('');
 const INBOUND_ROOT = inboundRootSecretName('');
@@ -247,4 +248,5 @@ export const sdsGenerator: ResourceGenerator = {
     }
     return byName(out);
   },
+  refusal: secretRefusal,
 };

@@ -251,6 +251,7 @@ export class DeltaAdsStream {
       if (!st.names.has(name)) {
         names ??= new Set(st.names);
         names.add(name);
+        this.life.requested(st.typeUrl, [name]);
       }
       // The client must get every name it subscribes to, even one we believe
       // it holds: it may have dropped it meanwhile. Not on the reconnect's

@@ -18,6 +18,8 @@ export interface XdsObserver {
   onNack?(typeUrl: string): void;
   /** A stream was ended for going over a limit or sending what does not decode (limits.ts). */
   onRefused?(reason: string): void;
+  /** A proxy asked for a resource it may never have (e.g. another identity's key: sds/refusal.ts); one call per name. */
+  onResourceRefused?(typeUrl: string, reason: string): void;
   /** A request was ignored: a type skein does not serve, or a stale nonce (SotW, xDS rule 2). */
   onIgnored?(reason: 'unknown-type' | 'stale-nonce'): void;
 }

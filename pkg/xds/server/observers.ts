@@ -24,5 +24,8 @@ export function composeObservers(...observers: XdsObserver[]): XdsObserver {
     onIgnored: (reason) => {
       for (const o of observers) o.onIgnored?.(reason);
     },
+    onResourceRefused: (typeUrl, reason) => {
+      for (const o of observers) o.onResourceRefused?.(typeUrl, reason);
+    },
   };
 }

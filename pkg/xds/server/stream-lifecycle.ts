@@ -243,6 +243,22 @@ export class StreamLifecycle<Req extends { node?: { id: string } }> {
   }
 
   /** A request ignored on purpose, for the metric. */
+  /**
+   * Newly requested names of a type: those the proxy may never have are
+   * counted and logged (the generator answers nothing for them).
+   */
+  requested(typeUrl: string, names: Iterable<string>): void {
+    const refusal = this.opts.source.generators.get(typeUrl)?.refusal;
+    const identity = this.identity;
+    if (refusal === undefined || identity === undefined) return;
+    for (const name of names) {
+      const reason = refusal(name, identity);
+      if (reason === undefined) continue;
+      this.opts.observer?.onResourceRefused?.(typeUrl, reason);
+      this.logger.warn({ typeUrl, name: clip(name), reason }, 'refused a resource this proxy may not have');
+    }
+  }
+
   ignored(reason: 'unknown-type' | 'stale-nonce'): void {
     this.opts.observer?.onIgnored?.(reason);
   }

@@ -176,6 +176,11 @@ export class AdsStream {
       isWildcardType(st.typeUrl) && (star || (requested.length === 0 && (first || st.wildcard)));
     if (!first && wildcard === st.wildcard && sameNames(requested, st.names)) return;
     const names = new Set(requested.filter((n) => n !== '*'));
+    const before = st.names;
+    this.life.requested(
+      st.typeUrl,
+      [...names].filter((n) => !before.has(n)),
+    );
     st.wildcard = wildcard;
     st.names = names;
     st.key = subscriptionKey(wildcard ? undefined : names);

@@ -1,0 +1,162 @@
+// The secret matrix: every way a proxy can ask for a secret over ADS (SotW
+// and Delta, by name, a wildcard, a re-subscription, a reconnect claiming to
+// hold one) for names it must never get — another identity's key (a service
+// it may call included), another identity's validation context, the ingress
+// gateway's TLS keys, a CA key or any name skein does not issue. It receives
+// only its own key and validation contexts; each refusal is counted by reason
+// (skein_xds_refused_total). REST xDS: test/e2e/rest-xds.test.ts.
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import { bookstoreMesh, proxyFor } from '../../envoy/testing/mesh.js';
+import type { ProtoObject } from '../../envoy/types.js';
+import { TypeUrl } from '../../envoy/types.js';
+import { type Fixture, MeshSource, startFixture } from './testing.js';
+
+const OWN = 'service-cert:bookbuyer/bookbuyer';
+/** Names bookbuyer may never have, with the reason the server gives. */
+const FORBIDDEN: [string, string][] = [
+  ['service-cert:bookstore/bookstore-v1', 'other-identity'], // a service it may call: its key, no
+  ['service-cert:bookthief/bookthief', 'other-identity'],
+  ['root-cert-for-mtls-inbound:bookstore/bookstore-v1', 'other-identity'],
+  ['root-cert-for-mtls-ingress:bookstore/bookstore-v1', 'other-identity'],
+  ['ingress-tls:bookstore/shop-tls', 'not-gateway'],
+  ['skein-ca', 'unknown-name'],
+  ['ca.key', 'unknown-name'],
+  ['service-cert', 'unknown-name'],
+];
+
+/** Every private key in a list of Secret messages, by secret name. */
+function keysIn(messages: ProtoObject[]): string[] {
+  const out: string[] = [];
+  for (const m of messages) {
+    const tls = m['tls_certificate'];
+    if (typeof tls === 'object' && tls !== null && 'private_key' in tls) out.push(String(m['name']));
+  }
+  return out;
+}
+
+describe('the secret matrix: a proxy gets only its own identity’s secrets, however it asks', () => {
+  const mesh = bookstoreMesh();
+  const buyer = proxyFor(mesh, 'bookbuyer-1');
+  let f: Fixture<MeshSource>;
+  const refused: string[] = [];
+  before(async () => {
+    f = await startFixture({
+      source: new MeshSource(mesh),
+      observer: { onResourceRefused: (typeUrl, reason) => refused.push(`${typeUrl} ${reason}`) },
+    });
+  });
+  after(() => f.close());
+
+  const expectRefusals = (n = 1) =>
+    FORBIDDEN.flatMap(([, reason]) => Array.from({ length: n }, () => `${TypeUrl.Secret} ${reason}`)).sort();
+
+  it('SotW: by name, again with more names, and "*" — only its own key, each forbidden name counted once', async () => {
+    refused.length = 0;
+    const c = await f.client(buyer.identity.cn);
+    try {
+      const names = [...FORBIDDEN.map(([n]) => n), OWN];
+      c.send({
+        typeUrl: TypeUrl.Secret,
+        node: { id: buyer.identity.cn, cluster: 'x' },
+        resourceNames: names,
+      });
+      const r = await c.next();
+      assert.deepEqual(r.names, [OWN]);
+      assert.deepEqual(keysIn(r.messages), [OWN]);
+      // An ACK repeating the same names is no new request: not counted again.
+      c.ack(r, names);
+      // "*" is no wildcard for SDS (xDS rule 6): a name like any other, which skein never issues.
+      c.send({
+        typeUrl: TypeUrl.Secret,
+        versionInfo: r.versionInfo,
+        responseNonce: r.nonce,
+        resourceNames: [...names, '*'],
+      });
+      for (const later of await c.drain()) assert.deepEqual(keysIn(later.messages), [OWN]);
+      assert.deepEqual(refused.sort(), expectRefusals());
+    } finally {
+      c.close();
+    }
+  });
+
+  it('SotW: a first request with no names gets nothing (SDS has no wildcard)', async () => {
+    const c = await f.client(buyer.identity.cn);
+    try {
+      c.send({ typeUrl: TypeUrl.Secret, node: { id: buyer.identity.cn, cluster: 'x' }, resourceNames: [] });
+      for (const r of await c.drain()) assert.deepEqual(r.names, []);
+    } finally {
+      c.close();
+    }
+  });
+
+  it('Delta: by name, re-subscribed, and on a reconnect claiming to hold them — only its own key, counted', async () => {
+    refused.length = 0;
+    const forbidden = FORBIDDEN.map(([n]) => n);
+    const c = await f.deltaClient(buyer.identity.cn);
+    try {
+      c.send({
+        typeUrl: TypeUrl.Secret,
+        node: { id: buyer.identity.cn, cluster: 'x' },
+        resourceNamesSubscribe: [...forbidden, OWN],
+      });
+      const r = await c.next();
+      assert.deepEqual(r.names, [OWN]);
+      assert.deepEqual(keysIn(r.messages), [OWN]);
+      c.ack(r);
+      // Already subscribed: no new refusal, and still nothing sent.
+      c.send({ typeUrl: TypeUrl.Secret, resourceNamesSubscribe: forbidden });
+      assert.deepEqual(await c.drain(), []);
+    } finally {
+      c.close();
+    }
+    const again = await f.deltaClient(buyer.identity.cn);
+    try {
+      again.send({
+        typeUrl: TypeUrl.Secret,
+        node: { id: buyer.identity.cn, cluster: 'x' },
+        resourceNamesSubscribe: forbidden,
+        initialResourceVersions: new Map(forbidden.map((n) => [n, 'x'])),
+      });
+      const r = await again.next();
+      assert.deepEqual(r.names, []);
+      // "You hold nothing valid by these names."
+      assert.deepEqual([...r.removedResources].sort(), [...forbidden].sort());
+    } finally {
+      again.close();
+    }
+    assert.deepEqual(refused.sort(), expectRefusals(2));
+  });
+
+  it('names that depend on policy are not refusals: a service it may call gives its validation context (no key)', async () => {
+    refused.length = 0;
+    const c = await f.client(buyer.identity.cn);
+    try {
+      const outbound = 'root-cert-for-mtls-outbound:bookstore/bookstore-v1';
+      c.send({
+        typeUrl: TypeUrl.Secret,
+        node: { id: buyer.identity.cn, cluster: 'x' },
+        resourceNames: [outbound],
+      });
+      const r = await c.next();
+      assert.deepEqual(r.names, [outbound]);
+      assert.deepEqual(keysIn(r.messages), []);
+      assert.deepEqual(refused, []);
+    } finally {
+      c.close();
+    }
+  });
+
+  it('a proxyless gRPC client (certificates from files, gRFC A29) gets no secret over SDS, its own name included', async () => {
+    refused.length = 0;
+    const cn = buyer.identity.cn.replace('.sidecar.', '.grpc.');
+    const c = await f.client(cn);
+    try {
+      c.send({ typeUrl: TypeUrl.Secret, node: { id: cn, cluster: 'x' }, resourceNames: [OWN, 'ca.key'] });
+      for (const r of await c.drain()) assert.deepEqual(r.names, []);
+      assert.deepEqual(refused, [`${TypeUrl.Secret} no-sds`, `${TypeUrl.Secret} no-sds`]);
+    } finally {
+      c.close();
+    }
+  });
+});
