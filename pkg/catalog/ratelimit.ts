@@ -44,7 +44,7 @@ const DEFAULT_STATUS = 429;
 
 // The 4xx/5xx codes of envoy.type.v3.StatusCode: HttpStatus.code is
 // `enum.defined_only` (http_status.proto), so any other code is NACKed.
-const ENVOY_STATUS_CODES = new Set([
+export const ENVOY_STATUS_CODES: ReadonlySet<number> = new Set([
   400, 401, 402, 403, 404, 405, 406, 407, 408, 409, 410, 411, 412, 413, 414, 415, 416, 417, 421, 422, 423,
   424, 426, 428, 429, 431, 500, 501, 502, 503, 504, 505, 506, 507, 508, 510, 511,
 ]);

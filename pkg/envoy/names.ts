@@ -22,6 +22,14 @@ export function outboundRouteConfigName(port: number): string {
 export function inboundRouteConfigName(port: number): string {
   return `rds-inbound.${port}`;
 }
+/**
+ * The route config of a service with HTTP rate limits: its own, because
+ * services sharing a target port share `rds-inbound.<port>` and the buckets are
+ * per service.
+ */
+export function inboundLimitedRouteConfigName(port: number, svc: MeshService): string {
+  return `rds-inbound.${port}.${svc.key}`;
+}
 /** Upstream cluster `<ns>/<svc>|<port>`; also its EDS service name. */
 export function upstreamClusterName(svc: MeshService, port: number): string {
   return `${svc.key}|${port}`;

@@ -2,7 +2,9 @@
 // app's outbound traffic to 15001 and inbound traffic to 15003; the
 // original_dst listener filter recovers the real destination, which selects
 // a filter chain.
+import type { LocalRateLimits } from '../../catalog/ratelimit.js';
 import type { MeshService, MeshView, ProxyContext } from '../../catalog/types.js';
+import { upstreamSettingOf } from '../../catalog/view.js';
 import { PORT_INBOUND_LISTENER, PORT_OUTBOUND_LISTENER } from '../../mesh/constants.js';
 import { type Identity, identityKey } from '../../mesh/identity.js';
 import type {
@@ -21,8 +23,9 @@ import { accessLogSetting, withAccessLogs } from '../common/access-log.js';
 import { TrafficDirection } from '../common/enums.js';
 import { type InboundPort, inboundPorts, inboundRulesOf, isHttpLike } from '../common/inbound.js';
 import { localReplyBody } from '../common/local-reply.js';
-import { IdentityMemo } from '../common/memo.js';
+import { IdentityMemo, NONE } from '../common/memo.js';
 import { byName, type OutboundPlan, type OutboundPort, proxyOutboundPlan } from '../common/outbound.js';
+import { hasHttpLimits, httpLocalRateLimitFilter, networkLocalRateLimitFilter } from '../common/ratelimit.js';
 import { downstreamTlsSocket } from '../common/tls.js';
 import { AnyType, adsConfigSource, durationSeconds, ExtName, socketAddress, typed } from '../common/xds.js';
 import { egressListenerPart, egressTlsInspector } from '../egress/egress.js';
@@ -31,6 +34,7 @@ import {
   BLACKHOLE_CLUSTER,
   INBOUND_LISTENER,
   inboundFilterChainName,
+  inboundLimitedRouteConfigName,
   inboundRootSecretName,
   inboundRouteConfigName,
   inboundTcpRootSecretName,
@@ -250,8 +254,15 @@ function outboundListener(plan: OutboundPlan, permissive: boolean, egress: Egres
   return listener;
 }
 
-function inboundChain(mesh: MeshView, own: Identity, p: InboundPort): FilterChain {
+function inboundChain(
+  mesh: MeshView,
+  own: Identity,
+  p: InboundPort,
+  limits: LocalRateLimits | undefined,
+): FilterChain {
   const name = inboundFilterChainName(p.service, p.port);
+  // Connections beyond the bucket are closed before tcp_proxy or the HCM sees them.
+  const connectionLimit = limits?.tcp ? [networkLocalRateLimitFilter(name, limits.tcp)] : [];
   const rules = inboundRulesOf(mesh, p);
   const match: FilterChainMatch = {
     destination_port: { value: p.port.targetPort },
@@ -265,14 +276,18 @@ function inboundChain(mesh: MeshView, own: Identity, p: InboundPort): FilterChai
     // Any mesh identity completes the handshake (sds/sds.ts); the RBAC filter
     // decides per request, before the router, so a denied request never
     // reaches the app and gets a 403 saying why.
-    const hcm = httpConnectionManager(
-      name,
-      rds(inboundRouteConfigName(p.port.targetPort)),
-      [httpRbacFilter(rules, mesh.trustDomain)],
-      { local_reply_config: INBOUND_DENIED_REPLY },
-    );
+    // After RBAC: a denied request never spends an allowed caller's token.
+    const httpFilters = [httpRbacFilter(rules, mesh.trustDomain)];
+    const limited = hasHttpLimits(limits);
+    if (limited) httpFilters.push(httpLocalRateLimitFilter(name));
+    const routeConfig = limited
+      ? inboundLimitedRouteConfigName(p.port.targetPort, p.service)
+      : inboundRouteConfigName(p.port.targetPort);
+    const hcm = httpConnectionManager(name, rds(routeConfig), httpFilters, {
+      local_reply_config: INBOUND_DENIED_REPLY,
+    });
     const tls = downstreamTlsSocket(own, inboundRootSecretName(identityKey(own)));
-    return { name, filter_chain_match: match, transport_socket: tls, filters: [hcm] };
+    return { name, filter_chain_match: match, transport_socket: tls, filters: [...connectionLimit, hcm] };
   }
   // TCP keeps the allowed callers pinned in the handshake: the network RBAC
   // filter only decides on the first byte from the client, while tcp_proxy
@@ -281,6 +296,7 @@ function inboundChain(mesh: MeshView, own: Identity, p: InboundPort): FilterChai
   const tls = downstreamTlsSocket(own, inboundTcpRootSecretName(p.service.key, p.port.targetPort));
   const filters = [
     networkRbacFilter(rules, mesh.trustDomain, name),
+    ...connectionLimit,
     tcpProxy(name, { cluster: p.localCluster }),
   ];
   return { name, filter_chain_match: match, transport_socket: tls, filters };
@@ -296,7 +312,9 @@ function inboundListener(
   ports: readonly InboundPort[],
   ingress: readonly IngressChainInput[],
 ): Listener {
-  const chains = ports.map((p) => inboundChain(mesh, proxy.identity, p));
+  const chains = ports.map((p) =>
+    inboundChain(mesh, proxy.identity, p, upstreamSettingOf(mesh, p.service.key)?.rateLimit),
+  );
   for (const i of ingress) chains.push(ingressChain(proxy.identity, i));
   if (mesh.permissive) chains.push(...permissivePlaintextChains(ports));
   return {
@@ -329,6 +347,8 @@ function inboundListenerOf(mesh: MeshView, proxy: ProxyContext): Listener | unde
   for (const p of ports) {
     parts.push(p.service);
     for (const port of p.servicePorts) parts.push(mesh.inboundRules(p.service.key, port));
+    // Its rate limits (the same object while the setting is unchanged).
+    parts.push(upstreamSettingOf(mesh, p.service.key)?.rateLimit ?? NONE);
   }
   const ingress = ingressInputs(mesh, ports);
   // Which ports have ingress answers, and the answers themselves (same objects while unchanged).

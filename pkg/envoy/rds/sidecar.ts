@@ -1,18 +1,22 @@
 // RDS for Envoy sidecars: `rds-outbound.<port>` picks the upstream by Host
 // header; `rds-inbound.<targetPort>` forwards to the local app (HTTP policy is
 // enforced by the RBAC filter in front of it, lds/sidecar.ts).
+
+import type { LocalRateLimits } from '../../catalog/ratelimit.js';
 import type { MeshService, ProxyContext } from '../../catalog/types.js';
 import type { UpstreamSetting } from '../../catalog/upstream.js';
 import { type RetryTable, retryTableOf, upstreamSettings } from '../../catalog/view.js';
-import type { Route, RouteAction, RouteConfiguration } from '../api/envoy.js';
+import type { Route, RouteAction, RouteConfiguration, VirtualHost } from '../api/envoy.js';
 import { type InboundPort, inboundPorts, isHttpLike } from '../common/inbound.js';
 import { IdentityMemo } from '../common/memo.js';
 import { byName, type OutboundPlan, type OutboundPort, proxyOutboundPlan } from '../common/outbound.js';
+import { hasHttpLimits, perFilterRateLimit } from '../common/ratelimit.js';
 import { routeRetryPolicy } from '../common/retry.js';
 import { durationMs } from '../common/upstream.js';
 import { egressRouteConfig, egressRouteConfigName } from '../egress/egress.js';
 import { type EgressPlan, egressPlan, NO_EGRESS } from '../egress/plan.js';
-import { inboundRouteConfigName, outboundRouteConfigName } from '../names.js';
+import { inboundLimitedRouteConfigName, inboundRouteConfigName, outboundRouteConfigName } from '../names.js';
+import { pathRegexToSafeRegex } from '../rbac/rbac.js';
 import { type Resource, type ResourceGenerator, TypeUrl } from '../types.js';
 
 /**
@@ -99,17 +103,29 @@ function outboundRouteConfig(
  * 127.0.0.1:<targetPort>, so one catch-all route to the first one's local
  * cluster serves them all; the per-service RBAC sits on each filter chain.
  */
-function inboundRouteConfig(name: string, port: InboundPort): RouteConfiguration {
-  return {
-    name,
-    virtual_hosts: [
-      {
-        name: `inbound|${port.port.targetPort}`,
-        domains: ['*'],
-        routes: [catchAllRoute(routeAction({ cluster: port.localCluster }, port.port.protocol === 'grpc'))],
-      },
-    ],
+function inboundRouteConfig(
+  name: string,
+  port: InboundPort,
+  limits: LocalRateLimits | undefined,
+): RouteConfiguration {
+  const grpc = port.port.protocol === 'grpc';
+  const toApp = () => routeAction({ cluster: port.localCluster }, grpc);
+  const prefix = `inbound_${port.service.key}_${port.port.targetPort}`;
+  // A per-route limit is its own route in front of the catch-all: its path
+  // read as an HTTPRouteGroup pathRegex is (the same safe_regex as the RBAC
+  // permission), and its bucket replaces the virtual host's for those requests.
+  const limited: Route[] = (limits?.routes ?? []).map((r, i) => ({
+    match: { safe_regex: { regex: pathRegexToSafeRegex(r.path) } },
+    route: toApp(),
+    typed_per_filter_config: perFilterRateLimit(`${prefix}_route${i}`, r.limit),
+  }));
+  const vhost: VirtualHost = {
+    name: `inbound|${port.port.targetPort}`,
+    domains: ['*'],
+    routes: [...limited, catchAllRoute(toApp())],
   };
+  if (limits?.http) vhost.typed_per_filter_config = perFilterRateLimit(prefix, limits.http);
+  return { name, virtual_hosts: [vhost] };
 }
 
 // Route configs memoised on what they are built from (the same objects while
@@ -147,11 +163,22 @@ function routeConfigBuilders(
   }
   for (const p of inboundPorts(proxy)) {
     if (!isHttpLike(p.port)) continue;
+    // A service with HTTP rate limits gets a route config of its own (names.ts).
+    const limits = settings.get(p.service.key)?.rateLimit;
+    if (hasHttpLimits(limits)) {
+      const name = inboundLimitedRouteConfigName(p.port.targetPort, p.service);
+      builders.set(name, () =>
+        inboundConfigs.get([p.service, limits], name, () => inboundRouteConfig(name, p, limits)),
+      );
+      continue;
+    }
     const name = inboundRouteConfigName(p.port.targetPort);
     // p.port is one of p.service's ports; the name carries its target port.
     const key = `${name}|${p.port.port}`;
     if (!builders.has(name))
-      builders.set(name, () => inboundConfigs.get([p.service], key, () => inboundRouteConfig(name, p)));
+      builders.set(name, () =>
+        inboundConfigs.get([p.service], key, () => inboundRouteConfig(name, p, undefined)),
+      );
   }
   // Egress HTTP ports (SMI mode): keyed on the interned plan, shared by every
   // identity with the same Egress rules.
