@@ -2,12 +2,14 @@
 // rateLimit.local and httpRoutes) pass Envoy's own validation rules: the
 // protos' rules (test/envoyvalidate) and each Envoy binary's `--mode
 // validate`, which also builds the filters (the HTTP local_ratelimit's
-// per-route configs included) as a running sidecar would.
+// per-route configs included) as a running sidecar would; mesh, ingress and
+// permissive plaintext chains.
 import assert from 'node:assert/strict';
 import { statSync } from 'node:fs';
 import path from 'node:path';
 import { test } from 'node:test';
 import { fetchSidecarConfig } from '../../pkg/envoy/testing/fetch.js';
+import { ingressObjects } from '../../pkg/envoy/testing/ingress.js';
 import { bookstoreObjects, proxyFor, storeOf, viewOf } from '../../pkg/envoy/testing/mesh.js';
 import type { AnyObject, UpstreamTrafficSettingSpec } from '../../pkg/model/objects.js';
 import { ENVOY_VERSIONS, envoyValidate, hasEnvoy } from '../support/envoy-bin.js';
@@ -63,9 +65,12 @@ const SETTINGS = [
 const PODS = ['bookstore-v1-1', 'bookwarehouse-1'] as const;
 const IDENTITIES = ['bookstore/bookstore-v1', 'bookwarehouse/bookwarehouse'];
 
+/** SMI mode with IngressBackends (ingress chains), and permissive mode (plaintext chains). */
 function configs(secrets: Parameters<typeof fetchSidecarConfig>[1]['secrets']) {
-  const mesh = viewOf(storeOf([...bookstoreObjects(), ...SETTINGS]));
-  return PODS.map((pod) => ({ pod, res: fetchSidecarConfig(proxyFor(mesh, pod), { mesh, secrets }) }));
+  return [ingressObjects(), bookstoreObjects({ permissive: true })].flatMap((objects) => {
+    const mesh = viewOf(storeOf([...objects, ...SETTINGS]));
+    return PODS.map((pod) => ({ pod, res: fetchSidecarConfig(proxyFor(mesh, pod), { mesh, secrets }) }));
+  });
 }
 
 test("listeners and routes with local rate limits pass the protos' validation rules", {

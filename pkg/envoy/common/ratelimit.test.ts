@@ -3,6 +3,7 @@ import { test } from 'node:test';
 import { policyProblems } from '../../catalog/view.js';
 import type { AnyObject, UpstreamTrafficSettingSpec } from '../../model/objects.js';
 import { fetchSidecarConfig } from '../testing/fetch.js';
+import { ingressObjects } from '../testing/ingress.js';
 import { bookstoreObjects, generationContext, proxyFor, storeOf, viewOf } from '../testing/mesh.js';
 import { at, byNameIn, list, named, names } from '../testing/pick.js';
 import type { ProtoValue } from '../types.js';
@@ -133,4 +134,41 @@ test('callers are unchanged, and a mesh without limits has no rate-limit filter'
     return JSON.stringify(fetchSidecarConfig(proxyFor(mesh, 'bookbuyer-1'), generationContext(mesh)));
   };
   assert.equal(buyer([...bookstoreObjects(), STORE]), buyer(bookstoreObjects()));
+});
+
+test('traffic from outside the mesh meets the same limits: ingress and permissive plaintext chains', () => {
+  const both = setting('bookwarehouse', 'bookwarehouse', {
+    rateLimit: { local: { tcp: { connections: 3, unit: 'minute' }, http: { requests: 9, unit: 'second' } } },
+    httpRoutes: [{ path: '/skein.Warehouse/Get', rateLimit: { local: { requests: 1, unit: 'second' } } }],
+  });
+  const check = (chain: ProtoValue, http: boolean) => {
+    const filters = filterNames(chain);
+    assert.equal(filters[0], 'envoy.filters.network.local_ratelimit', JSON.stringify(filters));
+    if (!http) return;
+    const hcm = at(chain, 'filters', 1, 'typed_config');
+    assert.equal(names(list(hcm, 'http_filters')).at(-2), 'envoy.filters.http.local_ratelimit');
+    const vhost = at(hcm, 'route_config', 'virtual_hosts', 0);
+    assert.equal(
+      at(
+        vhost,
+        'typed_per_filter_config',
+        'envoy.filters.http.local_ratelimit',
+        'token_bucket',
+        'max_tokens',
+      ),
+      9,
+    );
+    assert.deepEqual(at(list(vhost, 'routes')[0], 'match'), {
+      safe_regex: { regex: '(?:/skein.Warehouse/Get).*' },
+    });
+  };
+  const ingress = inbound([...ingressObjects(), both], 'bookwarehouse-1').listener;
+  const ingressChains = list(ingress, 'filter_chains').filter((c) =>
+    String(at(c, 'name')).startsWith('ingress_'),
+  );
+  assert.ok(ingressChains.length > 0);
+  for (const c of ingressChains) check(c, true);
+  const permissive = inbound([...bookstoreObjects({ permissive: true }), both], 'bookwarehouse-1').listener;
+  check(byNameIn(list(permissive, 'filter_chains'), 'inbound-plaintext_14001'), true);
+  check(byNameIn(list(permissive, 'filter_chains'), 'inbound-plaintext_13306'), false);
 });

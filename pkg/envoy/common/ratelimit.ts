@@ -12,11 +12,15 @@ import type {
   HttpFilter,
   HttpLocalRatelimit$LocalRateLimit,
   Listener$Filter,
+  Route,
+  RouteAction,
   RuntimeFractionalPercent,
   StatusCode,
   TokenBucket,
   TypedAny,
+  VirtualHost,
 } from '../api/envoy.js';
+import { pathRegexToSafeRegex } from '../rbac/rbac.js';
 import { Denominator, HeaderAppendAction } from './enums.js';
 import { AnyType, ExtName, typed } from './xds.js';
 
@@ -95,4 +99,28 @@ export function perFilterRateLimit(
 /** Whether a service's inbound HCM needs the HTTP filter and a route config of its own. */
 export function hasHttpLimits(l: LocalRateLimits | undefined): l is LocalRateLimits {
   return l?.http !== undefined || l?.routes !== undefined;
+}
+
+/**
+ * A virtual host to the local app with the service's HTTP limits: one route
+ * per httpRoutes entry in front of the catch-all, its path read as an
+ * HTTPRouteGroup pathRegex is (the same safe_regex as the RBAC permission),
+ * each with a bucket that replaces the virtual host's for its requests.
+ * Stat prefixes: `<statPrefix>` (virtual host), `<statPrefix>_route<i>`.
+ */
+export function limitedVirtualHost(
+  name: string,
+  statPrefix: string,
+  toApp: () => RouteAction,
+  limits: LocalRateLimits | undefined,
+): VirtualHost {
+  const routes: Route[] = (limits?.routes ?? []).map((r, i) => ({
+    match: { safe_regex: { regex: pathRegexToSafeRegex(r.path) } },
+    route: toApp(),
+    typed_per_filter_config: perFilterRateLimit(`${statPrefix}_route${i}`, r.limit),
+  }));
+  routes.push({ match: { prefix: '/' }, route: toApp() });
+  const vhost: VirtualHost = { name, domains: ['*'], routes };
+  if (limits?.http) vhost.typed_per_filter_config = perFilterRateLimit(statPrefix, limits.http);
+  return vhost;
 }

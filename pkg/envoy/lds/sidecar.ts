@@ -312,11 +312,11 @@ function inboundListener(
   ports: readonly InboundPort[],
   ingress: readonly IngressChainInput[],
 ): Listener {
-  const chains = ports.map((p) =>
-    inboundChain(mesh, proxy.identity, p, upstreamSettingOf(mesh, p.service.key)?.rateLimit),
-  );
-  for (const i of ingress) chains.push(ingressChain(proxy.identity, i));
-  if (mesh.permissive) chains.push(...permissivePlaintextChains(ports));
+  // The service's rate limits on every chain into it: mesh, ingress and plaintext (common/ratelimit.ts).
+  const limitsOf = (p: InboundPort) => upstreamSettingOf(mesh, p.service.key)?.rateLimit;
+  const chains = ports.map((p) => inboundChain(mesh, proxy.identity, p, limitsOf(p)));
+  for (const i of ingress) chains.push(ingressChain(proxy.identity, i, limitsOf(i.port)));
+  if (mesh.permissive) chains.push(...permissivePlaintextChains(ports, limitsOf));
   return {
     name: INBOUND_LISTENER,
     address: socketAddress('0.0.0.0', PORT_INBOUND_LISTENER),

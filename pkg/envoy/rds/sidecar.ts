@@ -6,17 +6,16 @@ import type { LocalRateLimits } from '../../catalog/ratelimit.js';
 import type { MeshService, ProxyContext } from '../../catalog/types.js';
 import type { UpstreamSetting } from '../../catalog/upstream.js';
 import { type RetryTable, retryTableOf, upstreamSettings } from '../../catalog/view.js';
-import type { Route, RouteAction, RouteConfiguration, VirtualHost } from '../api/envoy.js';
+import type { Route, RouteAction, RouteConfiguration } from '../api/envoy.js';
 import { type InboundPort, inboundPorts, isHttpLike } from '../common/inbound.js';
 import { IdentityMemo } from '../common/memo.js';
 import { byName, type OutboundPlan, type OutboundPort, proxyOutboundPlan } from '../common/outbound.js';
-import { hasHttpLimits, perFilterRateLimit } from '../common/ratelimit.js';
+import { hasHttpLimits, limitedVirtualHost } from '../common/ratelimit.js';
 import { routeRetryPolicy } from '../common/retry.js';
 import { durationMs } from '../common/upstream.js';
 import { egressRouteConfig, egressRouteConfigName } from '../egress/egress.js';
 import { type EgressPlan, egressPlan, NO_EGRESS } from '../egress/plan.js';
 import { inboundLimitedRouteConfigName, inboundRouteConfigName, outboundRouteConfigName } from '../names.js';
-import { pathRegexToSafeRegex } from '../rbac/rbac.js';
 import { type Resource, type ResourceGenerator, TypeUrl } from '../types.js';
 
 /**
@@ -111,21 +110,10 @@ function inboundRouteConfig(
   const grpc = port.port.protocol === 'grpc';
   const toApp = () => routeAction({ cluster: port.localCluster }, grpc);
   const prefix = `inbound_${port.service.key}_${port.port.targetPort}`;
-  // A per-route limit is its own route in front of the catch-all: its path
-  // read as an HTTPRouteGroup pathRegex is (the same safe_regex as the RBAC
-  // permission), and its bucket replaces the virtual host's for those requests.
-  const limited: Route[] = (limits?.routes ?? []).map((r, i) => ({
-    match: { safe_regex: { regex: pathRegexToSafeRegex(r.path) } },
-    route: toApp(),
-    typed_per_filter_config: perFilterRateLimit(`${prefix}_route${i}`, r.limit),
-  }));
-  const vhost: VirtualHost = {
-    name: `inbound|${port.port.targetPort}`,
-    domains: ['*'],
-    routes: [...limited, catchAllRoute(toApp())],
+  return {
+    name,
+    virtual_hosts: [limitedVirtualHost(`inbound|${port.port.targetPort}`, prefix, toApp, limits)],
   };
-  if (limits?.http) vhost.typed_per_filter_config = perFilterRateLimit(prefix, limits.http);
-  return { name, virtual_hosts: [vhost] };
 }
 
 // Route configs memoised on what they are built from (the same objects while
