@@ -97,6 +97,16 @@ describe('local rate limits through real Envoy sidecars', { skip, timeout: 300_0
     const started = await Promise.all(specs.map((s) => mesh.startPod(s)));
     await Promise.all(started.map((p) => mesh.waitReady(p)));
     for (const p of started) pods.set(p.name, p);
+    // The destinations must have their limits before the caller first connects: a
+    // connection accepted on a chain without them keeps that chain until Envoy drains it.
+    await eventually(
+      'the destinations have their rate-limit filters',
+      async () => {
+        assert.ok((await stat('rl-http-1', `rl-http_${HTTP_PORT}.http_local_rate_limit.enabled`)) >= 0);
+        assert.ok((await stat('rl-tcp-1', `rl-tcp_${TCP_PORT}_tcp.rate_limited`)) >= 0);
+      },
+      60_000,
+    );
     const callerPod = pods.get('caller');
     assert.ok(callerPod);
     caller = MeshClient.open(callerPod);
@@ -179,6 +189,25 @@ describe('local rate limits through real Envoy sidecars', { skip, timeout: 300_0
     assert.match(r.bodies['503'] ?? '', new RegExp(`^${HEADER}: service\\n`));
   });
 
+  test('a valid edit applies at runtime with full buckets: a higher rate lets requests through again', async () => {
+    await setting('rl-http', {
+      ...HTTP_SPEC,
+      rateLimit: { local: { http: { ...HTTP_SPEC.rateLimit.local.http, requests: 1000 } } },
+    });
+    const applied = Date.now();
+    let r = await get('/work', 1);
+    await eventually('the new bucket answers', async () => {
+      r = await get('/work', 1);
+      assert.equal(r.counts['200 rl-http-1'], 1, JSON.stringify(r));
+    });
+    const tookMs = Date.now() - applied;
+    const after = await get('/work', 20);
+    console.log(
+      `edit to 1000/hour: in force ${tookMs} ms after the apply; 20 calls → ${JSON.stringify(after.counts)}`,
+    );
+    assert.equal(after.counts['200 rl-http-1'], 20, JSON.stringify(after));
+  });
+
   test('TCP: connections above the bucket are closed by the destination, counted in local_rate_limit.*.rate_limited', async () => {
     let first = { counts: {} as Record<string, number> };
     // Calls before the caller knows rl-tcp never reach its sidecar; the first that does spends one token.
@@ -190,11 +219,12 @@ describe('local rate limits through real Envoy sidecars', { skip, timeout: 300_0
       },
       60_000,
     );
-    const spentBefore = await stat('rl-tcp-1', '.rate_limited');
+    const spentBefore = await stat('rl-tcp-1', `rl-tcp_${TCP_PORT}_tcp.rate_limited`);
     const r = await caller.send({ kind: 'tcp', host: 'rl-tcp', port: TCP_PORT, count: 10 });
     const ok = r.counts['ok rl-tcp-1'] ?? 0;
     const refused = 10 - ok;
-    const rateLimited = (await stat('rl-tcp-1', '.rate_limited')) - Math.max(0, spentBefore);
+    const rateLimited =
+      (await stat('rl-tcp-1', `rl-tcp_${TCP_PORT}_tcp.rate_limited`)) - Math.max(0, spentBefore);
     console.log(
       `TCP 5/hour: after the first connection, 10 more → ${JSON.stringify(r.counts)}; destination local_rate_limit rate_limited +${rateLimited}`,
     );
