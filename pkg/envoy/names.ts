@@ -23,11 +23,11 @@ export function inboundRouteConfigName(port: number): string {
   return `rds-inbound.${port}`;
 }
 /**
- * The route config of a service with HTTP rate limits: its own, because
- * services sharing a target port share `rds-inbound.<port>` and the buckets are
- * per service.
+ * The route config of one service on a target port it shares with other
+ * services of the pod: each gets its own, because a service's rate-limit
+ * buckets live in it.
  */
-export function inboundLimitedRouteConfigName(port: number, svc: MeshService): string {
+export function inboundServiceRouteConfigName(port: number, svc: MeshService): string {
   return `rds-inbound.${port}.${svc.key}`;
 }
 /** Upstream cluster `<ns>/<svc>|<port>`; also its EDS service name. */

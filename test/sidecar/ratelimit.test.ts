@@ -7,6 +7,7 @@
 // refill can happen while the suite counts (no timing dependence).
 //   rl-http: 10 requests/hour, 503 + x-skein-limited; /scarce 3/hour (429);
 //            /probe a bucket of its own, large, for readiness checks.
+//   rl-late: no setting until a test puts a limit on it while the caller is connected.
 //   rl-tcp:  5 connections/hour.
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
@@ -77,6 +78,11 @@ describe('local rate limits through real Envoy sidecars', { skip, timeout: 300_0
       ports: [{ name: 'http', port: HTTP_PORT }],
     });
     await mesh.createService({
+      name: 'rl-late',
+      selector: { app: 'rl-late' },
+      ports: [{ name: 'http', port: HTTP_PORT }],
+    });
+    await mesh.createService({
       name: 'rl-tcp',
       selector: { app: 'rl-tcp' },
       ports: [{ name: 'tcp', port: TCP_PORT }],
@@ -87,6 +93,7 @@ describe('local rate limits through real Envoy sidecars', { skip, timeout: 300_0
     const specs: PodSpec[] = [
       { name: 'caller', serviceAccount: 'caller', labels: { app: 'caller' }, serve: http },
       { name: 'rl-http-1', serviceAccount: 'backend', labels: { app: 'rl-http' }, serve: http },
+      { name: 'rl-late-1', serviceAccount: 'backend', labels: { app: 'rl-late' }, serve: http },
       {
         name: 'rl-tcp-1',
         serviceAccount: 'backend',
@@ -206,6 +213,29 @@ describe('local rate limits through real Envoy sidecars', { skip, timeout: 300_0
       `edit to 1000/hour: in force ${tookMs} ms after the apply; 20 calls → ${JSON.stringify(after.counts)}`,
     );
     assert.equal(after.counts['200 rl-http-1'], 20, JSON.stringify(after));
+  });
+
+  test('a limit put on a service its callers are already connected to applies at once, over RDS', async () => {
+    const late = `http://rl-late:${HTTP_PORT}/work`;
+    await eventually('the caller reaches rl-late', async () => {
+      const r = await caller.http(late, 1);
+      assert.equal(r.counts['200 rl-late-1'], 1, JSON.stringify(r));
+    });
+    // Pooled upstream connections from the caller's sidecar are open now.
+    const before = await caller.http(late, 20, { parallel: 4 });
+    assert.equal(before.counts['200 rl-late-1'], 20, JSON.stringify(before));
+    await setting('rl-late', { rateLimit: { local: { http: { requests: 5, unit: 'hour' } } } });
+    const applied = Date.now();
+    let r = before;
+    await eventually('the limit answers on the open connections', async () => {
+      r = await caller.http(late, 10, { parallel: 4 });
+      assert.ok((r.counts['429'] ?? 0) >= 5, JSON.stringify(r));
+    });
+    const tookMs = Date.now() - applied;
+    console.log(
+      `limit added to a busy service: in force ${tookMs} ms after the apply; 10 calls → ${JSON.stringify(r.counts)}`,
+    );
+    assert.ok(tookMs < 10_000, `${tookMs} ms`);
   });
 
   test('TCP: connections above the bucket are closed by the destination, counted in local_rate_limit.*.rate_limited', async () => {

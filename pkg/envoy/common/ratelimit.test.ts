@@ -64,13 +64,14 @@ test("the destination's inbound chain: connection bucket before the HCM, HTTP fi
     'envoy.filters.http.local_ratelimit',
     'envoy.filters.http.router',
   ]);
-  // The apex on the same target port keeps the shared route config and no HTTP filter.
+  // The apex on the same target port has its own route config, without buckets.
   const apex = byNameIn(list(listener, 'filter_chains'), 'inbound_bookstore/bookstore_14001_http');
-  assert.deepEqual(names(list(apex, 'filters', 0, 'typed_config', 'http_filters')), [
-    'envoy.filters.http.rbac',
-    'envoy.filters.http.router',
-  ]);
-  assert.equal(at(apex, 'filters', 0, 'typed_config', 'rds', 'route_config_name'), 'rds-inbound.14001');
+  assert.deepEqual(filterNames(apex), ['envoy.filters.network.http_connection_manager']);
+  const apexRoutes = named(
+    routes,
+    String(at(apex, 'filters', 0, 'typed_config', 'rds', 'route_config_name')),
+  );
+  assert.ok(!JSON.stringify(apexRoutes).includes('token_bucket'));
   const vhost = at(named(routes, 'rds-inbound.14001.bookstore/bookstore-v1'), 'virtual_hosts', 0);
   const rl = at(vhost, 'typed_per_filter_config', 'envoy.filters.http.local_ratelimit');
   assert.deepEqual(at(rl, 'token_bucket'), {
@@ -103,17 +104,15 @@ test("the destination's inbound chain: connection bucket before the HCM, HTTP fi
   );
 });
 
-test('a TCP-only bucket: on every inbound chain of the service, after the network RBAC; no HTTP filter', () => {
-  const { listener } = inbound([...bookstoreObjects(), WAREHOUSE], 'bookwarehouse-1');
+test('a TCP-only bucket: on every inbound chain of the service, after the network RBAC; no HTTP bucket', () => {
+  const { listener, routes } = inbound([...bookstoreObjects(), WAREHOUSE], 'bookwarehouse-1');
   const grpc = byNameIn(list(listener, 'filter_chains'), 'inbound_bookwarehouse/bookwarehouse_14001_grpc');
   assert.deepEqual(filterNames(grpc), [
     'envoy.filters.network.local_ratelimit',
     'envoy.filters.network.http_connection_manager',
   ]);
-  assert.deepEqual(names(list(grpc, 'filters', 1, 'typed_config', 'http_filters')), [
-    'envoy.filters.http.rbac',
-    'envoy.filters.http.router',
-  ]);
+  // The HTTP filter is there, idle: no bucket in the route config.
+  assert.ok(!JSON.stringify(named(routes, 'rds-inbound.14001')).includes('token_bucket'));
   const db = byNameIn(list(listener, 'filter_chains'), 'inbound_bookwarehouse/bookwarehouse_13306_tcp');
   assert.deepEqual(filterNames(db), [
     'envoy.filters.network.rbac',
@@ -126,9 +125,14 @@ test('a TCP-only bucket: on every inbound chain of the service, after the networ
   );
 });
 
-test('callers are unchanged, and a mesh without limits has no rate-limit filter', () => {
-  const without = JSON.stringify(inbound(bookstoreObjects(), 'bookstore-v1-1').listener);
-  assert.ok(!without.includes('local_ratelimit'));
+test('adding limits changes no HTTP chain (open connections get them over RDS); callers are unchanged', () => {
+  const chainsOf = (objects: readonly AnyObject[]) =>
+    list(inbound(objects, 'bookstore-v1-1').listener, 'filter_chains').map((c) => JSON.stringify(c));
+  const noTcp = setting('bookstore', 'bookstore-v1', {
+    rateLimit: { local: { http: { requests: 1, unit: 'second' } } },
+    httpRoutes: [{ path: '/x', rateLimit: { local: { requests: 1, unit: 'second' } } }],
+  });
+  assert.deepEqual(chainsOf([...bookstoreObjects(), noTcp]), chainsOf(bookstoreObjects()));
   const buyer = (objects: readonly AnyObject[]) => {
     const mesh = viewOf(storeOf(objects));
     return JSON.stringify(fetchSidecarConfig(proxyFor(mesh, 'bookbuyer-1'), generationContext(mesh)));

@@ -21,11 +21,17 @@ import type {
 } from '../api/envoy.js';
 import { accessLogSetting, withAccessLogs } from '../common/access-log.js';
 import { TrafficDirection } from '../common/enums.js';
-import { type InboundPort, inboundPorts, inboundRulesOf, isHttpLike } from '../common/inbound.js';
+import {
+  type InboundPort,
+  inboundPorts,
+  inboundRouteConfigOf,
+  inboundRulesOf,
+  isHttpLike,
+} from '../common/inbound.js';
 import { localReplyBody } from '../common/local-reply.js';
 import { IdentityMemo, NONE } from '../common/memo.js';
 import { byName, type OutboundPlan, type OutboundPort, proxyOutboundPlan } from '../common/outbound.js';
-import { hasHttpLimits, httpLocalRateLimitFilter, networkLocalRateLimitFilter } from '../common/ratelimit.js';
+import { httpLocalRateLimitFilter, networkLocalRateLimitFilter } from '../common/ratelimit.js';
 import { downstreamTlsSocket } from '../common/tls.js';
 import { AnyType, adsConfigSource, durationSeconds, ExtName, socketAddress, typed } from '../common/xds.js';
 import { egressListenerPart, egressTlsInspector } from '../egress/egress.js';
@@ -34,9 +40,7 @@ import {
   BLACKHOLE_CLUSTER,
   INBOUND_LISTENER,
   inboundFilterChainName,
-  inboundLimitedRouteConfigName,
   inboundRootSecretName,
-  inboundRouteConfigName,
   inboundTcpRootSecretName,
   OUTBOUND_DENIED,
   OUTBOUND_LISTENER,
@@ -276,14 +280,12 @@ function inboundChain(
     // Any mesh identity completes the handshake (sds/sds.ts); the RBAC filter
     // decides per request, before the router, so a denied request never
     // reaches the app and gets a 403 saying why.
-    // After RBAC: a denied request never spends an allowed caller's token.
-    const httpFilters = [httpRbacFilter(rules, mesh.trustDomain)];
-    const limited = hasHttpLimits(limits);
-    if (limited) httpFilters.push(httpLocalRateLimitFilter(name));
-    const routeConfig = limited
-      ? inboundLimitedRouteConfigName(p.port.targetPort, p.service)
-      : inboundRouteConfigName(p.port.targetPort);
-    const hcm = httpConnectionManager(name, rds(routeConfig), httpFilters, {
+    // local_ratelimit after RBAC: a denied request never spends an allowed
+    // caller's token. Always there (it does nothing without a bucket on the
+    // route config), so a limit added later reaches the connections already
+    // open through RDS instead of a new chain that only new connections get.
+    const httpFilters = [httpRbacFilter(rules, mesh.trustDomain), httpLocalRateLimitFilter(name)];
+    const hcm = httpConnectionManager(name, rds(inboundRouteConfigOf(p)), httpFilters, {
       local_reply_config: INBOUND_DENIED_REPLY,
     });
     const tls = downstreamTlsSocket(own, inboundRootSecretName(identityKey(own)));

@@ -7,15 +7,15 @@ import type { MeshService, ProxyContext } from '../../catalog/types.js';
 import type { UpstreamSetting } from '../../catalog/upstream.js';
 import { type RetryTable, retryTableOf, upstreamSettings } from '../../catalog/view.js';
 import type { Route, RouteAction, RouteConfiguration } from '../api/envoy.js';
-import { type InboundPort, inboundPorts, isHttpLike } from '../common/inbound.js';
-import { IdentityMemo } from '../common/memo.js';
+import { type InboundPort, inboundPorts, inboundRouteConfigOf, isHttpLike } from '../common/inbound.js';
+import { IdentityMemo, NONE } from '../common/memo.js';
 import { byName, type OutboundPlan, type OutboundPort, proxyOutboundPlan } from '../common/outbound.js';
-import { hasHttpLimits, limitedVirtualHost } from '../common/ratelimit.js';
+import { limitedVirtualHost } from '../common/ratelimit.js';
 import { routeRetryPolicy } from '../common/retry.js';
 import { durationMs } from '../common/upstream.js';
 import { egressRouteConfig, egressRouteConfigName } from '../egress/egress.js';
 import { type EgressPlan, egressPlan, NO_EGRESS } from '../egress/plan.js';
-import { inboundLimitedRouteConfigName, inboundRouteConfigName, outboundRouteConfigName } from '../names.js';
+import { outboundRouteConfigName } from '../names.js';
 import { type Resource, type ResourceGenerator, TypeUrl } from '../types.js';
 
 /**
@@ -151,22 +151,14 @@ function routeConfigBuilders(
   }
   for (const p of inboundPorts(proxy)) {
     if (!isHttpLike(p.port)) continue;
-    // A service with HTTP rate limits gets a route config of its own (names.ts).
+    const name = inboundRouteConfigOf(p);
+    // The service's own UpstreamTrafficSetting: its rate limits (the same object while unchanged).
     const limits = settings.get(p.service.key)?.rateLimit;
-    if (hasHttpLimits(limits)) {
-      const name = inboundLimitedRouteConfigName(p.port.targetPort, p.service);
-      builders.set(name, () =>
-        inboundConfigs.get([p.service, limits], name, () => inboundRouteConfig(name, p, limits)),
-      );
-      continue;
-    }
-    const name = inboundRouteConfigName(p.port.targetPort);
-    // p.port is one of p.service's ports; the name carries its target port.
+    // p.port is one of p.service's ports; the name carries its target port (and service when shared).
     const key = `${name}|${p.port.port}`;
-    if (!builders.has(name))
-      builders.set(name, () =>
-        inboundConfigs.get([p.service], key, () => inboundRouteConfig(name, p, undefined)),
-      );
+    builders.set(name, () =>
+      inboundConfigs.get([p.service, limits ?? NONE], key, () => inboundRouteConfig(name, p, limits)),
+    );
   }
   // Egress HTTP ports (SMI mode): keyed on the interned plan, shared by every
   // identity with the same Egress rules.
