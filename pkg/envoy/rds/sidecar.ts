@@ -1,6 +1,7 @@
 // RDS for Envoy sidecars: `rds-outbound.<port>` picks the upstream by Host
-// header; `rds-inbound.<targetPort>` forwards to the local app (HTTP policy is
-// enforced by the RBAC filter in front of it, lds/sidecar.ts).
+// header; `rds-inbound.<targetPort>[.<svc>]` forwards to the local app (HTTP
+// policy is enforced by the RBAC filter in front of it, lds/sidecar.ts) and
+// carries the service's local rate-limit buckets (common/ratelimit.ts).
 
 import type { LocalRateLimits } from '../../catalog/ratelimit.js';
 import type { MeshService, ProxyContext } from '../../catalog/types.js';
@@ -118,7 +119,7 @@ function inboundRouteConfig(
 
 // Route configs memoised on what they are built from (the same objects while
 // unchanged, MeshView contract): outbound ones on the plan plus the proxy's
-// namespace (bare service names), inbound ones on the service served.
+// namespace (bare service names), inbound ones on the service served and its rate limits.
 const outboundConfigs = new IdentityMemo<RouteConfiguration>();
 const inboundConfigs = new IdentityMemo<RouteConfiguration>();
 const egressConfigs = new IdentityMemo<RouteConfiguration>();
