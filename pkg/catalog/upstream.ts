@@ -7,6 +7,7 @@ import { parseDuration } from '../mesh/duration.js';
 import { objectKey, type UpstreamTrafficSetting } from '../model/objects.js';
 import { compareStrings } from './pods.js';
 import type { ProblemList } from './problems.js';
+import { compileLocalRateLimits, type LocalRateLimits, rateLimitProblems } from './ratelimit.js';
 import { parseServiceHost, serviceKey } from './services.js';
 
 export type LoadBalancerPolicy = 'RoundRobin' | 'LeastRequest' | 'RingHash' | 'Maglev';
@@ -31,6 +32,8 @@ export interface UpstreamSetting {
   loadBalancer?: { policy: LoadBalancerPolicy; choiceCount?: number };
   /** 0 disables the timeout. */
   requestTimeoutMs?: number;
+  /** Enforced by the service's own sidecars (inbound), not by callers. */
+  rateLimit?: LocalRateLimits;
 }
 
 function durationProblem(field: string, text: string | undefined, positive: boolean): string | undefined {
@@ -50,7 +53,8 @@ function durationProblem(field: string, text: string | undefined, positive: bool
  * Reasons an UpstreamTrafficSetting cannot be used (beyond its CRD schema,
  * which bounds the numbers): the host must name a Service of the object's own
  * namespace (OSM's rule: only that namespace's owners tune its callers), and
- * every duration must parse.
+ * every duration must parse, and the rate limits must make Envoy token
+ * buckets (catalog/ratelimit.ts).
  */
 export function upstreamTrafficSettingProblems(u: UpstreamTrafficSetting): string[] {
   const out: string[] = [];
@@ -73,6 +77,7 @@ export function upstreamTrafficSettingProblems(u: UpstreamTrafficSetting): strin
   const lb = u.spec.loadBalancer;
   if (lb?.choiceCount !== undefined && lb.policy !== 'LeastRequest')
     out.push(`spec.loadBalancer.choiceCount: only meaningful with policy LeastRequest (not ${lb.policy})`);
+  out.push(...rateLimitProblems(u.spec));
   return out;
 }
 
@@ -109,6 +114,7 @@ export function compileUpstreamSetting(u: UpstreamTrafficSetting): UpstreamSetti
       : undefined,
     loadBalancer: lb ? defined({ policy: lb.policy, choiceCount: lb.choiceCount }) : undefined,
     requestTimeoutMs: ms(u.spec.requestTimeout),
+    rateLimit: compileLocalRateLimits(u.spec),
   });
 }
 

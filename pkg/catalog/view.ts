@@ -25,6 +25,7 @@ import { selectMeshConfig } from './meshconfig.js';
 import { compareStrings, PodIndex, selectorMatches } from './pods.js';
 import { type CompiledTarget, compileTrafficTargets, ruleForPort } from './policy.js';
 import { type PolicyProblem, ProblemList } from './problems.js';
+import { unmatchedRoutes } from './ratelimit.js';
 import { type RetryRule, retriesBySource } from './retry.js';
 import {
   LABEL_SERVICE_NAME,
@@ -79,10 +80,26 @@ export function policyProblems(view: MeshView): readonly PolicyProblem[] {
       ...emptyBackends(view),
       ...view.ingressTable().problems,
       ...view.gatewayTable().problems,
+      ...rateLimitRouteProblems(view),
     ]);
     problemsOfView.set(view, list);
   }
   return list;
+}
+
+/** httpRoutes entries of UpstreamTrafficSettings that select no route of their service (catalog/ratelimit.ts). */
+function rateLimitRouteProblems(view: CatalogView): PolicyProblem[] {
+  const out: PolicyProblem[] = [];
+  for (const [key, setting] of view.upstream) {
+    const routes = setting.rateLimit?.routes;
+    const svc = routes ? view.service(key) : undefined;
+    if (!routes || !svc) continue;
+    // origin: `UpstreamTrafficSetting <ns>/<name>`, in the service's namespace.
+    const name = setting.origin.slice(setting.origin.indexOf('/') + 1);
+    for (const reason of unmatchedRoutes(svc, routes, (k, port) => view.inboundRules(k, port)))
+      out.push({ kind: 'UpstreamTrafficSetting', namespace: svc.namespace, name, reason });
+  }
+  return out;
 }
 
 function emptyBackends(view: MeshView): PolicyProblem[] {

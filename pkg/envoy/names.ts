@@ -22,6 +22,14 @@ export function outboundRouteConfigName(port: number): string {
 export function inboundRouteConfigName(port: number): string {
   return `rds-inbound.${port}`;
 }
+/**
+ * The route config of one service on a target port it shares with other
+ * services of the pod: each gets its own, because a service's rate-limit
+ * buckets live in it.
+ */
+export function inboundServiceRouteConfigName(port: number, svc: MeshService): string {
+  return `rds-inbound.${port}.${svc.key}`;
+}
 /** Upstream cluster `<ns>/<svc>|<port>`; also its EDS service name. */
 export function upstreamClusterName(svc: MeshService, port: number): string {
   return `${svc.key}|${port}`;

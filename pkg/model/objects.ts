@@ -258,6 +258,26 @@ export interface UpstreamTrafficSettingSpec {
   };
   /** skein: whole-request timeout on the callers' routes (Go-style duration; "0" disables). */
   requestTimeout?: string;
+  /** OSM v1.2: token buckets on the service's own sidecars (inbound), per sidecar. */
+  rateLimit?: { local?: { tcp?: TCPLocalRateLimitSpec; http?: HTTPLocalRateLimitSpec } };
+  /** OSM v1.2: per-route HTTP limits; `path` is read like an HTTPRouteGroup pathRegex. */
+  httpRoutes?: { path: string; rateLimit?: { local?: HTTPLocalRateLimitSpec } }[];
+}
+export type RateLimitUnit = 'second' | 'minute' | 'hour';
+export interface TCPLocalRateLimitSpec {
+  /** Connections allowed per unit. */
+  connections: number;
+  unit: RateLimitUnit;
+  /** Connections allowed above the rate at once (bucket size = connections + burst). */
+  burst?: number;
+}
+export interface HTTPLocalRateLimitSpec {
+  requests: number;
+  unit: RateLimitUnit;
+  burst?: number;
+  /** Status of a limited request; default 429. */
+  responseStatusCode?: number;
+  responseHeadersToAdd?: { name: string; value: string }[];
 }
 export type UpstreamTrafficSetting = KubeObject<'UpstreamTrafficSetting', UpstreamTrafficSettingSpec>;
 

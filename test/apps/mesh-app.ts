@@ -167,6 +167,8 @@ interface HttpCall {
   headers?: Record<string, string>;
   ca?: string;
   servername?: string;
+  /** Response headers to record with the outcome's last body (`name: value` lines before it). */
+  showHeaders?: string[];
 }
 interface GrpcCall {
   kind: 'grpc';
@@ -219,7 +221,10 @@ function httpCall(c: HttpCall): Promise<string> {
         const outcome = pod ? `${res.statusCode} ${pod}` : `${res.statusCode}`;
         // A redirect says where to: its Location is what a test checks.
         const location = res.headers.location;
-        lastBody.set(outcome, location ? `location: ${location}` : body.slice(0, 500));
+        const shown = (c.showHeaders ?? []).map(
+          (h) => `${h}: ${String(res.headers[h.toLowerCase()] ?? '')}\n`,
+        );
+        lastBody.set(outcome, location ? `location: ${location}` : shown.join('') + body.slice(0, 500));
         resolve(outcome);
       });
     });

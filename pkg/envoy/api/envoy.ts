@@ -17,12 +17,14 @@ export interface AnyMessages {
   'type.googleapis.com/envoy.config.metrics.v3.MetricsServiceConfig': MetricsServiceConfig;
   'type.googleapis.com/envoy.config.route.v3.RouteConfiguration': RouteConfiguration;
   'type.googleapis.com/envoy.extensions.access_loggers.stream.v3.StdoutAccessLog': StdoutAccessLog;
+  'type.googleapis.com/envoy.extensions.filters.http.local_ratelimit.v3.LocalRateLimit': HttpLocalRatelimit$LocalRateLimit;
   'type.googleapis.com/envoy.extensions.filters.http.rbac.v3.RBAC': HttpRbac$RBAC;
   'type.googleapis.com/envoy.extensions.filters.http.router.v3.Router': Router;
   'type.googleapis.com/envoy.extensions.filters.listener.http_inspector.v3.HttpInspector': NoFields;
   'type.googleapis.com/envoy.extensions.filters.listener.original_dst.v3.OriginalDst': NoFields;
   'type.googleapis.com/envoy.extensions.filters.listener.tls_inspector.v3.TlsInspector': TlsInspector;
   'type.googleapis.com/envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager': HttpConnectionManager;
+  'type.googleapis.com/envoy.extensions.filters.network.local_ratelimit.v3.LocalRateLimit': NetworkLocalRatelimit$LocalRateLimit;
   'type.googleapis.com/envoy.extensions.filters.network.rbac.v3.RBAC': NetworkRbac$RBAC;
   'type.googleapis.com/envoy.extensions.filters.network.tcp_proxy.v3.TcpProxy': TcpProxy;
   'type.googleapis.com/envoy.extensions.resource_monitors.downstream_connections.v3.DownstreamConnectionsConfig': DownstreamConnectionsConfig;
@@ -1625,6 +1627,25 @@ export type HttpFilter = {
 /** envoy.extensions.filters.listener.http_inspector.v3.HttpInspector */
 export type HttpInspector = { [field: string]: never };
 
+/** envoy.extensions.filters.http.local_ratelimit.v3.LocalRateLimit */
+export type HttpLocalRatelimit$LocalRateLimit = {
+  stat_prefix?: string;
+  status?: HttpStatus;
+  token_bucket?: TokenBucket;
+  filter_enabled?: RuntimeFractionalPercent;
+  filter_enforced?: RuntimeFractionalPercent;
+  request_headers_to_add_when_not_enforced?: HeaderValueOption[];
+  response_headers_to_add?: HeaderValueOption[];
+  descriptors?: LocalRateLimitDescriptor[];
+  stage?: number;
+  local_rate_limit_per_downstream_connection?: boolean;
+  local_cluster_rate_limit?: LocalClusterRateLimit;
+  enable_x_ratelimit_headers?: XRateLimitHeadersRFCVersion;
+  vh_rate_limits?: VhRateLimitsOptions;
+  always_consume_default_token_bucket?: BoolValue;
+  rate_limited_as_resource_exhausted?: boolean;
+};
+
 /** envoy.extensions.filters.http.rbac.v3.RBAC */
 export type HttpRbac$RBAC = {
   rules?: ConfigRbac$RBAC;
@@ -1634,6 +1655,11 @@ export type HttpRbac$RBAC = {
   shadow_matcher?: Matcher;
   shadow_rules_stat_prefix?: string;
   track_per_rule_stats?: boolean;
+};
+
+/** envoy.type.v3.HttpStatus */
+export type HttpStatus = {
+  code?: StatusCode;
 };
 
 /** envoy.type.v3.Int32Range */
@@ -1806,6 +1832,15 @@ export type LoadBalancingPolicy_Policy = {
   typed_extension_config?: ConfigCore$TypedExtensionConfig;
 };
 
+/** envoy.extensions.common.ratelimit.v3.LocalClusterRateLimit */
+export type LocalClusterRateLimit = { [field: string]: never };
+
+/** envoy.extensions.common.ratelimit.v3.LocalRateLimitDescriptor */
+export type LocalRateLimitDescriptor = {
+  entries?: RateLimitDescriptor_Entry[];
+  token_bucket?: TokenBucket;
+};
+
 /** envoy.extensions.filters.network.http_connection_manager.v3.LocalReplyConfig */
 export type LocalReplyConfig = {
   mappers?: ResponseMapper[];
@@ -1962,6 +1997,14 @@ export type MetricsServiceConfig = {
   report_counters_as_deltas?: BoolValue;
   emit_tags_as_labels?: boolean;
   histogram_emit_mode?: HistogramEmitMode;
+};
+
+/** envoy.extensions.filters.network.local_ratelimit.v3.LocalRateLimit */
+export type NetworkLocalRatelimit$LocalRateLimit = {
+  stat_prefix?: string;
+  token_bucket?: TokenBucket;
+  runtime_enabled?: RuntimeFeatureFlag;
+  share_key?: string;
 };
 
 /** envoy.extensions.filters.network.rbac.v3.RBAC */
@@ -2168,6 +2211,12 @@ export type RateLimit = {
   disable_key?: string;
   actions?: RateLimit_Action[];
   limit?: RateLimit_Override;
+};
+
+/** envoy.extensions.common.ratelimit.v3.RateLimitDescriptor.Entry */
+export type RateLimitDescriptor_Entry = {
+  key?: string;
+  value?: string;
 };
 
 /** envoy.config.core.v3.RateLimitSettings */
@@ -2790,6 +2839,123 @@ export type SourceInfo = {
   macro_calls?: { [key: string]: Expr };
 };
 
+/** envoy.type.v3.StatusCode */
+export type StatusCode =
+  | 'Empty'
+  | 'Continue'
+  | 'OK'
+  | 'Created'
+  | 'Accepted'
+  | 'NonAuthoritativeInformation'
+  | 'NoContent'
+  | 'ResetContent'
+  | 'PartialContent'
+  | 'MultiStatus'
+  | 'AlreadyReported'
+  | 'IMUsed'
+  | 'MultipleChoices'
+  | 'MovedPermanently'
+  | 'Found'
+  | 'SeeOther'
+  | 'NotModified'
+  | 'UseProxy'
+  | 'TemporaryRedirect'
+  | 'PermanentRedirect'
+  | 'BadRequest'
+  | 'Unauthorized'
+  | 'PaymentRequired'
+  | 'Forbidden'
+  | 'NotFound'
+  | 'MethodNotAllowed'
+  | 'NotAcceptable'
+  | 'ProxyAuthenticationRequired'
+  | 'RequestTimeout'
+  | 'Conflict'
+  | 'Gone'
+  | 'LengthRequired'
+  | 'PreconditionFailed'
+  | 'PayloadTooLarge'
+  | 'URITooLong'
+  | 'UnsupportedMediaType'
+  | 'RangeNotSatisfiable'
+  | 'ExpectationFailed'
+  | 'MisdirectedRequest'
+  | 'UnprocessableEntity'
+  | 'Locked'
+  | 'FailedDependency'
+  | 'UpgradeRequired'
+  | 'PreconditionRequired'
+  | 'TooManyRequests'
+  | 'RequestHeaderFieldsTooLarge'
+  | 'InternalServerError'
+  | 'NotImplemented'
+  | 'BadGateway'
+  | 'ServiceUnavailable'
+  | 'GatewayTimeout'
+  | 'HTTPVersionNotSupported'
+  | 'VariantAlsoNegotiates'
+  | 'InsufficientStorage'
+  | 'LoopDetected'
+  | 'NotExtended'
+  | 'NetworkAuthenticationRequired'
+  | 0
+  | 100
+  | 200
+  | 201
+  | 202
+  | 203
+  | 204
+  | 205
+  | 206
+  | 207
+  | 208
+  | 226
+  | 300
+  | 301
+  | 302
+  | 303
+  | 304
+  | 305
+  | 307
+  | 308
+  | 400
+  | 401
+  | 402
+  | 403
+  | 404
+  | 405
+  | 406
+  | 407
+  | 408
+  | 409
+  | 410
+  | 411
+  | 412
+  | 413
+  | 414
+  | 415
+  | 416
+  | 417
+  | 421
+  | 422
+  | 423
+  | 424
+  | 426
+  | 428
+  | 429
+  | 431
+  | 500
+  | 501
+  | 502
+  | 503
+  | 504
+  | 505
+  | 506
+  | 507
+  | 508
+  | 510
+  | 511;
+
 /** envoy.config.accesslog.v3.StatusCodeFilter */
 export type StatusCodeFilter = {
   comparison?: ComparisonFilter;
@@ -2956,6 +3122,13 @@ export type TlsParameters_TlsProtocol =
 /** envoy.extensions.transport_sockets.tls.v3.TlsSessionTicketKeys */
 export type TlsSessionTicketKeys = {
   keys?: DataSource[];
+};
+
+/** envoy.type.v3.TokenBucket */
+export type TokenBucket = {
+  max_tokens?: number;
+  tokens_per_fill?: UInt32Value;
+  fill_interval?: Duration;
 };
 
 /** envoy.config.trace.v3.Tracing.Http */
@@ -3130,6 +3303,9 @@ export type ValueMatcher = {
 /** envoy.type.matcher.v3.ValueMatcher.NullMatch */
 export type ValueMatcher_NullMatch = { [field: string]: never };
 
+/** envoy.extensions.common.ratelimit.v3.VhRateLimitsOptions */
+export type VhRateLimitsOptions = 'OVERRIDE' | 'INCLUDE' | 'IGNORE' | 0 | 1 | 2;
+
 /** envoy.config.route.v3.Vhds */
 export type Vhds = {
   config_source?: ConfigSource;
@@ -3196,6 +3372,9 @@ export type WeightedCluster_ClusterWeight = {
   typed_per_filter_config?: { [key: string]: Any };
   host_rewrite_literal?: string;
 };
+
+/** envoy.extensions.common.ratelimit.v3.XRateLimitHeadersRFCVersion */
+export type XRateLimitHeadersRFCVersion = 'OFF' | 'DRAFT_VERSION_03' | 0 | 1;
 
 /** xds.core.v3.TypedExtensionConfig */
 export type XdsCore$TypedExtensionConfig = {

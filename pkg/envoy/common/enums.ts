@@ -32,9 +32,16 @@ export const TlsRequirement = { ALL: 2 } as const;
 /** envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager.CodecType */
 export const CodecType = { AUTO: 0 } as const;
 
+/** envoy.type.v3.FractionalPercent.DenominatorType */
+export const Denominator = { HUNDRED: 0 } as const;
+/** envoy.config.core.v3.HeaderValueOption.HeaderAppendAction */
+export const HeaderAppendAction = { OVERWRITE_IF_EXISTS_OR_ADD: 2 } as const;
+
 /** Proto enum full name → the values above, for the test. */
 export const ENUMS_BY_PROTO_NAME: Readonly<Record<string, Readonly<Record<string, number>>>> = {
   'envoy.config.core.v3.ApiVersion': ApiVersion,
+  'envoy.type.v3.FractionalPercent.DenominatorType': Denominator,
+  'envoy.config.core.v3.HeaderValueOption.HeaderAppendAction': HeaderAppendAction,
   'envoy.config.cluster.v3.Cluster.DiscoveryType': DiscoveryType,
   'envoy.config.cluster.v3.Cluster.LbPolicy': LbPolicy,
   'envoy.config.core.v3.HealthStatus': HealthStatus,

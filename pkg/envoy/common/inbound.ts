@@ -7,7 +7,7 @@ import type {
   MeshView,
   ProxyContext,
 } from '../../catalog/types.js';
-import { localClusterName } from '../names.js';
+import { inboundRouteConfigName, inboundServiceRouteConfigName, localClusterName } from '../names.js';
 import { compare } from './outbound.js';
 
 /** One (service, targetPort) the pod serves. */
@@ -68,4 +68,16 @@ export function inboundRulesOf(mesh: MeshView, p: InboundPort): readonly Inbound
 
 export function isHttpLike(port: MeshServicePort): boolean {
   return port.protocol === 'http' || port.protocol === 'grpc';
+}
+
+/**
+ * The inbound route config of a port: `rds-inbound.<targetPort>`, or one per
+ * service when services share the target port. It never depends on whether
+ * the service has rate limits, so adding one changes no filter chain (a
+ * changed chain would keep serving its open connections until drained).
+ */
+export function inboundRouteConfigOf(p: InboundPort): string {
+  return p.sharedTargetPort
+    ? inboundServiceRouteConfigName(p.port.targetPort, p.service)
+    : inboundRouteConfigName(p.port.targetPort);
 }

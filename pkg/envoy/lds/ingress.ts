@@ -9,6 +9,7 @@
 // a plaintext ingress chain never meets the mesh's (transport `tls`), and an
 // https one wins over the mesh chain only for its source prefixes.
 import type { IngressPort } from '../../catalog/ingress.js';
+import type { LocalRateLimits } from '../../catalog/ratelimit.js';
 import type { MeshView } from '../../catalog/types.js';
 import { anyIngress, ingressPort } from '../../catalog/view.js';
 import { type Identity, identityKey } from '../../mesh/identity.js';
@@ -26,6 +27,12 @@ import type {
 } from '../api/envoy.js';
 import { ComparisonOp } from '../common/enums.js';
 import { type InboundPort, isHttpLike } from '../common/inbound.js';
+import {
+  hasHttpLimits,
+  httpLocalRateLimitFilter,
+  limitedVirtualHost,
+  networkLocalRateLimitFilter,
+} from '../common/ratelimit.js';
 import { AnyType, adsConfigSource, ExtName, typed } from '../common/xds.js';
 import {
   inboundPlaintextChainName,
@@ -62,33 +69,40 @@ export function ingressInputs(mesh: MeshView, ports: readonly InboundPort[]): In
   return out;
 }
 
-function inlineRoutes(name: string, p: InboundPort): Pick<HttpConnectionManager, 'route_config'> {
-  const route: RouteAction = { cluster: p.localCluster };
-  // gRPC streams outlive Envoy's 15 s default route timeout: 0 disables it.
-  if (p.port.protocol === 'grpc') route.timeout = { seconds: 0 };
-  return {
-    route_config: {
-      name,
-      virtual_hosts: [{ name, domains: ['*'], routes: [{ match: { prefix: '/' }, route }] }],
-    },
+function inlineRoutes(
+  name: string,
+  p: InboundPort,
+  limits: LocalRateLimits | undefined,
+): Pick<HttpConnectionManager, 'route_config'> {
+  const toApp = (): RouteAction => {
+    const route: RouteAction = { cluster: p.localCluster };
+    // gRPC streams outlive Envoy's 15 s default route timeout: 0 disables it.
+    if (p.port.protocol === 'grpc') route.timeout = { seconds: 0 };
+    return route;
   };
+  // The service's HTTP rate limits count traffic from outside the mesh too (common/ratelimit.ts).
+  return { route_config: { name, virtual_hosts: [limitedVirtualHost(name, name, toApp, limits)] } };
 }
 
-function hcm(
+/** The chain's filters: the connection bucket first, then the HCM (local_ratelimit after `httpFilters`). */
+function hcmFilters(
   name: string,
   p: InboundPort,
   httpFilters: HttpFilter[],
+  limits: LocalRateLimits | undefined,
   extra: { local_reply_config?: LocalReplyConfig } = {},
-): Listener$Filter {
-  return {
+): Listener$Filter[] {
+  const filters = hasHttpLimits(limits) ? [...httpFilters, httpLocalRateLimitFilter(name)] : httpFilters;
+  const hcm: Listener$Filter = {
     name: ExtName.HttpConnectionManager,
     typed_config: typed(AnyType.HttpConnectionManager, {
       stat_prefix: name,
-      ...inlineRoutes(name, p),
-      http_filters: [...httpFilters, { name: ExtName.Router, typed_config: typed(AnyType.Router) }],
+      ...inlineRoutes(name, p, limits),
+      http_filters: [...filters, { name: ExtName.Router, typed_config: typed(AnyType.Router) }],
       ...extra,
     }),
   };
+  return limits?.tcp ? [networkLocalRateLimitFilter(name, limits.tcp), hcm] : [hcm];
 }
 
 function sds(name: string): SdsSecretConfig {
@@ -132,7 +146,11 @@ const INGRESS_DENIED_REPLY: LocalReplyConfig = {
 };
 
 /** One chain per input: its sources in the match, the HTTP policy in RBAC, the app behind it. */
-export function ingressChain(own: Identity, input: IngressChainInput): FilterChain {
+export function ingressChain(
+  own: Identity,
+  input: IngressChainInput,
+  limits: LocalRateLimits | undefined,
+): FilterChain {
   const { port: p, ingress } = input;
   const name = ingressFilterChainName(p.port.targetPort, ingress.protocol);
   const https = ingress.protocol === 'https';
@@ -147,7 +165,9 @@ export function ingressChain(own: Identity, input: IngressChainInput): FilterCha
   const chain: FilterChain = {
     name,
     filter_chain_match: match,
-    filters: [hcm(name, p, [ingressRbacFilter(ingress)], { local_reply_config: INGRESS_DENIED_REPLY })],
+    filters: hcmFilters(name, p, [ingressRbacFilter(ingress)], limits, {
+      local_reply_config: INGRESS_DENIED_REPLY,
+    }),
   };
   if (https) chain.transport_socket = ingressTlsSocket(own, ingress.skipClientCertValidation);
   return chain;
@@ -158,7 +178,10 @@ export function ingressChain(own: Identity, input: IngressChainInput): FilterCha
  * each target port goes to the app (an ingress controller needs no
  * IngressBackend then, gRPC included — OSM refused it).
  */
-export function permissivePlaintextChains(ports: readonly InboundPort[]): FilterChain[] {
+export function permissivePlaintextChains(
+  ports: readonly InboundPort[],
+  limitsOf: (p: InboundPort) => LocalRateLimits | undefined,
+): FilterChain[] {
   const out: FilterChain[] = [];
   const seen = new Set<number>();
   for (const p of ports) {
@@ -166,16 +189,19 @@ export function permissivePlaintextChains(ports: readonly InboundPort[]): Filter
     if (seen.has(t)) continue;
     seen.add(t);
     const name = inboundPlaintextChainName(t);
-    const filter: Listener$Filter = isHttpLike(p.port)
-      ? hcm(name, p, [])
-      : {
-          name: ExtName.TcpProxy,
-          typed_config: typed(AnyType.TcpProxy, { stat_prefix: name, cluster: p.localCluster }),
-        };
+    // The chain serves the first service on the port (by key): its limits.
+    const limits = limitsOf(p);
+    const tcp: Listener$Filter[] = [
+      ...(limits?.tcp ? [networkLocalRateLimitFilter(name, limits.tcp)] : []),
+      {
+        name: ExtName.TcpProxy,
+        typed_config: typed(AnyType.TcpProxy, { stat_prefix: name, cluster: p.localCluster }),
+      },
+    ];
     out.push({
       name,
       filter_chain_match: { destination_port: { value: t }, transport_protocol: 'raw_buffer' },
-      filters: [filter],
+      filters: isHttpLike(p.port) ? hcmFilters(name, p, [], limits) : tcp,
     });
   }
   return out;

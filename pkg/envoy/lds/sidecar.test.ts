@@ -251,11 +251,13 @@ test('bookstore inbound: mTLS chains per served service, RBAC allows bookbuyer o
   });
   assert.equal(list(policy, 'permissions', 1, 'and_rules', 'rules', 1, 'or_rules', 'rules').length, 2);
   assert.equal(list(policy, 'permissions').length, 2);
-  // The route config the HCM uses: the inbound one for the target port.
+  // The route config the HCM uses: the service's own, as bookstore shares the target port.
   const hcm = filterConfig(chain, 'envoy.filters.network.http_connection_manager');
-  assert.equal(at(hcm, 'rds', 'route_config_name'), 'rds-inbound.14001');
+  assert.equal(at(hcm, 'rds', 'route_config_name'), 'rds-inbound.14001.bookstore/bookstore-v1');
+  // local_ratelimit is always there, idle until the route config carries a bucket.
   assert.deepEqual(names(list(hcm, 'http_filters')), [
     'envoy.filters.http.rbac',
+    'envoy.filters.http.local_ratelimit',
     'envoy.filters.http.router',
   ]);
   // The RBAC filter's stats live under the HCM's prefix: http.<chain>.rbac.{allowed,denied}.

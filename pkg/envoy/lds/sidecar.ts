@@ -2,7 +2,9 @@
 // app's outbound traffic to 15001 and inbound traffic to 15003; the
 // original_dst listener filter recovers the real destination, which selects
 // a filter chain.
+import type { LocalRateLimits } from '../../catalog/ratelimit.js';
 import type { MeshService, MeshView, ProxyContext } from '../../catalog/types.js';
+import { upstreamSettingOf } from '../../catalog/view.js';
 import { PORT_INBOUND_LISTENER, PORT_OUTBOUND_LISTENER } from '../../mesh/constants.js';
 import { type Identity, identityKey } from '../../mesh/identity.js';
 import type {
@@ -19,10 +21,17 @@ import type {
 } from '../api/envoy.js';
 import { accessLogSetting, withAccessLogs } from '../common/access-log.js';
 import { TrafficDirection } from '../common/enums.js';
-import { type InboundPort, inboundPorts, inboundRulesOf, isHttpLike } from '../common/inbound.js';
+import {
+  type InboundPort,
+  inboundPorts,
+  inboundRouteConfigOf,
+  inboundRulesOf,
+  isHttpLike,
+} from '../common/inbound.js';
 import { localReplyBody } from '../common/local-reply.js';
-import { IdentityMemo } from '../common/memo.js';
+import { IdentityMemo, NONE } from '../common/memo.js';
 import { byName, type OutboundPlan, type OutboundPort, proxyOutboundPlan } from '../common/outbound.js';
+import { httpLocalRateLimitFilter, networkLocalRateLimitFilter } from '../common/ratelimit.js';
 import { downstreamTlsSocket } from '../common/tls.js';
 import { AnyType, adsConfigSource, durationSeconds, ExtName, socketAddress, typed } from '../common/xds.js';
 import { egressListenerPart, egressTlsInspector } from '../egress/egress.js';
@@ -32,7 +41,6 @@ import {
   INBOUND_LISTENER,
   inboundFilterChainName,
   inboundRootSecretName,
-  inboundRouteConfigName,
   inboundTcpRootSecretName,
   OUTBOUND_DENIED,
   OUTBOUND_LISTENER,
@@ -250,8 +258,15 @@ function outboundListener(plan: OutboundPlan, permissive: boolean, egress: Egres
   return listener;
 }
 
-function inboundChain(mesh: MeshView, own: Identity, p: InboundPort): FilterChain {
+function inboundChain(
+  mesh: MeshView,
+  own: Identity,
+  p: InboundPort,
+  limits: LocalRateLimits | undefined,
+): FilterChain {
   const name = inboundFilterChainName(p.service, p.port);
+  // Connections beyond the bucket are closed before tcp_proxy or the HCM sees them.
+  const connectionLimit = limits?.tcp ? [networkLocalRateLimitFilter(name, limits.tcp)] : [];
   const rules = inboundRulesOf(mesh, p);
   const match: FilterChainMatch = {
     destination_port: { value: p.port.targetPort },
@@ -265,14 +280,16 @@ function inboundChain(mesh: MeshView, own: Identity, p: InboundPort): FilterChai
     // Any mesh identity completes the handshake (sds/sds.ts); the RBAC filter
     // decides per request, before the router, so a denied request never
     // reaches the app and gets a 403 saying why.
-    const hcm = httpConnectionManager(
-      name,
-      rds(inboundRouteConfigName(p.port.targetPort)),
-      [httpRbacFilter(rules, mesh.trustDomain)],
-      { local_reply_config: INBOUND_DENIED_REPLY },
-    );
+    // local_ratelimit after RBAC: a denied request never spends an allowed
+    // caller's token. Always there (it does nothing without a bucket on the
+    // route config), so a limit added later reaches the connections already
+    // open through RDS instead of a new chain that only new connections get.
+    const httpFilters = [httpRbacFilter(rules, mesh.trustDomain), httpLocalRateLimitFilter(name)];
+    const hcm = httpConnectionManager(name, rds(inboundRouteConfigOf(p)), httpFilters, {
+      local_reply_config: INBOUND_DENIED_REPLY,
+    });
     const tls = downstreamTlsSocket(own, inboundRootSecretName(identityKey(own)));
-    return { name, filter_chain_match: match, transport_socket: tls, filters: [hcm] };
+    return { name, filter_chain_match: match, transport_socket: tls, filters: [...connectionLimit, hcm] };
   }
   // TCP keeps the allowed callers pinned in the handshake: the network RBAC
   // filter only decides on the first byte from the client, while tcp_proxy
@@ -281,6 +298,7 @@ function inboundChain(mesh: MeshView, own: Identity, p: InboundPort): FilterChai
   const tls = downstreamTlsSocket(own, inboundTcpRootSecretName(p.service.key, p.port.targetPort));
   const filters = [
     networkRbacFilter(rules, mesh.trustDomain, name),
+    ...connectionLimit,
     tcpProxy(name, { cluster: p.localCluster }),
   ];
   return { name, filter_chain_match: match, transport_socket: tls, filters };
@@ -296,9 +314,11 @@ function inboundListener(
   ports: readonly InboundPort[],
   ingress: readonly IngressChainInput[],
 ): Listener {
-  const chains = ports.map((p) => inboundChain(mesh, proxy.identity, p));
-  for (const i of ingress) chains.push(ingressChain(proxy.identity, i));
-  if (mesh.permissive) chains.push(...permissivePlaintextChains(ports));
+  // The service's rate limits on every chain into it: mesh, ingress and plaintext (common/ratelimit.ts).
+  const limitsOf = (p: InboundPort) => upstreamSettingOf(mesh, p.service.key)?.rateLimit;
+  const chains = ports.map((p) => inboundChain(mesh, proxy.identity, p, limitsOf(p)));
+  for (const i of ingress) chains.push(ingressChain(proxy.identity, i, limitsOf(i.port)));
+  if (mesh.permissive) chains.push(...permissivePlaintextChains(ports, limitsOf));
   return {
     name: INBOUND_LISTENER,
     address: socketAddress('0.0.0.0', PORT_INBOUND_LISTENER),
@@ -329,6 +349,8 @@ function inboundListenerOf(mesh: MeshView, proxy: ProxyContext): Listener | unde
   for (const p of ports) {
     parts.push(p.service);
     for (const port of p.servicePorts) parts.push(mesh.inboundRules(p.service.key, port));
+    // Its rate limits (the same object while the setting is unchanged).
+    parts.push(upstreamSettingOf(mesh, p.service.key)?.rateLimit ?? NONE);
   }
   const ingress = ingressInputs(mesh, ports);
   // Which ports have ingress answers, and the answers themselves (same objects while unchanged).

@@ -81,19 +81,24 @@ test('same-namespace services get the bare name; gRPC routes disable the route t
   assert.ok(list(own, 'virtual_hosts', 0, 'domains').includes('*'));
 });
 
-test('inbound route config: catch-all to the local cluster; TCP ports have none', () => {
+test('inbound route config: catch-all to the local cluster, one per service on a shared target port; TCP ports have none', () => {
   const configs = rds(bookstoreMesh(), 'bookstore-v1-1');
   assert.deepEqual(
     configs.map((r) => r.name),
-    ['rds-inbound.14001', 'rds-outbound.14001'],
+    [
+      'rds-inbound.14001.bookstore/bookstore',
+      'rds-inbound.14001.bookstore/bookstore-v1',
+      'rds-outbound.14001',
+    ],
   );
-  assert.deepEqual(list(named(configs, 'rds-inbound.14001'), 'virtual_hosts'), [
-    {
-      name: 'inbound|14001',
-      domains: ['*'],
-      routes: [{ match: { prefix: '/' }, route: { cluster: 'bookstore/bookstore|14001|local' } }],
-    },
-  ]);
+  for (const svc of ['bookstore', 'bookstore-v1'])
+    assert.deepEqual(list(named(configs, `rds-inbound.14001.bookstore/${svc}`), 'virtual_hosts'), [
+      {
+        name: 'inbound|14001',
+        domains: ['*'],
+        routes: [{ match: { prefix: '/' }, route: { cluster: `bookstore/${svc}|14001|local` } }],
+      },
+    ]);
   // bookwarehouse's TCP port 13306 and outbound mysql (TCP) need no route config.
   assert.deepEqual(
     rds(bookstoreMesh(), 'bookwarehouse-1').map((r) => r.name),

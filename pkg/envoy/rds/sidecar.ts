@@ -1,18 +1,22 @@
 // RDS for Envoy sidecars: `rds-outbound.<port>` picks the upstream by Host
-// header; `rds-inbound.<targetPort>` forwards to the local app (HTTP policy is
-// enforced by the RBAC filter in front of it, lds/sidecar.ts).
+// header; `rds-inbound.<targetPort>[.<svc>]` forwards to the local app (HTTP
+// policy is enforced by the RBAC filter in front of it, lds/sidecar.ts) and
+// carries the service's local rate-limit buckets (common/ratelimit.ts).
+
+import type { LocalRateLimits } from '../../catalog/ratelimit.js';
 import type { MeshService, ProxyContext } from '../../catalog/types.js';
 import type { UpstreamSetting } from '../../catalog/upstream.js';
 import { type RetryTable, retryTableOf, upstreamSettings } from '../../catalog/view.js';
 import type { Route, RouteAction, RouteConfiguration } from '../api/envoy.js';
-import { type InboundPort, inboundPorts, isHttpLike } from '../common/inbound.js';
-import { IdentityMemo } from '../common/memo.js';
+import { type InboundPort, inboundPorts, inboundRouteConfigOf, isHttpLike } from '../common/inbound.js';
+import { IdentityMemo, NONE } from '../common/memo.js';
 import { byName, type OutboundPlan, type OutboundPort, proxyOutboundPlan } from '../common/outbound.js';
+import { limitedVirtualHost } from '../common/ratelimit.js';
 import { routeRetryPolicy } from '../common/retry.js';
 import { durationMs } from '../common/upstream.js';
 import { egressRouteConfig, egressRouteConfigName } from '../egress/egress.js';
 import { type EgressPlan, egressPlan, NO_EGRESS } from '../egress/plan.js';
-import { inboundRouteConfigName, outboundRouteConfigName } from '../names.js';
+import { outboundRouteConfigName } from '../names.js';
 import { type Resource, type ResourceGenerator, TypeUrl } from '../types.js';
 
 /**
@@ -99,22 +103,23 @@ function outboundRouteConfig(
  * 127.0.0.1:<targetPort>, so one catch-all route to the first one's local
  * cluster serves them all; the per-service RBAC sits on each filter chain.
  */
-function inboundRouteConfig(name: string, port: InboundPort): RouteConfiguration {
+function inboundRouteConfig(
+  name: string,
+  port: InboundPort,
+  limits: LocalRateLimits | undefined,
+): RouteConfiguration {
+  const grpc = port.port.protocol === 'grpc';
+  const toApp = () => routeAction({ cluster: port.localCluster }, grpc);
+  const prefix = `inbound_${port.service.key}_${port.port.targetPort}`;
   return {
     name,
-    virtual_hosts: [
-      {
-        name: `inbound|${port.port.targetPort}`,
-        domains: ['*'],
-        routes: [catchAllRoute(routeAction({ cluster: port.localCluster }, port.port.protocol === 'grpc'))],
-      },
-    ],
+    virtual_hosts: [limitedVirtualHost(`inbound|${port.port.targetPort}`, prefix, toApp, limits)],
   };
 }
 
 // Route configs memoised on what they are built from (the same objects while
 // unchanged, MeshView contract): outbound ones on the plan plus the proxy's
-// namespace (bare service names), inbound ones on the service served.
+// namespace (bare service names), inbound ones on the service served and its rate limits.
 const outboundConfigs = new IdentityMemo<RouteConfiguration>();
 const inboundConfigs = new IdentityMemo<RouteConfiguration>();
 const egressConfigs = new IdentityMemo<RouteConfiguration>();
@@ -147,11 +152,14 @@ function routeConfigBuilders(
   }
   for (const p of inboundPorts(proxy)) {
     if (!isHttpLike(p.port)) continue;
-    const name = inboundRouteConfigName(p.port.targetPort);
-    // p.port is one of p.service's ports; the name carries its target port.
+    const name = inboundRouteConfigOf(p);
+    // The service's own UpstreamTrafficSetting: its rate limits (the same object while unchanged).
+    const limits = settings.get(p.service.key)?.rateLimit;
+    // p.port is one of p.service's ports; the name carries its target port (and service when shared).
     const key = `${name}|${p.port.port}`;
-    if (!builders.has(name))
-      builders.set(name, () => inboundConfigs.get([p.service], key, () => inboundRouteConfig(name, p)));
+    builders.set(name, () =>
+      inboundConfigs.get([p.service, limits ?? NONE], key, () => inboundRouteConfig(name, p, limits)),
+    );
   }
   // Egress HTTP ports (SMI mode): keyed on the interned plan, shared by every
   // identity with the same Egress rules.
