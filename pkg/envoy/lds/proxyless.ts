@@ -4,10 +4,13 @@
 //   routes by RDS;
 // - server Listeners: one per port the pod serves, named by the bootstrap
 //   template `grpc/server?xds.resource.listening_address=<ip>:<port>`, carrying
-//   the SMI policy as an RBAC HTTP filter and mTLS (gRFC A29).
+//   the SMI policy as an RBAC HTTP filter and mTLS (gRFC A29), plus a chain
+//   for an IngressBackend's sources when one names the port
+//   (proxyless-ingress.ts).
+import type { IngressPort } from '../../catalog/ingress.js';
 import type { InboundRule, MeshView, ProxyContext } from '../../catalog/types.js';
-import type { HttpFilter, Listener, TransportSocket, TypedAny } from '../api/envoy.js';
-import { IdentityMemo } from '../common/memo.js';
+import type { FilterChain, HttpFilter, Listener, TransportSocket, TypedAny } from '../api/envoy.js';
+import { IdentityMemo, NONE } from '../common/memo.js';
 import { byName } from '../common/outbound.js';
 import { AnyType, adsConfigSource, ExtName, socketAddress, typed } from '../common/xds.js';
 import {
@@ -24,6 +27,7 @@ import {
 import { httpRbacFilter } from '../rbac/rbac.js';
 import type { GenerationContext, Resource, ResourceGenerator } from '../types.js';
 import { TypeUrl } from '../types.js';
+import { proxylessIngress, proxylessIngressChain } from './proxyless-ingress.js';
 
 // grpc-js-xds requires the router filter last (gRFC A39).
 const ROUTER_FILTER: HttpFilter = { name: ExtName.Router, typed_config: typed(AnyType.Router) };
@@ -67,9 +71,11 @@ function downstreamTls(): TransportSocket {
 }
 
 /**
- * A server Listener for one listening address. Always mTLS: skein never emits
- * a plaintext variant, so the grpc-js bug on toggling TLS with byte-identical
- * HCM config (a grpc-js-xds 1.14 Listener comparison bug) cannot arise.
+ * A server Listener for one listening address. The mesh chain is always mTLS,
+ * for any source; an ingress chain (plaintext or TLS) for an IngressBackend's
+ * sources only, whose HCM is named after its protocol, so the grpc-js bug on
+ * toggling TLS with byte-identical HCM config (a grpc-js-xds 1.14 Listener
+ * comparison bug) cannot arise.
  */
 export function proxylessServerListener(
   name: string,
@@ -77,6 +83,7 @@ export function proxylessServerListener(
   port: number,
   rules: readonly InboundRule[],
   trustDomain: string,
+  ingress?: IngressPort,
 ): Listener {
   const hcm: TypedAny<typeof AnyType.HttpConnectionManager> = typed(AnyType.HttpConnectionManager, {
     stat_prefix: `inbound_${port}`,
@@ -90,17 +97,22 @@ export function proxylessServerListener(
     },
     http_filters: [httpRbacFilter(rules, trustDomain), ROUTER_FILTER],
   });
+  const chains: FilterChain[] = [
+    {
+      name: `inbound_${port}`,
+      filters: [{ name: ExtName.HttpConnectionManager, typed_config: hcm }],
+      transport_socket: downstreamTls(),
+    },
+  ];
+  // After the mesh chain: grpc-js-xds compares chains by position, so the mesh
+  // chain keeps its place when ingress comes and goes.
+  const ingressChain = ingress && proxylessIngressChain(port, ingress);
+  if (ingressChain) chains.push(ingressChain);
   return {
     name,
     // grpc-js-xds refuses to serve unless this equals the bound IP:port.
     address: socketAddress(ip, port),
-    filter_chains: [
-      {
-        name: `inbound_${port}`,
-        filters: [{ name: ExtName.HttpConnectionManager, typed_config: hcm }],
-        transport_socket: downstreamTls(),
-      },
-    ],
+    filter_chains: chains,
   };
 }
 
@@ -221,9 +233,10 @@ function serverListeners(
     // A container port no service exposes: nothing in SMI allows traffic to
     // it (deny all); permissive mode allows every meshed caller.
     const ruleLists = byTargetPort.get(addr.port) ?? [mesh.permissive ? PERMISSIVE_RULES : NO_RULES];
+    const ingress = proxylessIngress(mesh, proxy.services, addr.port);
     const key = `${name}|${addr.ip}|${addr.port}|${mesh.trustDomain}`;
-    const message = serverListenerMemo.get(ruleLists, key, () =>
-      proxylessServerListener(name, addr.ip, addr.port, ruleLists.flat(), mesh.trustDomain),
+    const message = serverListenerMemo.get([...ruleLists, ingress ?? NONE], key, () =>
+      proxylessServerListener(name, addr.ip, addr.port, ruleLists.flat(), mesh.trustDomain, ingress),
     );
     out.push({ name, typeUrl: TypeUrl.Listener, message });
   }
