@@ -11,7 +11,7 @@ import { test } from 'node:test';
 import { fetchSidecarConfig } from '../../pkg/envoy/testing/fetch.js';
 import { ingressObjects } from '../../pkg/envoy/testing/ingress.js';
 import { bookstoreObjects, proxyFor, storeOf, viewOf } from '../../pkg/envoy/testing/mesh.js';
-import type { AnyObject, UpstreamTrafficSettingSpec } from '../../pkg/model/objects.js';
+import { upstreamSetting } from '../../pkg/envoy/testing/upstream.js';
 import { ENVOY_VERSIONS, envoyValidate, hasEnvoy } from '../support/envoy-bin.js';
 import { bootstrapJson, issueMeshCertificates, staticBootstrap } from '../support/envoy-static.js';
 import { ENVOYVALIDATE_BIN, encodeResources, validateWithEnvoy } from '../support/envoy-validate.js';
@@ -24,14 +24,7 @@ const staleValidator =
     ? 'test/envoyvalidate/bin is older than its main.go: make envoyvalidate-bin'
     : false;
 
-function setting(ns: string, svc: string, spec: Omit<UpstreamTrafficSettingSpec, 'host'>): AnyObject {
-  return {
-    apiVersion: 'policy.skein.dev/v1alpha1',
-    kind: 'UpstreamTrafficSetting',
-    metadata: { namespace: ns, name: svc },
-    spec: { host: `${svc}.${ns}.svc.cluster.local`, ...spec },
-  };
-}
+const setting = upstreamSetting;
 
 const headers = Array.from({ length: 10 }, (_, i) => ({ name: `x-limit-${i}`, value: `v${i}` }));
 const SETTINGS = [

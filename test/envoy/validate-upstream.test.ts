@@ -12,17 +12,10 @@ import {
   storeOf,
   viewOf,
 } from '../../pkg/envoy/testing/mesh.js';
-import type { AnyObject, UpstreamTrafficSettingSpec } from '../../pkg/model/objects.js';
+import { upstreamSetting } from '../../pkg/envoy/testing/upstream.js';
 import { encodeResources, validateWithEnvoy } from '../support/envoy-validate.js';
 
-function setting(ns: string, svc: string, spec: Omit<UpstreamTrafficSettingSpec, 'host'>): AnyObject {
-  return {
-    apiVersion: 'policy.skein.dev/v1alpha1',
-    kind: 'UpstreamTrafficSetting',
-    metadata: { namespace: ns, name: svc },
-    spec: { host: `${svc}.${ns}.svc.cluster.local`, ...spec },
-  };
-}
+const setting = upstreamSetting;
 
 const SETTINGS = [
   setting('bookstore', 'bookstore-v1', {

@@ -506,3 +506,31 @@ export interface Outcomes {
   /** Wall time of the whole command in the client (ms). */
   ms: number;
 }
+
+/** A `caller` pod and a `flaky` backend pod (Service `flaky` on HTTP_PORT) failing `failRatio` of its calls. */
+export async function callerAndFlaky(
+  mesh: SidecarMesh,
+  failRatio: number,
+): Promise<{ caller: RunningPod; flaky: RunningPod; client: MeshClient }> {
+  for (const sa of ['caller', 'flaky']) await mesh.createServiceAccount(sa);
+  await mesh.createService({
+    name: 'flaky',
+    selector: { app: 'flaky' },
+    ports: [{ name: 'http', port: HTTP_PORT }],
+  });
+  const serve = ['--http', String(HTTP_PORT)];
+  const flaky = await mesh.startPod({
+    name: 'flaky-1',
+    serviceAccount: 'flaky',
+    labels: { app: 'flaky' },
+    serve: [...serve, '--fail-ratio', String(failRatio)],
+  });
+  const caller = await mesh.startPod({
+    name: 'caller',
+    serviceAccount: 'caller',
+    labels: { app: 'caller' },
+    serve,
+  });
+  await Promise.all([mesh.waitReady(caller), mesh.waitReady(flaky)]);
+  return { caller, flaky, client: MeshClient.open(caller) };
+}

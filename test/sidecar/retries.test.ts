@@ -10,7 +10,7 @@ import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
 import type { RunningPod } from '../support/pod-runner.js';
-import { HTTP_PORT, MeshClient, SidecarMesh, sidecarSuiteSkipReason } from './mesh.js';
+import { callerAndFlaky, HTTP_PORT, type MeshClient, SidecarMesh, sidecarSuiteSkipReason } from './mesh.js';
 
 const sfx = randomBytes(3).toString('hex');
 const skip = await sidecarSuiteSkipReason();
@@ -57,27 +57,7 @@ describe('retries, retry budgets and access logs through real Envoy sidecars', {
   before(async () => {
     mesh = await SidecarMesh.start(`rt-${sfx}`);
     await mesh.setPermissive(true);
-    for (const sa of ['caller', 'flaky']) await mesh.createServiceAccount(sa);
-    await mesh.createService({
-      name: 'flaky',
-      selector: { app: 'flaky' },
-      ports: [{ name: 'http', port: HTTP_PORT }],
-    });
-    const serve = ['--http', String(HTTP_PORT)];
-    flaky = await mesh.startPod({
-      name: 'flaky-1',
-      serviceAccount: 'flaky',
-      labels: { app: 'flaky' },
-      serve: [...serve, '--fail-ratio', '0.5'],
-    });
-    caller = await mesh.startPod({
-      name: 'caller',
-      serviceAccount: 'caller',
-      labels: { app: 'caller' },
-      serve,
-    });
-    await Promise.all([mesh.waitReady(caller), mesh.waitReady(flaky)]);
-    client = MeshClient.open(caller);
+    ({ caller, flaky, client } = await callerAndFlaky(mesh, 0.5));
   });
 
   after(async () => {

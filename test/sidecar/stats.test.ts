@@ -9,7 +9,7 @@ import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
 import type { RunningPod } from '../support/pod-runner.js';
-import { HTTP_PORT, MeshClient, SidecarMesh, sidecarSuiteSkipReason } from './mesh.js';
+import { callerAndFlaky, HTTP_PORT, type MeshClient, SidecarMesh, sidecarSuiteSkipReason } from './mesh.js';
 
 const sfx = randomBytes(3).toString('hex');
 const skip = await sidecarSuiteSkipReason();
@@ -49,27 +49,7 @@ describe('per-edge request and success rates from real Envoy sidecars', { skip, 
   before(async () => {
     mesh = await SidecarMesh.start(`st-${sfx}`);
     await mesh.setPermissive(true);
-    for (const sa of ['caller', 'flaky']) await mesh.createServiceAccount(sa);
-    await mesh.createService({
-      name: 'flaky',
-      selector: { app: 'flaky' },
-      ports: [{ name: 'http', port: HTTP_PORT }],
-    });
-    const serve = ['--http', String(HTTP_PORT)];
-    const flaky = await mesh.startPod({
-      name: 'flaky-1',
-      serviceAccount: 'flaky',
-      labels: { app: 'flaky' },
-      serve: [...serve, '--fail-ratio', String(FAIL_RATIO)],
-    });
-    caller = await mesh.startPod({
-      name: 'caller',
-      serviceAccount: 'caller',
-      labels: { app: 'caller' },
-      serve,
-    });
-    await Promise.all([mesh.waitReady(caller), mesh.waitReady(flaky)]);
-    client = MeshClient.open(caller);
+    ({ caller, client } = await callerAndFlaky(mesh, FAIL_RATIO));
   });
 
   after(async () => {

@@ -1,21 +1,15 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { policyProblems } from '../../catalog/view.js';
-import type { AnyObject, UpstreamTrafficSettingSpec } from '../../model/objects.js';
+import type { AnyObject } from '../../model/objects.js';
 import { fetchSidecarConfig } from '../testing/fetch.js';
 import { ingressObjects } from '../testing/ingress.js';
 import { bookstoreObjects, generationContext, proxyFor, storeOf, viewOf } from '../testing/mesh.js';
 import { at, byNameIn, list, named, names } from '../testing/pick.js';
+import { upstreamSetting } from '../testing/upstream.js';
 import type { ProtoValue } from '../types.js';
 
-function setting(ns: string, svc: string, spec: Omit<UpstreamTrafficSettingSpec, 'host'>): AnyObject {
-  return {
-    apiVersion: 'policy.skein.dev/v1alpha1',
-    kind: 'UpstreamTrafficSetting',
-    metadata: { namespace: ns, name: svc },
-    spec: { host: `${svc}.${ns}.svc.cluster.local`, ...spec },
-  };
-}
+const setting = upstreamSetting;
 
 const STORE = setting('bookstore', 'bookstore-v1', {
   rateLimit: {
