@@ -20,6 +20,8 @@ export const AnyType = {
   HttpProtocolOptions: `${T}envoy.extensions.upstreams.http.v3.HttpProtocolOptions`,
   DownstreamConnections: `${T}envoy.extensions.resource_monitors.downstream_connections.v3.DownstreamConnectionsConfig`,
   StdoutAccessLog: `${T}envoy.extensions.access_loggers.stream.v3.StdoutAccessLog`,
+  ZipkinConfig: `${T}envoy.config.trace.v3.ZipkinConfig`,
+  OpenTelemetryConfig: `${T}envoy.config.trace.v3.OpenTelemetryConfig`,
 } as const;
 
 /** Extension (filter / transport socket) names Envoy knows them by. */
@@ -38,6 +40,8 @@ export const ExtName = {
   /** The overload manager's connection-limit monitor: Envoy looks for exactly this name (server.cc). */
   GlobalDownstreamMaxConnections: 'envoy.resource_monitors.global_downstream_max_connections',
   StdoutAccessLog: 'envoy.access_loggers.stdout',
+  ZipkinTracer: 'envoy.tracers.zipkin',
+  OpenTelemetryTracer: 'envoy.tracers.opentelemetry',
 } as const;
 
 /**
