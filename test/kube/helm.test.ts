@@ -369,6 +369,10 @@ describe('charts/skein with helm against the real API server', () => {
       /webhook.nativeSidecars "true": must be auto, always or never/,
     );
     await assert.rejects(
+      render('sidecar.logLevel=verbose'),
+      /sidecar.logLevel "verbose": must be trace, debug, info, warning, warn, error, critical or off/,
+    );
+    await assert.rejects(
       render('traffic.outboundIPRangeExclusionList={10.0.0.0/8,10.0.0.0/33}'),
       /traffic.outboundIPRangeExclusionList: "10.0.0.0\/33" is not an IPv4 address or CIDR/,
     );
@@ -443,7 +447,7 @@ describe('charts/skein with helm against the real API server', () => {
       traffic: { permissive: false },
       certificate: { validity: '24h', trustDomain: 'cluster.local' },
       xds: { minPushInterval: '100ms' },
-      sidecar: { xdsTransport: 'sotw', maxDownstreamConnections: 50000 },
+      sidecar: { xdsTransport: 'sotw', maxDownstreamConnections: 50000, logLevel: 'warn' },
       observability: { logLevel: 'info', enableDebugServer: false },
     });
 

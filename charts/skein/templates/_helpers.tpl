@@ -83,6 +83,9 @@ app.kubernetes.io/component: controller
 {{- if not (has .Values.logLevel (list "trace" "debug" "info" "warn" "error")) -}}
 {{- fail (printf "logLevel %q: must be trace, debug, info, warn or error" .Values.logLevel) -}}
 {{- end -}}
+{{- if not (has .Values.sidecar.logLevel (list "trace" "debug" "info" "warning" "warn" "error" "critical" "off")) -}}
+{{- fail (printf "sidecar.logLevel %q: must be trace, debug, info, warning, warn, error, critical or off" .Values.sidecar.logLevel) -}}
+{{- end -}}
 {{- if lt (int .Values.replicas) 1 -}}
 {{- fail "replicas: at least 1 (the sidecar injector and ADS run in the controller)" -}}
 {{- end -}}
