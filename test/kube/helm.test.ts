@@ -407,7 +407,6 @@ describe('charts/skein with helm against the real API server', () => {
     for (const a of [
       `--mesh-name=${meshName}`,
       `--namespace=${ns}`,
-      '--log-level=info',
       '--webhook-port=9090',
       `--webhook-config-name=skein-sidecar-injector-${meshName}`,
       '--service-name=skein-controller',
@@ -418,6 +417,12 @@ describe('charts/skein with helm against the real API server', () => {
     ])
       assert.ok(args.includes(a), `args include ${a}: ${JSON.stringify(args)}`);
     assert.equal(at(container, 'image'), 'skein/controller:0.1.0');
+    // The MeshConfig's logLevel governs at runtime: the chart gives the startup level by env, never --log-level.
+    assert.ok(!args.some((a) => String(a).startsWith('--log-level')), JSON.stringify(args));
+    assert.deepEqual(
+      (at(container, 'env') as { name: string; value?: string }[]).find((e) => e.name === 'SKEIN_LOG_LEVEL'),
+      { name: 'SKEIN_LOG_LEVEL', value: 'info' },
+    );
     assert.equal(at(container, 'readinessProbe', 'httpGet', 'path'), '/readyz');
     assert.equal(at(container, 'livenessProbe', 'httpGet', 'path'), '/healthz');
     assert.equal(at(container, 'livenessProbe', 'httpGet', 'port'), 'http');
