@@ -1,0 +1,128 @@
+// Tracing through real Envoy sidecars: a Zipkin collector (a test process on
+// the node address, reached by name from the pods like an outside server)
+// receives the spans Envoy's own Zipkin tracer reports. One call from the
+// caller's app to the backend leaves a CLIENT span from the caller's sidecar
+// and a SERVER span from the backend's, in one trace, both tagged with the
+// request's x-request-id. Sampling 0 in the MeshConfig sends none; turning
+// tracing off stops the spans (both at runtime, no pod restarted).
+import assert from 'node:assert/strict';
+import { randomBytes, randomUUID } from 'node:crypto';
+import { after, before, describe, test } from 'node:test';
+import type { RunningPod } from '../support/pod-runner.js';
+import { ZipkinCollector } from '../support/zipkin-collector.js';
+import { HTTP_PORT, MeshClient, SidecarMesh, sidecarSuiteSkipReason } from './mesh.js';
+
+const sfx = randomBytes(3).toString('hex');
+const skip = await sidecarSuiteSkipReason();
+const ZIPKIN = 'zipkin.outside.test';
+// Envoy's Zipkin tracer flushes every 5 s (tracing.zipkin.flush_interval_ms) or after 5 spans.
+const FLUSH_MS = 5000;
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+describe('tracing through real Envoy sidecars to a Zipkin collector', { skip, timeout: 420_000 }, () => {
+  let mesh: SidecarMesh;
+  let collector: ZipkinCollector;
+  let caller: RunningPod;
+  let client: MeshClient;
+  const url = `http://backend:${HTTP_PORT}/books`;
+  const tracing = (t: Record<string, unknown>) =>
+    mesh.setMeshConfig({
+      traffic: { permissive: true },
+      observability: { tracing: { enable: true, address: ZIPKIN, port: collector.port, ...t } },
+    });
+  /** `count` calls with one fresh x-request-id; its spans after a flush interval and a margin. */
+  const callAndCollect = async (count: number, waitMs = FLUSH_MS + 2000) => {
+    const id = randomUUID();
+    const res = await client.http(url, count, { headers: { 'x-request-id': id } });
+    assert.equal(res.counts['200 backend-1'], count, JSON.stringify(res.counts));
+    await sleep(waitMs);
+    return collector.withRequestId(id);
+  };
+
+  before(async () => {
+    mesh = await SidecarMesh.start(`tr-${sfx}`);
+    collector = await ZipkinCollector.start(mesh.network.gatewayIp);
+    // The collector's name resolves to the node address in every pod (LOGICAL_DNS from the sidecar).
+    mesh.outsideHosts.set(ZIPKIN, mesh.network.gatewayIp);
+    await tracing({ sampling: 100 });
+    await mesh.startHttpBackend('backend');
+    await mesh.createServiceAccount('caller');
+    caller = await mesh.startPod({
+      name: 'caller',
+      serviceAccount: 'caller',
+      labels: { app: 'caller' },
+      serve: ['--http', String(HTTP_PORT)],
+    });
+    await mesh.waitReady(caller);
+    client = MeshClient.open(caller);
+  });
+
+  after(async () => {
+    await client?.close();
+    await mesh?.stop();
+    await collector?.close();
+  });
+
+  test("one call: the caller's CLIENT span and the backend's SERVER span share a trace id and the request id", async () => {
+    const id = randomUUID();
+    const res = await client.http(url, 1, { headers: { 'x-request-id': id } });
+    assert.equal(res.counts['200 backend-1'], 1, JSON.stringify(res.counts));
+    const started = Date.now();
+    for (;;) {
+      if (collector.withRequestId(id).length >= 2) break;
+      if (Date.now() - started > 30_000)
+        assert.fail(
+          `spans of ${id}: ${JSON.stringify(collector.withRequestId(id))}; all ${collector.spans.length}; refused ${JSON.stringify(collector.refused)}`,
+        );
+      await sleep(200);
+    }
+    const spans = collector.withRequestId(id);
+    console.log(
+      `spans of one call reached the collector ${Date.now() - started} ms after it: ${JSON.stringify(spans)}`,
+    );
+    const ns = mesh.namespace;
+    const clientSpan = spans.find((s) => s.kind === 'CLIENT');
+    const serverSpan = spans.find((s) => s.kind === 'SERVER');
+    assert.equal(clientSpan?.localEndpoint?.serviceName, `caller.${ns}`, JSON.stringify(spans));
+    assert.equal(serverSpan?.localEndpoint?.serviceName, `backend.${ns}`, JSON.stringify(spans));
+    assert.equal(clientSpan?.traceId, serverSpan?.traceId, 'one trace');
+    assert.match(clientSpan?.traceId ?? '', /^[0-9a-f]{16,32}$/);
+    assert.deepEqual(collector.refused, []);
+  });
+
+  test('sampling 0 sends no span; tracing off stops them; both at runtime', async () => {
+    await tracing({ sampling: 0 });
+    // Applied once a batch of calls leaves no span behind.
+    const deadline = Date.now() + 60_000;
+    while ((await callAndCollect(5)).length > 0)
+      if (Date.now() > deadline) assert.fail('sampling 0 never took effect');
+    const sampled0 = await callAndCollect(20);
+    assert.deepEqual(sampled0, [], 'sampling 0: no span');
+
+    // Back on: spans come again (the collector and the cluster work), then off.
+    await tracing({ sampling: 100 });
+    const on = Date.now() + 60_000;
+    while ((await callAndCollect(2)).length === 0)
+      if (Date.now() > on) assert.fail('tracing never came back');
+
+    await mesh.setMeshConfig({
+      traffic: { permissive: true },
+      observability: { tracing: { enable: false } },
+    });
+    const off = Date.now() + 90_000;
+    let batches = 0;
+    while ((await callAndCollect(5)).length > 0) {
+      batches++;
+      if (Date.now() > off) assert.fail('tracing never stopped');
+    }
+    const after = await callAndCollect(20);
+    console.log(
+      `tracing off: ${batches} batches still traced before it applied; then 20 calls, ${after.length} spans`,
+    );
+    assert.deepEqual(after, [], 'off: no span');
+    // And the collector cluster left the sidecar's CDS with it.
+    const clusters = await caller.envoyAdmin('/clusters');
+    assert.ok(!clusters.includes('skein-tracing::'), 'no collector cluster while off');
+  });
+});
