@@ -4,11 +4,12 @@
 // caller's app to the backend leaves a CLIENT span from the caller's sidecar
 // and a SERVER span from the backend's, in one trace, both tagged with the
 // request's x-request-id. Sampling 0 in the MeshConfig sends none; turning
-// tracing off stops the spans (both at runtime, no pod restarted).
+// tracing off stops the spans (both at runtime, no pod restarted). Last,
+// MeshConfig sidecar.logLevel reaches the Envoy of a pod admitted afterwards.
 import assert from 'node:assert/strict';
 import { randomBytes, randomUUID } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
-import type { RunningPod } from '../support/pod-runner.js';
+import { type RunningPod, until } from '../support/pod-runner.js';
 import { ZipkinCollector } from '../support/zipkin-collector.js';
 import { HTTP_PORT, MeshClient, SidecarMesh, sidecarSuiteSkipReason } from './mesh.js';
 
@@ -20,7 +21,10 @@ const FLUSH_MS = 5000;
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-describe('tracing through real Envoy sidecars to a Zipkin collector', { skip, timeout: 420_000 }, () => {
+describe('tracing to a Zipkin collector and the sidecar log level, through real Envoy sidecars', {
+  skip,
+  timeout: 420_000,
+}, () => {
   let mesh: SidecarMesh;
   let collector: ZipkinCollector;
   let caller: RunningPod;
@@ -124,5 +128,29 @@ describe('tracing through real Envoy sidecars to a Zipkin collector', { skip, ti
     // And the collector cluster left the sidecar's CDS with it.
     const clusters = await caller.envoyAdmin('/clusters');
     assert.ok(!clusters.includes('skein-tracing::'), 'no collector cluster while off');
+  });
+
+  test('MeshConfig sidecar.logLevel is the Envoy level of pods admitted afterwards; running ones keep theirs', async () => {
+    await mesh.setMeshConfig({ traffic: { permissive: true }, sidecar: { logLevel: 'debug' } });
+    const spec = {
+      name: 'verbose',
+      serviceAccount: 'caller',
+      labels: { app: 'verbose' },
+      serve: ['--http', String(HTTP_PORT)],
+    };
+    // The webhook reads the MeshConfig at each admission: a dry run shows when it has the new one.
+    const envoyArgs = async () =>
+      (await mesh.admittedPod(spec)).spec?.containers?.find((c) => c.name === 'envoy')?.args ?? [];
+    await until('admission gives Envoy --log-level debug', async () => (await envoyArgs()).includes('debug'));
+    const verbose = await mesh.startPod(spec);
+    await mesh.waitReady(verbose);
+    const debugLines = (p: RunningPod) =>
+      (p.containers.get('envoy')?.stderr ?? []).filter((l) => l.includes('[debug]')).length;
+    const verboseLines = debugLines(verbose);
+    console.log(
+      `Envoy [debug] lines: new pod ${verboseLines}, caller admitted at warn ${debugLines(caller)}`,
+    );
+    assert.ok(verboseLines > 0, 'the new pod logs at debug');
+    assert.equal(debugLines(caller), 0, 'the caller keeps the level it was admitted with');
   });
 });
