@@ -82,8 +82,9 @@ describe('tracing to a Zipkin collector and the sidecar log level, through real 
       await sleep(200);
     }
     const spans = collector.withRequestId(id);
+    const summary = spans.map((s) => `${s.kind} ${s.localEndpoint?.serviceName} trace ${s.traceId}`);
     console.log(
-      `spans of one call reached the collector ${Date.now() - started} ms after it: ${JSON.stringify(spans)}`,
+      `spans of one call reached the collector ${Date.now() - started} ms after it: ${summary.join(', ')}`,
     );
     const ns = mesh.namespace;
     const clientSpan = spans.find((s) => s.kind === 'CLIENT');
