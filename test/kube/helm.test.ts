@@ -369,6 +369,14 @@ describe('charts/skein with helm against the real API server', () => {
       /webhook.nativeSidecars "true": must be auto, always or never/,
     );
     await assert.rejects(
+      render('tracing.enable=true'),
+      /tracing.address: required when tracing.enable is true/,
+    );
+    await assert.rejects(
+      render('tracing.provider=jaeger'),
+      /tracing.provider "jaeger": must be zipkin or opentelemetry/,
+    );
+    await assert.rejects(
       render('sidecar.logLevel=verbose'),
       /sidecar.logLevel "verbose": must be trace, debug, info, warning, warn, error, critical or off/,
     );
