@@ -11,6 +11,7 @@
 import assert from 'node:assert/strict';
 import { randomBytes, randomUUID } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
+import { eventually } from '../support/kube-registry-fixture.js';
 import { OtlpCollector, type OtlpSpan } from '../support/otlp-collector.js';
 import { type RunningPod, until } from '../support/pod-runner.js';
 import { ZipkinCollector, type ZipkinSpan } from '../support/zipkin-collector.js';
@@ -64,6 +65,16 @@ describe('tracing to a Zipkin collector and the sidecar log level, through real 
     });
     await mesh.waitReady(caller);
     client = MeshClient.open(caller);
+    // Ready means Envoy has a first configuration, not yet the one with the backend (a loaded
+    // machine has been seen answering one 403 first): wait for a call that gets through.
+    await eventually(
+      'the caller reaches the backend',
+      async () => {
+        const res = await client.http(url, 1);
+        assert.equal(res.counts['200 backend-1'], 1, JSON.stringify(res.counts));
+      },
+      30_000,
+    );
   });
 
   after(async () => {
