@@ -18,7 +18,7 @@ async function main(argv: string[]): Promise<number> {
     process.stdout.write(CONTROLLER_USAGE);
     return 0;
   }
-  const log = createLogger({ level: options.logLevel });
+  const log = createLogger(options.logLevel !== undefined ? { level: options.logLevel } : {});
   const controller = new Controller(options, log);
   const shutdown = (signal: string) => {
     log.info({ signal }, 'shutting down');

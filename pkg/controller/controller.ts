@@ -50,6 +50,7 @@ import { mountHttpRoutes } from './http-routes.js';
 import { IngressTlsWatch, meshSecrets } from './ingress-tls.js';
 import { Injection, servingNames } from './injection.js';
 import { LocalWorkloads } from './local-workloads.js';
+import { LogLevelFollower } from './log-level.js';
 import type { ControllerOptions } from './options.js';
 import { ProblemLog } from './problem-log.js';
 import { type MeshSettings, meshSettings } from './settings.js';
@@ -92,6 +93,8 @@ export class Controller {
   /** The settings of the MeshConfig object they came from (undefined: none), so problems are logged once per change. */
   private settings: { from: MeshConfig | undefined; value: MeshSettings } | undefined;
   private problems: ProblemLog;
+  /** MeshConfig observability.logLevel over the startup level (log-level.ts). */
+  private readonly logLevel: LogLevelFollower;
   /** Every problem in force (invalid objects and policy), for /debug/problems and the gauges. */
   private readonly problemBook = new ProblemBook();
   private adsServing = false;
@@ -113,6 +116,7 @@ export class Controller {
     logger: Logger,
   ) {
     this.log = logger;
+    this.logLevel = new LogLevelFollower(logger, opts.logLevel !== undefined);
     this.bus = new AnnouncementBus({ logger: logger.child({ component: 'announcements' }) });
     this.problems = new ProblemLog(logger.child({ component: 'policy' }));
   }
@@ -215,6 +219,7 @@ export class Controller {
 
     const view = this.currentView();
     const settings = this.currentSettings();
+    this.logLevel.follow(meshConfigOf(view)?.spec.observability?.logLevel);
     await mkdir(o.stateDir, { recursive: true });
     this.ca = await loadControllerCA({
       stateDir: o.stateDir,
@@ -635,6 +640,7 @@ export class Controller {
   private applySettings(): void {
     const view = this.currentView();
     const s = this.currentSettings();
+    this.logLevel.follow(meshConfigOf(view)?.spec.observability?.logLevel);
     this.certs?.setValidity(s.validityMs);
     if (this.opts.minPushIntervalMs === undefined) this.planner?.setMinInterval(s.minPushIntervalMs);
     if (this.certs && view.trustDomain !== this.certs.trustDomain) {

@@ -39,7 +39,8 @@ export interface ControllerOptions {
    * outside the cluster against a real API server, as tests do.
    */
   workloadFiles?: boolean;
-  logLevel: string;
+  /** --log-level, pinning the level; undefined: MeshConfig observability.logLevel, else SKEIN_LOG_LEVEL, else info. */
+  logLevel?: string;
   /** Serve /debug/* and the web UI whatever the MeshConfig says. */
   debug?: boolean;
   /** REST xDS over HTTPS with client-certificate auth; undefined = off (local mode unless given). */
@@ -170,7 +171,8 @@ Flags:
   --ads-request-rate <n>      Requests per second one ADS stream may send, twice as many at once (default ${DEFAULT_STREAM_LIMITS.requestsPerSecond})
   --ads-name-rate <n>         Resource names per second one ADS stream may send (default ${DEFAULT_STREAM_LIMITS.namesPerSecond})
   --ads-max-message-bytes <n> Largest ADS request message (default ${DEFAULT_STREAM_LIMITS.maxMessageBytes})
-  --log-level <level>         trace|debug|info|warn|error (default info)
+  --log-level <level>         trace|debug|info|warn|error, fixed for the process; without it MeshConfig
+                              observability.logLevel applies while set, else SKEIN_LOG_LEVEL, else info
   -h, --help                  Show this help
 `;
 
@@ -253,7 +255,7 @@ export function parseControllerArgs(
     host: v.host ?? '0.0.0.0',
     adsPort: port('ads-port', v['ads-port'], PORT_ADS) ?? PORT_ADS,
     httpPort: port('http-port', v['http-port'], PORT_CONTROLLER_HTTP) ?? PORT_CONTROLLER_HTTP,
-    logLevel: v['log-level'] ?? 'info',
+    ...(v['log-level'] !== undefined ? { logLevel: v['log-level'] } : {}),
     webhookConfigName:
       nonEmpty('webhook-config-name', v['webhook-config-name']) ??
       defaultWebhookConfigName(v['mesh-name'] ?? DEFAULT_MESH_NAME),

@@ -23,7 +23,7 @@ describe('meshSettings', () => {
         validityMs: DEFAULT_CERT_VALIDITY_MS,
         bootstrapValidityMs: DEFAULT_CERT_VALIDITY_MS,
         minPushIntervalMs: DEFAULT_MIN_PUSH_INTERVAL_MS,
-        sidecar: { xdsTransport: 'sotw', maxDownstreamConnections: 50_000 },
+        sidecar: { xdsTransport: 'sotw', maxDownstreamConnections: 50_000, logLevel: 'warn' },
         exclusions: NO_EXCLUSIONS,
       },
     );
@@ -62,27 +62,28 @@ describe('meshSettings', () => {
 
   it('reads the sidecar defaults for the injector', () => {
     const s = meshSettings(
-      viewWith({ sidecar: { xdsTransport: 'delta', maxDownstreamConnections: 1500 } }),
+      viewWith({ sidecar: { xdsTransport: 'delta', maxDownstreamConnections: 1500, logLevel: 'debug' } }),
       () => assert.fail('nothing should be ignored'),
     );
-    assert.deepEqual(s.sidecar, { xdsTransport: 'delta', maxDownstreamConnections: 1500 });
+    assert.deepEqual(s.sidecar, { xdsTransport: 'delta', maxDownstreamConnections: 1500, logLevel: 'debug' });
     assert.deepEqual(
       meshSettings(viewWith({ sidecar: { maxDownstreamConnections: 3 } }), () => assert.fail('ignored'))
         .sidecar,
-      { xdsTransport: 'sotw', maxDownstreamConnections: 3 },
+      { xdsTransport: 'sotw', maxDownstreamConnections: 3, logLevel: 'warn' },
     );
   });
 
   it('falls back to the sidecar defaults for values Envoy would not take, naming the field', () => {
     const ignored: [string, string][] = [];
     const s = meshSettings(
-      viewWith({ sidecar: { xdsTransport: 'incremental', maxDownstreamConnections: 0 } }),
+      viewWith({ sidecar: { xdsTransport: 'incremental', maxDownstreamConnections: 0, logLevel: 'loud' } }),
       (f, r) => ignored.push([f, r]),
     );
     assert.deepEqual(s.sidecar, DEFAULT_SIDECAR_SETTINGS);
     assert.deepEqual(ignored, [
       ['sidecar.xdsTransport', '"incremental": use "sotw" or "delta"'],
       ['sidecar.maxDownstreamConnections', '0: use a whole number from 1 to 2147483647'],
+      ['sidecar.logLevel', '"loud": use one of trace, debug, info, warning, warn, error, critical, off'],
     ]);
   });
 

@@ -12,7 +12,9 @@ import {
 import {
   CONNECTION_LIMIT_RULE,
   DEFAULT_SIDECAR_SETTINGS,
+  ENVOY_LOG_LEVEL_RULE,
   isConnectionLimit,
+  isEnvoyLogLevel,
   isXdsTransport,
   type SidecarSettings,
 } from '../injector/sidecar-settings.js';
@@ -71,6 +73,14 @@ export function meshSettings(view: MeshView, ignored: IgnoredSetting): MeshSetti
         DEFAULT_SIDECAR_SETTINGS.maxDownstreamConnections,
         'sidecar.maxDownstreamConnections',
         CONNECTION_LIMIT_RULE,
+        ignored,
+      ),
+      logLevel: checked(
+        spec?.sidecar?.logLevel,
+        isEnvoyLogLevel,
+        DEFAULT_SIDECAR_SETTINGS.logLevel,
+        'sidecar.logLevel',
+        ENVOY_LOG_LEVEL_RULE,
         ignored,
       ),
     },

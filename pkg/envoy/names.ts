@@ -7,6 +7,8 @@ export const INBOUND_LISTENER = 'inbound-listener';
 export const PASSTHROUGH_CLUSTER = 'passthrough-outbound';
 /** SMI mode: a STATIC cluster without endpoints, where denied outbound TCP goes (and is closed). */
 export const BLACKHOLE_CLUSTER = 'blackhole';
+/** The tracing collector (MeshConfig observability.tracing; OSM called it envoy-tracing-cluster). */
+export const TRACING_CLUSTER = 'skein-tracing';
 /** Stat prefix and chain name of the outbound denials (SMI mode). */
 export const OUTBOUND_DENIED = 'outbound_denied';
 

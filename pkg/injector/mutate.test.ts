@@ -6,6 +6,7 @@ import { parseMeshExclusions } from './exclusions.js';
 import { escapePointerToken, pointer } from './jsonpatch.js';
 import { checkPod, decide, type MutateOptions, mutate, type NamespaceLike } from './mutate.js';
 import { isJsonObject, type Json, type JsonObject, readPod } from './pod.js';
+import { DEFAULT_SIDECAR_SETTINGS } from './sidecar-settings.js';
 import { applyPatch } from './testing/apply-patch.js';
 import { get, named } from './testing/json-path.js';
 
@@ -519,7 +520,7 @@ test('mutate: the xDS transport and connection limit come from the mesh, and a p
     get(b, 'overload_manager', 'resource_monitors', 0, 'typed_config', 'max_active_downstream_connections'),
   ];
   assert.deepEqual(settingsOf(bootstrapOf({})), ['GRPC', 50_000], 'defaults without MeshConfig settings');
-  const mesh = { xdsTransport: 'delta', maxDownstreamConnections: 8000 } as const;
+  const mesh = { xdsTransport: 'delta', maxDownstreamConnections: 8000, logLevel: 'warn' } as const;
   assert.deepEqual(settingsOf(bootstrapOf({}, mesh)), ['DELTA_GRPC', 8000], 'the mesh-wide settings');
   assert.deepEqual(
     settingsOf(
@@ -535,8 +536,26 @@ test('mutate: the xDS transport and connection limit come from the mesh, and a p
   );
   assert.deepEqual(
     mutate(readPod(podJson({ annotations: { 'skein.dev/xds-transport': 'delta' } })), options).sidecar,
-    { xdsTransport: 'delta', maxDownstreamConnections: 50_000 },
+    { xdsTransport: 'delta', maxDownstreamConnections: 50_000, logLevel: 'warn' },
   );
+});
+
+test("mutate: Envoy's --log-level is the mesh's spec.sidecar.logLevel at admission (default warn)", () => {
+  const argsOf = (sidecar?: MutateOptions['sidecar']): Json => {
+    const raw = podJson();
+    const m = mutate(readPod(raw), { ...options, ...(sidecar ? { sidecar } : {}) });
+    const containers = get(applyPatch(raw, m.patch), 'spec', 'containers');
+    assert.ok(Array.isArray(containers));
+    return get(named(containers, 'envoy'), 'args');
+  };
+  assert.deepEqual(argsOf(), ['--config-path', '/etc/skein/bootstrap.json', '--log-level', 'warn']);
+  for (const logLevel of ['debug', 'critical', 'off'] as const)
+    assert.deepEqual(argsOf({ ...DEFAULT_SIDECAR_SETTINGS, logLevel }), [
+      '--config-path',
+      '/etc/skein/bootstrap.json',
+      '--log-level',
+      logLevel,
+    ]);
 });
 
 test('mutate: a malformed transport or connection-limit annotation refuses the pod, saying what to write', () => {

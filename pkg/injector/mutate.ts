@@ -106,7 +106,6 @@ export interface MutateOptions {
   proxyUuid: string;
   /** Issued for `sidecarCommonName(...)` with the same UUID. */
   certificate: ProxyCertificate;
-  envoyLogLevel?: string;
   /** core/v1 ResourceRequirements of the Envoy container. */
   envoyResources?: JsonObject;
   /** The mesh's sidecar settings (MeshConfig `spec.sidecar`); the pod's annotations override them. */
@@ -186,7 +185,12 @@ export function envoyImageOf(pod: PodInfo, fallback: string): string {
   return image;
 }
 
-function envoyContainer(pod: PodInfo, o: MutateOptions, layout: SidecarLayout): JsonObject {
+function envoyContainer(
+  pod: PodInfo,
+  o: MutateOptions,
+  layout: SidecarLayout,
+  sidecar: SidecarSettings,
+): JsonObject {
   const c: JsonObject = {
     name: ENVOY_CONTAINER_NAME,
     image: envoyImageOf(pod, o.images.envoy),
@@ -195,8 +199,9 @@ function envoyContainer(pod: PodInfo, o: MutateOptions, layout: SidecarLayout): 
     args: [
       '--config-path',
       `${BOOTSTRAP_MOUNT_PATH}/${SecretKey.bootstrap}`,
+      // MeshConfig spec.sidecar.logLevel, read at this admission (controller/settings.ts).
       '--log-level',
-      o.envoyLogLevel ?? 'warn',
+      sidecar.logLevel,
     ],
     // The UID iptables lets through (iptables.ts): the proxy's own traffic is never redirected.
     securityContext: {
@@ -332,8 +337,8 @@ export function mutate(pod: PodInfo, o: MutateOptions): Mutation {
     // Native: right after skein-init, so the rules are in place before Envoy and the app start;
     // the previous operation made sure the array exists.
     layout === 'native'
-      ? append(['spec', 'initContainers'], true, envoyContainer(pod, o, layout))
-      : append(['spec', 'containers'], true, envoyContainer(pod, o, layout)),
+      ? append(['spec', 'initContainers'], true, envoyContainer(pod, o, layout, sidecar))
+      : append(['spec', 'containers'], true, envoyContainer(pod, o, layout, sidecar)),
     ...probes.rewrites.map(
       (r): JsonPatchOperation => ({
         op: 'replace',

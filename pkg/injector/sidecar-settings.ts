@@ -17,12 +17,34 @@ import type { PodInfo } from './pod.js';
 export interface SidecarSettings {
   xdsTransport: XdsTransport;
   maxDownstreamConnections: number;
+  /** Envoy's --log-level (MeshConfig spec.sidecar.logLevel, OSM v1.2's field). */
+  logLevel: EnvoyLogLevel;
 }
+
+/** What Envoy's --log-level accepts (Envoy's command line options: `warning` and `warn` are one level). */
+export const ENVOY_LOG_LEVELS = [
+  'trace',
+  'debug',
+  'info',
+  'warning',
+  'warn',
+  'error',
+  'critical',
+  'off',
+] as const;
+export type EnvoyLogLevel = (typeof ENVOY_LOG_LEVELS)[number];
 
 export const DEFAULT_SIDECAR_SETTINGS: Readonly<SidecarSettings> = {
   xdsTransport: DEFAULT_XDS_TRANSPORT,
   maxDownstreamConnections: DEFAULT_MAX_DOWNSTREAM_CONNECTIONS,
+  logLevel: 'warn',
 };
+
+export function isEnvoyLogLevel(v: unknown): v is EnvoyLogLevel {
+  return ENVOY_LOG_LEVELS.some((l) => l === v);
+}
+
+export const ENVOY_LOG_LEVEL_RULE = `use one of ${ENVOY_LOG_LEVELS.join(', ')}`;
 
 export function isXdsTransport(v: unknown): v is XdsTransport {
   return XDS_TRANSPORTS.some((t) => t === v);

@@ -348,7 +348,7 @@ test('sidecar settings are read at each admission: a MeshConfig change applies t
   };
   try {
     assert.deepEqual(await bootstrapSettings(), ['GRPC', 50_000]);
-    meshSidecar = { xdsTransport: 'delta', maxDownstreamConnections: 9000 };
+    meshSidecar = { xdsTransport: 'delta', maxDownstreamConnections: 9000, logLevel: 'warn' };
     assert.deepEqual(await bootstrapSettings(), ['DELTA_GRPC', 9000]);
     assert.deepEqual(
       await bootstrapSettings({

@@ -65,7 +65,6 @@ export interface WebhookOptions {
   controlPlaneNamespace: string;
   clusterDomain?: string;
   images: SidecarImages;
-  envoyLogLevel?: string;
   envoyResources?: JsonObject;
   /**
    * The mesh's current sidecar settings (MeshConfig `spec.sidecar`), asked at
@@ -336,7 +335,6 @@ function mutateOptions(o: WebhookOptions, proxyUuid: string, cert: IssuedCertifi
     images: o.images,
     ...(o.clusterDomain !== undefined ? { clusterDomain: o.clusterDomain } : {}),
     ...(o.controllerServiceName !== undefined ? { controllerServiceName: o.controllerServiceName } : {}),
-    ...(o.envoyLogLevel !== undefined ? { envoyLogLevel: o.envoyLogLevel } : {}),
     ...(o.envoyResources !== undefined ? { envoyResources: o.envoyResources } : {}),
     ...(o.sidecarSettings ? { sidecar: o.sidecarSettings() } : {}),
     ...(o.meshExclusions ? { meshExclusions: o.meshExclusions() } : {}),

@@ -4,7 +4,8 @@ export type { Logger };
 
 /**
  * The process logger: JSON lines, or pretty output when attached to a terminal.
- * Level from SKEIN_LOG_LEVEL (default info).
+ * Level: `level`, else SKEIN_LOG_LEVEL, else info. The controller's MeshConfig
+ * (observability.logLevel) may change it at runtime (pkg/controller/log-level.ts).
  */
 export function createLogger(options: { level?: string; pretty?: boolean } = {}): Logger {
   const level = options.level ?? process.env['SKEIN_LOG_LEVEL'] ?? 'info';

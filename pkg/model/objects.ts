@@ -332,15 +332,35 @@ export interface MeshConfigSpec {
     xdsTransport?: string;
     /** Open downstream connections one sidecar accepts (Envoy's overload manager). */
     maxDownstreamConnections?: number;
+    /** Envoy's `--log-level` in pods admitted from now on (OSM v1.2's field); default `warn`. */
+    logLevel?: string;
   };
   observability?: {
+    /** The controller's own log level (pino), applied at runtime; wins over --log-level. */
     logLevel?: string;
     enableDebugServer?: boolean;
     /** Envoy access logs on the sidecars and the ingress gateway (stdout), changed at runtime. */
     accessLog?: { enabled?: boolean; format?: 'json' | 'text' };
+    /** Envoy tracing on the sidecars' and the ingress gateway's HTTP connection managers, at runtime. */
+    tracing?: MeshTracing;
   };
 }
 export type MeshConfig = KubeObject<'MeshConfig', MeshConfigSpec>;
+
+/** OSM v1.2's `observability.tracing` (enable, address, port, endpoint) plus provider and sampling. */
+export interface MeshTracing {
+  enable?: boolean;
+  /** `zipkin` (default: HTTP JSON v2 to `endpoint`) or `opentelemetry` (OTLP over gRPC). */
+  provider?: 'zipkin' | 'opentelemetry';
+  /** The collector's host name or IPv4 address; required when enabled. */
+  address?: string;
+  /** Default 9411 (Zipkin) or 4317 (OTLP gRPC). */
+  port?: number;
+  /** Zipkin's collector path; default `/api/v2/spans`. */
+  endpoint?: string;
+  /** Percent of requests traced (0-100, decimals allowed); default 100. */
+  sampling?: number;
+}
 
 export type AnyObject =
   | Namespace

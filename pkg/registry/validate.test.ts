@@ -170,6 +170,57 @@ describe('MeshConfig interception lists', () => {
   });
 });
 
+describe('MeshConfig observability and sidecar log levels', () => {
+  const mc = (spec: Record<string, unknown>) => ({
+    apiVersion: 'config.skein.dev/v1alpha1',
+    kind: 'MeshConfig',
+    metadata: meta('skein-system', 'skein'),
+    spec,
+  });
+  const reason = (spec: Record<string, unknown>) => {
+    const r = validateManifest(mc(spec));
+    return r.ok ? '' : r.reason;
+  };
+
+  it('accepts tracing with either provider and the log levels of Envoy and the controller', () => {
+    for (const spec of [
+      { observability: { tracing: { enable: true, address: 'zipkin.tracing', port: 9411, sampling: 0.5 } } },
+      { observability: { tracing: { enable: true, provider: 'opentelemetry', address: '10.0.0.7' } } },
+      { observability: { tracing: { enable: false } }, sidecar: { logLevel: 'warning' } },
+      { observability: { logLevel: 'debug' }, sidecar: { logLevel: 'off' } },
+    ])
+      assert.equal(reason(spec), '', JSON.stringify(spec));
+  });
+
+  it('refuses tracing without a collector, bad fields and unknown log levels, naming each field', () => {
+    assert.equal(
+      reason({ observability: { tracing: { enable: true } } }),
+      'spec.observability.tracing.address: required when tracing is enabled',
+    );
+    assert.match(
+      reason({ observability: { tracing: { sampling: 101 } } }),
+      /tracing\.sampling: must be <= 100/,
+    );
+    assert.match(
+      reason({ observability: { tracing: { provider: 'jaeger' } } }),
+      /tracing\.provider: must be one of/,
+    );
+    assert.match(
+      reason({ observability: { tracing: { endpoint: 'api/v2' } } }),
+      /tracing\.endpoint: must match/,
+    );
+    assert.match(
+      reason({ observability: { tracing: { address: 'http://x' } } }),
+      /tracing\.address: must match/,
+    );
+    assert.match(reason({ sidecar: { logLevel: 'verbose' } }), /spec\.sidecar\.logLevel: must be one of/);
+    assert.match(
+      reason({ observability: { logLevel: 'loud' } }),
+      /spec\.observability\.logLevel: must be one of/,
+    );
+  });
+});
+
 describe('validateManifest', () => {
   it('runs the schema first, then the semantic checks', () => {
     const base = {

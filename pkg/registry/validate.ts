@@ -141,6 +141,10 @@ function meshConfigProblems(mc: MeshConfig): string[] {
     true,
   );
   out.push(...trafficListProblems(mc.spec.traffic));
+  // Tracing needs somewhere to send spans (the CRD cannot make a field required only when another is true).
+  const tracing = mc.spec.observability?.tracing;
+  if (tracing?.enable === true && tracing.address === undefined)
+    out.push('spec.observability.tracing.address: required when tracing is enabled');
   return out;
 }
 

@@ -141,6 +141,59 @@ spec:
     }
   });
 
+  test('MeshConfig observability.logLevel sets the level at runtime; a bad one is a problem naming the MeshConfig and the last good level stays', async () => {
+    const original = await mesh.readManifest('meshconfig.yaml');
+    assert.match(original, /logLevel: info/);
+    const withLevel = (level: string) => original.replace('logLevel: info', `logLevel: ${level}`);
+    const { credentials, cn } = await proxyCredentials(mesh.stateDir, BUYER);
+    /** Debug lines (the ADS server's 'sent', one per response) a fresh proxy's fetch leaves behind. */
+    const debugLinesOfAFetch = async () => {
+      const from = mesh.controller.lines.length;
+      const client = adsClient(mesh.ports.ads, credentials);
+      await fetchLikeEnvoy(client, cn).finally(() => client.close());
+      await sleep(300);
+      return mesh.controller.lines.slice(from).filter((l) => l['level'] === 20).length;
+    };
+    const changedTo = (level: string, from: number) =>
+      mesh.controller.waitFor(
+        (l) => l['msg'] === 'log level changed by the MeshConfig' && l['to'] === level,
+        5000,
+        from,
+      );
+    const meshConfigProblems = async () => {
+      const res = await fetch(`http://127.0.0.1:${mesh.ports.http}/debug/problems`);
+      const all = (await res.json()) as { kind?: string; name?: string; reason: string; inForce: string }[];
+      return all.filter((p) => p.kind === 'MeshConfig');
+    };
+    try {
+      assert.equal(await debugLinesOfAFetch(), 0, 'info: no debug lines');
+      let from = mesh.controller.lines.length;
+      await mesh.writeManifest('meshconfig.yaml', withLevel('debug'));
+      await changedTo('debug', from);
+      const debug = await debugLinesOfAFetch();
+      assert.ok(debug > 0, 'debug: the responses are logged');
+
+      from = mesh.controller.lines.length;
+      await mesh.writeManifest('meshconfig.yaml', withLevel('loud'));
+      const refused = await mesh.controller.waitFor((l) => l['kind'] === 'MeshConfig', 5000, from);
+      assert.match(String(refused['reason']), /spec\.observability\.logLevel/);
+      const [problem] = await meshConfigProblems();
+      assert.equal(problem?.name, 'skein');
+      assert.match(problem?.reason ?? '', /spec\.observability\.logLevel: must be one of/);
+      assert.equal(problem?.inForce, 'the last valid version of the object');
+      assert.ok((await debugLinesOfAFetch()) > 0, 'the last good level, debug, stays');
+      console.log(`debug lines of one proxy's first fetch: ${debug}`);
+
+      from = mesh.controller.lines.length;
+      await mesh.writeManifest('meshconfig.yaml', original);
+      await changedTo('info', from);
+      assert.equal(await debugLinesOfAFetch(), 0, 'info again: no debug lines');
+      assert.deepEqual(await meshConfigProblems(), []);
+    } finally {
+      await mesh.writeManifest('meshconfig.yaml', original);
+    }
+  });
+
   test('GET /metrics reports what the controller did, in the Prometheus text format', async () => {
     const { credentials, cn } = await proxyCredentials(mesh.stateDir, BUYER);
     const client = adsClient(mesh.ports.ads, credentials);

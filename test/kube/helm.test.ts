@@ -374,6 +374,18 @@ describe('charts/skein with helm against the real API server', () => {
       /webhook.nativeSidecars "true": must be auto, always or never/,
     );
     await assert.rejects(
+      render('tracing.enable=true'),
+      /tracing.address: required when tracing.enable is true/,
+    );
+    await assert.rejects(
+      render('tracing.provider=jaeger'),
+      /tracing.provider "jaeger": must be zipkin or opentelemetry/,
+    );
+    await assert.rejects(
+      render('sidecar.logLevel=verbose'),
+      /sidecar.logLevel "verbose": must be trace, debug, info, warning, warn, error, critical or off/,
+    );
+    await assert.rejects(
       render('traffic.outboundIPRangeExclusionList={10.0.0.0/8,10.0.0.0/33}'),
       /traffic.outboundIPRangeExclusionList: "10.0.0.0\/33" is not an IPv4 address or CIDR/,
     );
@@ -408,7 +420,6 @@ describe('charts/skein with helm against the real API server', () => {
     for (const a of [
       `--mesh-name=${meshName}`,
       `--namespace=${ns}`,
-      '--log-level=info',
       '--webhook-port=9090',
       `--webhook-config-name=skein-sidecar-injector-${meshName}`,
       '--service-name=skein-controller',
@@ -419,6 +430,12 @@ describe('charts/skein with helm against the real API server', () => {
     ])
       assert.ok(args.includes(a), `args include ${a}: ${JSON.stringify(args)}`);
     assert.equal(at(container, 'image'), 'skein/controller:0.1.0');
+    // The MeshConfig's logLevel governs at runtime: the chart gives the startup level by env, never --log-level.
+    assert.ok(!args.some((a) => String(a).startsWith('--log-level')), JSON.stringify(args));
+    assert.deepEqual(
+      (at(container, 'env') as { name: string; value?: string }[]).find((e) => e.name === 'SKEIN_LOG_LEVEL'),
+      { name: 'SKEIN_LOG_LEVEL', value: 'info' },
+    );
     assert.equal(at(container, 'readinessProbe', 'httpGet', 'path'), '/readyz');
     assert.equal(at(container, 'livenessProbe', 'httpGet', 'path'), '/healthz');
     assert.equal(at(container, 'livenessProbe', 'httpGet', 'port'), 'http');
@@ -448,7 +465,7 @@ describe('charts/skein with helm against the real API server', () => {
       traffic: { permissive: false },
       certificate: { validity: '24h', trustDomain: 'cluster.local' },
       xds: { minPushInterval: '100ms' },
-      sidecar: { xdsTransport: 'sotw', maxDownstreamConnections: 50000 },
+      sidecar: { xdsTransport: 'sotw', maxDownstreamConnections: 50000, logLevel: 'warn' },
       observability: { logLevel: 'info', enableDebugServer: false },
     });
 

@@ -17,6 +17,7 @@ import { ENVOY_NEWEST } from '../support/envoy-bin.js';
 import { createNamespace } from '../support/kube.js';
 import { eventually } from '../support/kube-registry-fixture.js';
 import type { RunningPod } from '../support/pod-runner.js';
+import { ZipkinCollector } from '../support/zipkin-collector.js';
 import { APP_IMAGE, envoyImage, HTTP_PORT, MeshClient, SidecarMesh, sidecarSuiteSkipReason } from './mesh.js';
 
 const execFileAsync = promisify(execFile);
@@ -274,6 +275,48 @@ describe('skein ingress gateway through real Envoy', { skip, timeout: 300_000 },
     const upstream = await gateway.envoyStats('upstream_rq_2xx');
     assert.ok((upstream.get(`cluster.${mesh.namespace}/web|${HTTP_PORT}.upstream_rq_2xx`) ?? 0) >= 3);
     console.log(`gateway http: backend inbound ssl.handshake=${handshakes}`);
+  });
+
+  test("tracing: the gateway's spans and the backend sidecar's share a trace", async () => {
+    const collector = await ZipkinCollector.start(mesh.network.gatewayIp);
+    try {
+      mesh.outsideHosts.set('zipkin.outside.test', mesh.network.gatewayIp);
+      await mesh.runner.refreshHosts();
+      const tracing = { enable: true, address: 'zipkin.outside.test', port: collector.port };
+      await mesh.setMeshConfig({ traffic: { permissive: false }, observability: { tracing } });
+      const gatewayService = `${GATEWAY_SA}.${mesh.controlPlane}`;
+      const fromGateway = () =>
+        collector.spans.filter((s) => s.localEndpoint?.serviceName === gatewayService);
+      // Calls until the gateway has reported one (applied at the next push; flushed every 5 s).
+      await eventually(
+        'the gateway reports spans',
+        async () => {
+          assert.ok(fromWeb(await call('plain.example.com', '/books')));
+          assert.ok(fromGateway().length > 0, `${collector.spans.length} spans, none from the gateway`);
+        },
+        60_000,
+      );
+      const traced = fromGateway()[0];
+      await eventually(
+        'the backend sidecar reports the same trace',
+        async () => {
+          const same = collector.spans.filter(
+            (s) => s.traceId === traced?.traceId && s.localEndpoint?.serviceName === `web.${mesh.namespace}`,
+          );
+          assert.ok(
+            same.length > 0,
+            JSON.stringify(collector.spans.map((s) => [s.traceId, s.localEndpoint])),
+          );
+        },
+        30_000,
+      );
+      console.log(
+        `gateway tracing: ${collector.spans.length} spans, trace ${traced?.traceId} from gateway and web`,
+      );
+    } finally {
+      await mesh.setMeshConfig({ traffic: { permissive: false } });
+      await collector.close();
+    }
   });
 
   test('https: TLS terminated at the gateway with the Ingress Secret; plaintext redirected', async () => {

@@ -71,6 +71,16 @@ export interface PodSpec {
   serve: string[];
 }
 
+/** What the tests read of an injected pod. */
+interface AdmittedContainer {
+  name: string;
+  args?: string[];
+  env?: { name: string; value?: string }[];
+}
+export interface AdmittedPod {
+  spec?: { containers?: AdmittedContainer[]; initContainers?: AdmittedContainer[] };
+}
+
 export const HTTP_PORT = 8080;
 export const GRPC_PORT = 9090;
 export const TCP_PORT = 7070;
@@ -279,14 +289,19 @@ export class SidecarMesh {
    * MeshConfig change has reached the injector.
    */
   async admittedRules(p: PodSpec): Promise<string[]> {
-    const pod = (await this.api.request('POST', `/api/v1/namespaces/${this.namespace}/pods`, {
-      body: this.podBody(p),
-      query: { dryRun: 'All' },
-    })) as { spec?: { initContainers?: { name: string; env?: { name: string; value?: string }[] }[] } };
+    const pod = await this.admittedPod(p);
     const init = pod.spec?.initContainers?.find((c) => c.name === 'skein-init');
     const rules = init?.env?.find((e) => e.name === 'SKEIN_IPTABLES_RULES')?.value;
     if (rules === undefined) throw new Error(`pod ${p.name} was not injected: ${JSON.stringify(pod.spec)}`);
     return rules.split('\n');
+  }
+
+  /** The pod as the webhook would inject it now: a dry-run create (nothing is stored). */
+  async admittedPod(p: PodSpec): Promise<AdmittedPod> {
+    return (await this.api.request('POST', `/api/v1/namespaces/${this.namespace}/pods`, {
+      body: this.podBody(p),
+      query: { dryRun: 'All' },
+    })) as AdmittedPod;
   }
 
   private podBody(p: PodSpec): Record<string, unknown> {

@@ -83,6 +83,15 @@ app.kubernetes.io/component: controller
 {{- if not (has .Values.logLevel (list "trace" "debug" "info" "warn" "error")) -}}
 {{- fail (printf "logLevel %q: must be trace, debug, info, warn or error" .Values.logLevel) -}}
 {{- end -}}
+{{- if not (has .Values.sidecar.logLevel (list "trace" "debug" "info" "warning" "warn" "error" "critical" "off")) -}}
+{{- fail (printf "sidecar.logLevel %q: must be trace, debug, info, warning, warn, error, critical or off" .Values.sidecar.logLevel) -}}
+{{- end -}}
+{{- if and .Values.tracing.enable (not .Values.tracing.address) -}}
+{{- fail "tracing.address: required when tracing.enable is true (the collector's DNS name or IPv4 address)" -}}
+{{- end -}}
+{{- if not (has .Values.tracing.provider (list "zipkin" "opentelemetry")) -}}
+{{- fail (printf "tracing.provider %q: must be zipkin or opentelemetry" (toString .Values.tracing.provider)) -}}
+{{- end -}}
 {{- if lt (int .Values.replicas) 1 -}}
 {{- fail "replicas: at least 1 (the sidecar injector and ADS run in the controller)" -}}
 {{- end -}}

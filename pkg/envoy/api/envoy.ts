@@ -16,6 +16,8 @@ export interface AnyMessages {
   'type.googleapis.com/envoy.config.listener.v3.Listener': Listener;
   'type.googleapis.com/envoy.config.metrics.v3.MetricsServiceConfig': MetricsServiceConfig;
   'type.googleapis.com/envoy.config.route.v3.RouteConfiguration': RouteConfiguration;
+  'type.googleapis.com/envoy.config.trace.v3.OpenTelemetryConfig': OpenTelemetryConfig;
+  'type.googleapis.com/envoy.config.trace.v3.ZipkinConfig': ZipkinConfig;
   'type.googleapis.com/envoy.extensions.access_loggers.stream.v3.StdoutAccessLog': StdoutAccessLog;
   'type.googleapis.com/envoy.extensions.filters.http.local_ratelimit.v3.LocalRateLimit': HttpLocalRatelimit$LocalRateLimit;
   'type.googleapis.com/envoy.extensions.filters.http.rbac.v3.RBAC': HttpRbac$RBAC;
@@ -1657,9 +1659,22 @@ export type HttpRbac$RBAC = {
   track_per_rule_stats?: boolean;
 };
 
+/** envoy.config.core.v3.HttpService */
+export type HttpService = {
+  http_uri?: HttpUri;
+  request_headers_to_add?: HeaderValueOption[];
+};
+
 /** envoy.type.v3.HttpStatus */
 export type HttpStatus = {
   code?: StatusCode;
+};
+
+/** envoy.config.core.v3.HttpUri */
+export type HttpUri = {
+  uri?: string;
+  cluster?: string;
+  timeout?: Duration;
 };
 
 /** envoy.type.v3.Int32Range */
@@ -2029,6 +2044,15 @@ export type NotHealthCheckFilter = { [field: string]: never };
 
 /** google.protobuf.NullValue */
 export type NullValue = 'NULL_VALUE' | 0;
+
+/** envoy.config.trace.v3.OpenTelemetryConfig */
+export type OpenTelemetryConfig = {
+  grpc_service?: GrpcService;
+  http_service?: HttpService;
+  service_name?: string;
+  resource_detectors?: ConfigCore$TypedExtensionConfig[];
+  sampler?: ConfigCore$TypedExtensionConfig;
+};
 
 /** envoy.config.accesslog.v3.OrFilter */
 export type OrFilter = {
@@ -3400,3 +3424,25 @@ export type XdsTypeMatcher$StringMatcher = {
   contains?: string;
   ignore_case?: boolean;
 };
+
+/** envoy.config.trace.v3.ZipkinConfig */
+export type ZipkinConfig = {
+  collector_cluster?: string;
+  collector_endpoint?: string;
+  trace_id_128bit?: boolean;
+  shared_span_context?: BoolValue;
+  collector_endpoint_version?: ZipkinConfig_CollectorEndpointVersion;
+  collector_hostname?: string;
+  split_spans_for_request?: boolean;
+};
+
+/** envoy.config.trace.v3.ZipkinConfig.CollectorEndpointVersion */
+export type ZipkinConfig_CollectorEndpointVersion =
+  | 'DEPRECATED_AND_UNAVAILABLE_DO_NOT_USE'
+  | 'HTTP_JSON'
+  | 'HTTP_PROTO'
+  | 'GRPC'
+  | 0
+  | 1
+  | 2
+  | 3;

@@ -6,6 +6,8 @@ import { identityKey } from '../../mesh/identity.js';
 import type { Cluster } from '../api/envoy.js';
 import { IdentityMemo, NONE } from '../common/memo.js';
 import { byName, proxyOutboundPlan } from '../common/outbound.js';
+import { tracingClusterOf, tracingSetting } from '../common/tracing.js';
+import { TRACING_CLUSTER } from '../names.js';
 import { gatewayTarget } from '../rds/gateway.js';
 import { type Resource, type ResourceGenerator, TypeUrl } from '../types.js';
 import { upstreamCluster } from './sidecar.js';
@@ -32,6 +34,10 @@ export const gatewayCdsGenerator: ResourceGenerator = {
       );
       out.push({ name, typeUrl: TypeUrl.Cluster, message });
     }
+    // The collector the HCMs' tracer reports to (common/tracing.ts).
+    const tracing = tracingSetting(ctx.mesh);
+    if (tracing)
+      out.push({ name: TRACING_CLUSTER, typeUrl: TypeUrl.Cluster, message: tracingClusterOf(tracing) });
     return byName(out);
   },
 };

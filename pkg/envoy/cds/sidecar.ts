@@ -14,11 +14,12 @@ import { IdentityMemo, NONE } from '../common/memo.js';
 import { byName, proxyOutboundPlan, type UpstreamCluster } from '../common/outbound.js';
 import { retryBudgetBreakers } from '../common/retry.js';
 import { upstreamTlsSocket } from '../common/tls.js';
+import { tracingClusterOf, tracingSetting } from '../common/tracing.js';
 import { withUpstreamSetting } from '../common/upstream.js';
 import { adsConfigSource, durationSeconds, http2ProtocolOptions, socketAddress } from '../common/xds.js';
 import { egressDnsCluster } from '../egress/egress.js';
 import { egressPlan } from '../egress/plan.js';
-import { BLACKHOLE_CLUSTER, PASSTHROUGH_CLUSTER } from '../names.js';
+import { BLACKHOLE_CLUSTER, PASSTHROUGH_CLUSTER, TRACING_CLUSTER } from '../names.js';
 import { type Resource, type ResourceGenerator, TypeUrl } from '../types.js';
 
 // OSM's value: fail fast so Envoy retries another endpoint.
@@ -154,6 +155,9 @@ export const sidecarCdsGenerator: ResourceGenerator = {
         add(message, c.name);
       }
     }
+    // The collector the HCMs' tracer reports to (common/tracing.ts).
+    const tracing = tracingSetting(ctx.mesh);
+    if (tracing) add(tracingClusterOf(tracing), TRACING_CLUSTER);
     return byName(out);
   },
 };

@@ -6,7 +6,7 @@
 /** envoy.config.core.v3.ApiVersion */
 export const ApiVersion = { V3: 2 } as const;
 /** envoy.config.cluster.v3.Cluster.DiscoveryType */
-export const DiscoveryType = { STATIC: 0, STRICT_DNS: 1, EDS: 3, ORIGINAL_DST: 4 } as const;
+export const DiscoveryType = { STATIC: 0, STRICT_DNS: 1, LOGICAL_DNS: 2, EDS: 3, ORIGINAL_DST: 4 } as const;
 /** envoy.config.cluster.v3.Cluster.LbPolicy */
 export const LbPolicy = {
   ROUND_ROBIN: 0,
@@ -36,6 +36,8 @@ export const CodecType = { AUTO: 0 } as const;
 export const Denominator = { HUNDRED: 0 } as const;
 /** envoy.config.core.v3.HeaderValueOption.HeaderAppendAction */
 export const HeaderAppendAction = { OVERWRITE_IF_EXISTS_OR_ADD: 2 } as const;
+/** envoy.config.trace.v3.ZipkinConfig.CollectorEndpointVersion */
+export const ZipkinEndpointVersion = { HTTP_JSON: 1 } as const;
 
 /** Proto enum full name → the values above, for the test. */
 export const ENUMS_BY_PROTO_NAME: Readonly<Record<string, Readonly<Record<string, number>>>> = {
@@ -51,4 +53,5 @@ export const ENUMS_BY_PROTO_NAME: Readonly<Record<string, Readonly<Record<string
   'envoy.config.accesslog.v3.ComparisonFilter.Op': ComparisonOp,
   'envoy.config.route.v3.VirtualHost.TlsRequirementType': TlsRequirement,
   'envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager.CodecType': CodecType,
+  'envoy.config.trace.v3.ZipkinConfig.CollectorEndpointVersion': ZipkinEndpointVersion,
 };

@@ -23,6 +23,8 @@ export const AnyType = {
   DownstreamConnections: `${T}envoy.extensions.resource_monitors.downstream_connections.v3.DownstreamConnectionsConfig`,
   StdoutAccessLog: `${T}envoy.extensions.access_loggers.stream.v3.StdoutAccessLog`,
   MetricsServiceConfig: `${T}envoy.config.metrics.v3.MetricsServiceConfig`,
+  ZipkinConfig: `${T}envoy.config.trace.v3.ZipkinConfig`,
+  OpenTelemetryConfig: `${T}envoy.config.trace.v3.OpenTelemetryConfig`,
 } as const;
 
 /** Extension (filter / transport socket) names Envoy knows them by. */
@@ -45,6 +47,8 @@ export const ExtName = {
   StdoutAccessLog: 'envoy.access_loggers.stdout',
   /** The stats sink streaming to a gRPC MetricsService (the controller, pkg/stats). */
   MetricsServiceSink: 'envoy.stat_sinks.metrics_service',
+  ZipkinTracer: 'envoy.tracers.zipkin',
+  OpenTelemetryTracer: 'envoy.tracers.opentelemetry',
 } as const;
 
 /**

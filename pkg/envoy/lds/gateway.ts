@@ -10,6 +10,7 @@ import { accessLogSetting, withAccessLogs } from '../common/access-log.js';
 import { servableTls } from '../common/gateway.js';
 import { localReplyBody } from '../common/local-reply.js';
 import { IdentityMemo } from '../common/memo.js';
+import { tracingServiceName, tracingSetting, withTracing } from '../common/tracing.js';
 import { AnyType, adsConfigSource, ExtName, socketAddress, typed } from '../common/xds.js';
 import { GATEWAY_HTTP, GATEWAY_HTTPS, ingressTlsSecretName } from '../names.js';
 import { type Resource, type ResourceGenerator, TypeUrl } from '../types.js';
@@ -84,15 +85,17 @@ export const gatewayLdsGenerator: ResourceGenerator = {
     plaintext ??= httpListener();
     // MeshConfig observability.accessLog (common/access-log.ts).
     const logs = accessLogSetting(ctx.mesh);
-    const out: Resource[] = [
-      { name: GATEWAY_HTTP, typeUrl: TypeUrl.Listener, message: withAccessLogs(plaintext, logs) },
-    ];
+    // MeshConfig observability.tracing (common/tracing.ts).
+    const tracing = tracingSetting(ctx.mesh);
+    const service = tracingServiceName(proxy.identity);
+    const finish = (l: Listener) => withTracing(withAccessLogs(l, logs), tracing, service);
+    const out: Resource[] = [{ name: GATEWAY_HTTP, typeUrl: TypeUrl.Listener, message: finish(plaintext) }];
     const plan = gatewayPlan(ctx.mesh);
     const tls = servableTls(plan, ctx.secrets);
     if (tls.length > 0) {
       const key = tls.map((t) => t.secret).join(',');
       const message = tlsListeners.get([plan], key, () => httpsListener(tls));
-      out.push({ name: GATEWAY_HTTPS, typeUrl: TypeUrl.Listener, message: withAccessLogs(message, logs) });
+      out.push({ name: GATEWAY_HTTPS, typeUrl: TypeUrl.Listener, message: finish(message) });
     }
     return out;
   },

@@ -33,6 +33,7 @@ import { IdentityMemo, NONE } from '../common/memo.js';
 import { byName, type OutboundPlan, type OutboundPort, proxyOutboundPlan } from '../common/outbound.js';
 import { httpLocalRateLimitFilter, networkLocalRateLimitFilter } from '../common/ratelimit.js';
 import { downstreamTlsSocket } from '../common/tls.js';
+import { tracingServiceName, tracingSetting, withTracing } from '../common/tracing.js';
 import { AnyType, adsConfigSource, durationSeconds, ExtName, socketAddress, typed } from '../common/xds.js';
 import { egressListenerPart, egressTlsInspector } from '../egress/egress.js';
 import { type EgressPlan, egressPlan, NO_EGRESS } from '../egress/plan.js';
@@ -376,10 +377,13 @@ export const sidecarLdsGenerator: ResourceGenerator = {
     );
     // MeshConfig observability.accessLog, on every HCM and tcp_proxy (common/access-log.ts).
     const logs = accessLogSetting(ctx.mesh);
-    out.push({ name: OUTBOUND_LISTENER, typeUrl: TypeUrl.Listener, message: withAccessLogs(outbound, logs) });
+    // MeshConfig observability.tracing, on every HCM (common/tracing.ts).
+    const tracing = tracingSetting(ctx.mesh);
+    const service = tracingServiceName(proxy.identity);
+    const finish = (l: Listener) => withTracing(withAccessLogs(l, logs), tracing, service);
+    out.push({ name: OUTBOUND_LISTENER, typeUrl: TypeUrl.Listener, message: finish(outbound) });
     const inbound = inboundListenerOf(ctx.mesh, proxy);
-    if (inbound)
-      out.push({ name: INBOUND_LISTENER, typeUrl: TypeUrl.Listener, message: withAccessLogs(inbound, logs) });
+    if (inbound) out.push({ name: INBOUND_LISTENER, typeUrl: TypeUrl.Listener, message: finish(inbound) });
     return byName(out);
   },
 };
