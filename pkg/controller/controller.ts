@@ -559,6 +559,7 @@ export class Controller {
       logger: this.log,
       // ADS issues on connect; a REST caller may never have connected.
       prepareSecrets: (identity) => certs.ensure(identity),
+      onResourceRefused: (typeUrl, reason) => this.metrics.xdsObserver.onResourceRefused?.(typeUrl, reason),
     });
     let port: number | undefined;
     if (o.restXdsPort !== undefined) {

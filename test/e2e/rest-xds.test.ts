@@ -58,6 +58,19 @@ describe('REST xDS on a local-mode controller', { timeout: 60_000 }, () => {
 
   const cert = (cn: string) => ca.issue({ commonName: cn, validityMs: 3_600_000, usage: 'client' });
 
+  /** skein_xds_refused_total for secrets, by reason, from the controller's /metrics. */
+  async function refusedSecrets(): Promise<Record<string, number>> {
+    const text = await (await fetch(`http://127.0.0.1:${mesh.ports.http}/metrics`)).text();
+    const out: Record<string, number> = {};
+    for (const m of text.matchAll(/^skein_xds_refused_total\{([^}]*)\} (\S+)$/gm)) {
+      const labels = m[1] ?? '';
+      if (!labels.includes('type="Secret"')) continue;
+      const reason = /reason="([^"]+)"/.exec(labels)?.[1] ?? '';
+      out[reason] = (out[reason] ?? 0) + Number(m[2]);
+    }
+    return out;
+  }
+
   const https = (p: string, body: string, client?: ClientCert): Promise<HttpsReply> =>
     postHttps({ port: restPort, path: p, ca: ca.trustBundlePem, body, client });
 
@@ -127,8 +140,13 @@ describe('REST xDS on a local-mode controller', { timeout: 60_000 }, () => {
     const sds = await viaRest('secrets');
     const keyed = sds.resources.filter((r) => r['tls_certificate'] !== undefined).map((r) => r['name']);
     assert.deepEqual(keyed, ['service-cert:bookbuyer/bookbuyer'], 'the only private key is the caller’s');
-    const stolen = await viaRest('secrets', ['service-cert:bookthief/bookthief']);
+    const refusedBefore = await refusedSecrets();
+    const stolen = await viaRest('secrets', ['service-cert:bookthief/bookthief', 'skein-ca']);
     assert.deepEqual(stolen.resources, []);
+    // Both asks are counted on the controller's /metrics, by reason.
+    const refusedAfter = await refusedSecrets();
+    assert.equal((refusedAfter['other-identity'] ?? 0) - (refusedBefore['other-identity'] ?? 0), 1);
+    assert.equal((refusedAfter['unknown-name'] ?? 0) - (refusedBefore['unknown-name'] ?? 0), 1);
 
     // Polling with the version held: 304, as Envoy's REST subscription expects.
     const held = await https(

@@ -32,6 +32,8 @@ export interface RestXdsOptions {
    * manager's `ensure` (ADS issues on connect; a REST caller may never connect).
    */
   prepareSecrets?(identity: ProxyIdentity): Promise<unknown>;
+  /** Told of each requested name the proxy may never have (as the ADS server's observer is). */
+  onResourceRefused?(typeUrl: string, reason: string): void;
 }
 
 /**
@@ -112,6 +114,15 @@ export class RestXds {
     const generator = this.opts.source.generators.get(req.typeUrl);
     if (generator === undefined) throw new HttpError(404, `skein does not serve ${req.typeUrl}`);
     if (req.typeUrl === TypeUrl.Secret) await this.opts.prepareSecrets?.(identity);
+    for (const name of req.resourceNames) {
+      const reason = generator.refusal?.(name, identity);
+      if (reason === undefined) continue;
+      this.opts.onResourceRefused?.(req.typeUrl, reason);
+      this.log.warn(
+        { proxy: identity.cn, typeUrl: req.typeUrl, name: name.slice(0, 200), reason },
+        'refused a resource this proxy may not have',
+      );
+    }
     const proxy = this.opts.source.proxyContext(identity);
     const ctx = this.opts.source.generationContext();
     const names =
