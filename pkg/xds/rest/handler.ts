@@ -114,10 +114,13 @@ export class RestXds {
     const generator = this.opts.source.generators.get(req.typeUrl);
     if (generator === undefined) throw new HttpError(404, `skein does not serve ${req.typeUrl}`);
     if (req.typeUrl === TypeUrl.Secret) await this.opts.prepareSecrets?.(identity);
+    let logged = 0;
     for (const name of req.resourceNames) {
       const reason = generator.refusal?.(name, identity);
       if (reason === undefined) continue;
       this.opts.onResourceRefused?.(req.typeUrl, reason);
+      // Counted every time, logged for the first few of a request only.
+      if (++logged > 5) continue;
       this.log.warn(
         { proxy: identity.cn, typeUrl: req.typeUrl, name: name.slice(0, 200), reason },
         'refused a resource this proxy may not have',

@@ -97,7 +97,11 @@ export function typeStatus(
   return t;
 }
 
+/** Refused names logged per stream; the rest are only counted. */
+const MAX_REFUSALS_LOGGED = 5;
+
 export class StreamLifecycle<Req extends { node?: { id: string } }> {
+  private refusalsLogged = 0;
   private identity: ProxyIdentity | undefined;
   private connectedAt: Date | undefined;
   private nodeId: string | undefined;
@@ -255,7 +259,12 @@ export class StreamLifecycle<Req extends { node?: { id: string } }> {
       const reason = refusal(name, identity);
       if (reason === undefined) continue;
       this.opts.observer?.onResourceRefused?.(typeUrl, reason);
-      this.logger.warn({ typeUrl, name: clip(name), reason }, 'refused a resource this proxy may not have');
+      // A hostile proxy could ask for thousands: the first few are logged, all are counted.
+      this.refusalsLogged++;
+      if (this.refusalsLogged <= MAX_REFUSALS_LOGGED)
+        this.logger.warn({ typeUrl, name: clip(name), reason }, 'refused a resource this proxy may not have');
+      if (this.refusalsLogged === MAX_REFUSALS_LOGGED)
+        this.logger.warn('further refusals on this stream are counted (skein_xds_refused_total), not logged');
     }
   }
 

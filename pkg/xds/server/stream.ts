@@ -177,10 +177,8 @@ export class AdsStream {
     if (!first && wildcard === st.wildcard && sameNames(requested, st.names)) return;
     const names = new Set(requested.filter((n) => n !== '*'));
     const before = st.names;
-    this.life.requested(
-      st.typeUrl,
-      [...names].filter((n) => !before.has(n)),
-    );
+    // Lazily: only a type whose generator refuses names reads them.
+    this.life.requested(st.typeUrl, newNames(names, before));
     st.wildcard = wildcard;
     st.names = names;
     st.key = subscriptionKey(wildcard ? undefined : names);
@@ -229,4 +227,8 @@ export class AdsStream {
     this.log.debug({ typeUrl: st.typeUrl, version: set.version, nonce, count: set.resources.length }, 'sent');
     return true;
   }
+}
+
+function* newNames(names: Iterable<string>, before: ReadonlySet<string>): Iterable<string> {
+  for (const n of names) if (!before.has(n)) yield n;
 }
