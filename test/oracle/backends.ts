@@ -34,7 +34,8 @@ async function startController(
       ...['--ads-port', String(ports.ads), '--insecure-ads-port', String(ports.insecure)],
       ...['--http-port', String(ports.http), '--min-push-interval', '50ms'],
     ],
-    { SKEIN_LOG_LEVEL: 'warn' },
+    // info: the ready line that names the ports is an info line.
+    { SKEIN_LOG_LEVEL: 'info' },
   );
   try {
     const ready = await p.waitFor((l) => l['msg'] === 'skein controller ready', 30_000);
