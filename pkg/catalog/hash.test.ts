@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import type { UpstreamTrafficSetting, UpstreamTrafficSettingSpec } from '../model/objects.js';
+import type { HashOnSpec, UpstreamTrafficSetting, UpstreamTrafficSettingSpec } from '../model/objects.js';
 import { validateManifest } from '../registry/validate.js';
 import { compileHashOn, hashOnProblems } from './hash.js';
 import { ProblemList } from './problems.js';
@@ -82,6 +82,17 @@ test('the registry refuses a bad hashOn; the catalog reports it and keeps no set
   assert.match(refused.ok ? '' : refused.reason, /hashOn: only meaningful with policy RingHash or Maglev/);
   const good = uts('b', { policy: 'RingHash', hashOn: [{ header: 'X-User' }] });
   assert.ok(validateManifest(good).ok);
+  // The CRD schema bounds the list (1 to 8 keys) and refuses misspelt keys.
+  const reason = (hashOn: HashOnSpec[]) => {
+    const r = validateManifest(uts('c', { policy: 'RingHash', hashOn }));
+    return r.ok ? 'ok' : r.reason;
+  };
+  assert.equal(
+    reason(Array.from({ length: 9 }, (_, i) => ({ header: `h${i}` }))),
+    'spec.loadBalancer.hashOn: must NOT have more than 8 items',
+  );
+  assert.equal(reason([]), 'spec.loadBalancer.hashOn: must NOT have fewer than 1 items');
+  assert.equal(reason([{ headr: 'x' } as HashOnSpec]), 'spec.loadBalancer.hashOn[0].headr: unknown field');
   const problems = new ProblemList();
   const out = compileUpstreamSettings([bad, good], () => true, problems);
   assert.deepEqual(out.get('shop/bookstore')?.loadBalancer, {
