@@ -1,8 +1,8 @@
 // UpstreamTrafficSetting `loadBalancer.hashOn` (catalog/hash.ts) as the callers'
 // RouteAction `hash_policy`: Envoy computes the request's hash on the route and
 // the destination cluster's RING_HASH or MAGLEV balancer picks the endpoint
-// from it (route_components.proto: "a hash policy is only used by hash-based
-// load balancers"). Without a hash policy both pick at random.
+// from it (RouteAction.hash_policy, route_components.proto; other balancers
+// ignore it). Without a hash policy both pick at random.
 import type { HashKey } from '../../catalog/hash.js';
 import type { UpstreamSetting } from '../../catalog/upstream.js';
 import type { RouteAction, RouteAction_HashPolicy } from '../api/envoy.js';

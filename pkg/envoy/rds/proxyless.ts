@@ -56,9 +56,10 @@ export function proxylessRouteConfiguration(
 }
 
 // Keyed on the service, its split, the client's Retry rule for it and the
-// service's UpstreamTrafficSetting (the same objects while unchanged, MeshView
-// contract): routeDestinations reads nothing else. The configuration's name is per service port; its retry
-// policy is per client identity (each client has its own stream).
+// service's UpstreamTrafficSetting (its hashOn; the same objects while
+// unchanged, MeshView contract): routeDestinations reads nothing else. The
+// configuration's name is per service port; its retry policy is per client
+// identity (each client has its own stream).
 const configs = new IdentityMemo<RouteConfiguration>();
 
 /** RDS for `identity.kind === 'grpc'` proxies. */
