@@ -5,6 +5,8 @@
 // reported, so the generators only turn the result into Envoy fields.
 import { parseDuration } from '../mesh/duration.js';
 import { objectKey, type UpstreamTrafficSetting } from '../model/objects.js';
+import { durationProblem } from './durations.js';
+import { compileHashOn, type HashKey, hashOnProblems } from './hash.js';
 import { compareStrings } from './pods.js';
 import type { ProblemList } from './problems.js';
 import { compileLocalRateLimits, type LocalRateLimits, rateLimitProblems } from './ratelimit.js';
@@ -29,24 +31,11 @@ export interface UpstreamSetting {
     baseEjectionTimeMs?: number;
     maxEjectionPercent?: number;
   };
-  loadBalancer?: { policy: LoadBalancerPolicy; choiceCount?: number };
+  loadBalancer?: { policy: LoadBalancerPolicy; choiceCount?: number; hashOn?: HashKey[] };
   /** 0 disables the timeout. */
   requestTimeoutMs?: number;
   /** Enforced by the service's own sidecars (inbound), not by callers. */
   rateLimit?: LocalRateLimits;
-}
-
-function durationProblem(field: string, text: string | undefined, positive: boolean): string | undefined {
-  if (text === undefined) return undefined;
-  try {
-    const ms = parseDuration(text);
-    if (positive && ms <= 0) return `${field}: must be longer than 0`;
-    // Envoy's Duration holds whole nanoseconds; anything finer would be rounded away.
-    if (!Number.isInteger(ms * 1e6)) return `${field}: finer than a nanosecond`;
-  } catch (err) {
-    return `${field}: ${err instanceof Error ? err.message : String(err)}`;
-  }
-  return undefined;
 }
 
 /**
@@ -77,6 +66,7 @@ export function upstreamTrafficSettingProblems(u: UpstreamTrafficSetting): strin
   const lb = u.spec.loadBalancer;
   if (lb?.choiceCount !== undefined && lb.policy !== 'LeastRequest')
     out.push(`spec.loadBalancer.choiceCount: only meaningful with policy LeastRequest (not ${lb.policy})`);
+  if (lb) out.push(...hashOnProblems(lb));
   out.push(...rateLimitProblems(u.spec));
   return out;
 }
@@ -112,7 +102,13 @@ export function compileUpstreamSetting(u: UpstreamTrafficSetting): UpstreamSetti
           maxEjectionPercent: od.maxEjectionPercent,
         })
       : undefined,
-    loadBalancer: lb ? defined({ policy: lb.policy, choiceCount: lb.choiceCount }) : undefined,
+    loadBalancer: lb
+      ? defined({
+          policy: lb.policy,
+          choiceCount: lb.choiceCount,
+          hashOn: lb.hashOn && compileHashOn(lb.hashOn),
+        })
+      : undefined,
     requestTimeoutMs: ms(u.spec.requestTimeout),
     rateLimit: compileLocalRateLimits(u.spec),
   });

@@ -255,6 +255,8 @@ export interface UpstreamTrafficSettingSpec {
     policy: 'RoundRobin' | 'LeastRequest' | 'RingHash' | 'Maglev';
     /** LeastRequest: endpoints sampled per pick (power of two choices at 2). */
     choiceCount?: number;
+    /** RingHash/Maglev: what a request is hashed on (session affinity), tried in order. */
+    hashOn?: HashOnSpec[];
   };
   /** skein: whole-request timeout on the callers' routes (Go-style duration; "0" disables). */
   requestTimeout?: string;
@@ -262,6 +264,19 @@ export interface UpstreamTrafficSettingSpec {
   rateLimit?: { local?: { tcp?: TCPLocalRateLimitSpec; http?: HTTPLocalRateLimitSpec } };
   /** OSM v1.2: per-route HTTP limits; `path` is read like an HTTPRouteGroup pathRegex. */
   httpRoutes?: { path: string; rateLimit?: { local?: HTTPLocalRateLimitSpec } }[];
+}
+/**
+ * One hash key; exactly one of `header`, `cookie`, `sourceIP`. Keys present on a
+ * request are combined in order; `terminal` stops at this key when it is present.
+ */
+export interface HashOnSpec {
+  /** A request header's name (case-insensitive). */
+  header?: string;
+  /** A cookie; with `ttl` the caller's proxy sets it when the request has none ("0": a session cookie). */
+  cookie?: { name: string; ttl?: string; path?: string };
+  /** The caller's address (true only). */
+  sourceIP?: boolean;
+  terminal?: boolean;
 }
 export type RateLimitUnit = 'second' | 'minute' | 'hour';
 export interface TCPLocalRateLimitSpec {

@@ -1,7 +1,7 @@
 // Clusters and routes shaped by UpstreamTrafficSettings (circuit breakers,
 // outlier detection, each load-balancing policy, connect and request
-// timeouts, per-connection request caps on HTTP and gRPC ports) pass Envoy's
-// own validation rules.
+// timeouts, per-connection request caps on HTTP and gRPC ports, route hash
+// policies on headers, cookies and source IPs) pass Envoy's own validation rules.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { fetchSidecarConfig } from '../../pkg/envoy/testing/fetch.js';
@@ -34,9 +34,19 @@ const SETTINGS = [
     requestTimeout: '1500ms',
   }),
   setting('bookstore', 'bookstore-v2', { loadBalancer: { policy: 'RingHash' }, requestTimeout: '0' }),
-  setting('bookstore', 'bookstore', { requestTimeout: '2s' }),
+  // The apex: bookbuyer's route to it hashes on a header, then the source address.
+  setting('bookstore', 'bookstore', {
+    loadBalancer: { policy: 'RingHash', hashOn: [{ header: 'X-User', terminal: true }, { sourceIP: true }] },
+    requestTimeout: '2s',
+  }),
   setting('bookwarehouse', 'bookwarehouse', {
-    loadBalancer: { policy: 'Maglev' },
+    loadBalancer: {
+      policy: 'Maglev',
+      hashOn: [
+        { cookie: { name: 'session', ttl: '1h', path: '/' } },
+        { cookie: { name: 'plain', ttl: '0' } },
+      ],
+    },
     connectionSettings: { http: { maxRequestsPerConnection: 10 } },
     requestTimeout: '5s',
   }),
@@ -58,6 +68,8 @@ test("clusters and routes shaped by UpstreamTrafficSettings pass Envoy's validat
     'outlier_detection',
     'least_request_lb_config',
     'max_requests_per_connection',
+    'hash_policy',
+    'connection_properties',
   ])
     assert.ok(json.includes(field), `${field} missing`);
   for (const lb of [1, 2, 5]) assert.ok(json.includes(`"lb_policy":${lb}`), `lb_policy ${lb} missing`);

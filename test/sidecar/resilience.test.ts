@@ -5,7 +5,8 @@
 // with failure injection (--fail-ratio, --delay-ms).
 //   slow:  one pod answering after 1 s — circuit breaker, then request timeout;
 //   flaky: flaky-good and flaky-bad (every request 500) — outlier detection;
-//   lr:    lr-fast (no delay) and lr-slow (150 ms) — least request vs round robin.
+//   lr:    lr-fast (no delay) and lr-slow (150 ms) — least request vs round robin;
+//   sticky: sticky-a and sticky-b — RingHash with and without hashOn (affinity).
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
@@ -25,7 +26,7 @@ function sum(counts: Record<string, number>, prefix: string): number {
   return Object.entries(counts).reduce((n, [k, v]) => (k.startsWith(prefix) ? n + v : n), 0);
 }
 
-describe('UpstreamTrafficSetting through real Envoy sidecars', { skip, timeout: 400_000 }, () => {
+describe('UpstreamTrafficSetting through real Envoy sidecars', { skip, timeout: 500_000 }, () => {
   let mesh: SidecarMesh;
   let caller: MeshClient;
   let callerPod: RunningPod;
@@ -48,7 +49,7 @@ describe('UpstreamTrafficSetting through real Envoy sidecars', { skip, timeout: 
     mesh = await SidecarMesh.start(`rs${sfx}`);
     await mesh.setMeshConfig({ traffic: { permissive: true } });
     for (const sa of ['caller', 'backend']) await mesh.createServiceAccount(sa);
-    for (const name of ['slow', 'flaky', 'lr'])
+    for (const name of ['slow', 'flaky', 'lr', 'sticky'])
       await mesh.createService({ name, selector: { app: name }, ports: [{ name: 'http', port: HTTP_PORT }] });
     const http = ['--http', String(HTTP_PORT)];
     const backend = (name: string, app: string, extra: string[]): PodSpec => ({
@@ -64,6 +65,8 @@ describe('UpstreamTrafficSetting through real Envoy sidecars', { skip, timeout: 
       backend('flaky-bad', 'flaky', ['--fail-ratio', '1']),
       backend('lr-fast', 'lr', []),
       backend('lr-slow', 'lr', ['--delay-ms', '150']),
+      backend('sticky-a', 'sticky', []),
+      backend('sticky-b', 'sticky', []),
     ];
     const pods = await Promise.all(specs.map((s) => mesh.startPod(s)));
     await Promise.all(pods.map((p) => mesh.waitReady(p)));
@@ -74,7 +77,7 @@ describe('UpstreamTrafficSetting through real Envoy sidecars', { skip, timeout: 
     await eventually(
       'the caller reaches every backend',
       async () => {
-        for (const svc of ['slow', 'flaky', 'lr']) {
+        for (const svc of ['slow', 'flaky', 'lr', 'sticky']) {
           const r = await caller.http(url(svc, '/hello'));
           assert.ok(sum(r.counts, '200 ') + sum(r.counts, '500 ') === 1, `${svc}: ${JSON.stringify(r)}`);
         }
@@ -223,5 +226,55 @@ describe('UpstreamTrafficSetting through real Envoy sidecars', { skip, timeout: 
       `load balancing, 200 calls 8 in flight, lr-slow +150 ms: round robin fast share ${share(rr.counts).toFixed(2)} in ${rr.ms} ms; least request ${share(lr.counts).toFixed(2)} in ${lr.ms} ms`,
     );
     assert.ok(share(rr.counts) <= 0.65, `round robin share ${share(rr.counts)}`);
+  });
+
+  test('RingHash with hashOn header x-user: each user sticks to one pod, users spread over both; without hashOn calls spread', async () => {
+    const USERS = 20;
+    const CALLS = 10;
+    /** The pods each user's calls reached (`200 <pod>` outcomes), user by user. */
+    const byUser = async (): Promise<string[][]> => {
+      const out: string[][] = [];
+      for (let u = 0; u < USERS; u++) {
+        const r = await caller.http(url('sticky'), CALLS, { headers: { 'x-user': `user-${u}` } });
+        assert.equal(sum(r.counts, '200 '), CALLS, JSON.stringify(r));
+        out.push(Object.keys(r.counts).map((k) => k.slice('200 '.length)));
+      }
+      return out;
+    };
+    const pinned = (users: string[][]) => users.filter((pods) => pods.length === 1).length;
+    const usersOn = (users: string[][], pod: string) =>
+      users.filter((p) => p.length === 1 && p[0] === pod).length;
+    // Round robin (no setting) alternates: a user's 10 calls reach both pods.
+    const rr = await byUser();
+    assert.ok(pinned(rr) <= 2, JSON.stringify(rr));
+    await setting('sticky', { loadBalancer: { policy: 'RingHash', hashOn: [{ header: 'x-user' }] } });
+    const applied = Date.now();
+    let hashed = rr;
+    await eventually(
+      'every user sticks to one pod',
+      async () => {
+        hashed = await byUser();
+        // No tolerance: while the endpoints stay, a key's ring position and so its pod is fixed.
+        assert.equal(pinned(hashed), USERS, JSON.stringify(hashed));
+      },
+      WARM_MS,
+    );
+    const tookMs = Date.now() - applied;
+    const a = usersOn(hashed, 'sticky-a');
+    const b = usersOn(hashed, 'sticky-b');
+    // Different keys spread: with two endpoints on a 1024-entry ring, fewer than 3 of 20 users on
+    // one pod has a probability of about 4e-4 (binomial, p = 0.5).
+    assert.ok(a >= 3 && b >= 3, `users per pod: sticky-a ${a}, sticky-b ${b}`);
+    // RingHash without hashOn (a route change only: the cluster stays RING_HASH) picks at random.
+    await setting('sticky', { loadBalancer: { policy: 'RingHash' } });
+    let random = hashed;
+    await eventually('without hashOn one user reaches both pods', async () => {
+      random = await byUser();
+      // A user's 10 random picks all on one pod: probability 2 × 0.5^10 ≈ 0.002 per user.
+      assert.ok(pinned(random) <= 2, JSON.stringify(random));
+    });
+    console.log(
+      `hash affinity, ${USERS} users × ${CALLS} calls: round robin ${pinned(rr)}/${USERS} users on one pod; RingHash + hashOn x-user ${pinned(hashed)}/${USERS} on one pod (sticky-a ${a}, sticky-b ${b} users), in force ${tookMs} ms after the apply; RingHash without hashOn ${pinned(random)}/${USERS}`,
+    );
   });
 });

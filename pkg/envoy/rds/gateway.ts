@@ -11,6 +11,7 @@ import { type Identity, identityKey } from '../../mesh/identity.js';
 import type { Route, RouteConfiguration, RouteMatch, VirtualHost } from '../api/envoy.js';
 import { TlsRequirement } from '../common/enums.js';
 import { servableTls } from '../common/gateway.js';
+import { withHashPolicy } from '../common/hash.js';
 import { IdentityMemo } from '../common/memo.js';
 import { type OutboundPlan, type OutboundPort, proxyOutboundPlan } from '../common/outbound.js';
 import { GATEWAY_HTTP, GATEWAY_HTTPS } from '../names.js';
@@ -51,12 +52,13 @@ type Settings = ReadonlyMap<string, UpstreamSetting>;
 function route(host: string, r: GatewayRoute, plan: OutboundPlan, own: Identity, settings: Settings): Route {
   const target = gatewayTarget(plan, r);
   const out: Route = { match: routeMatch(host, r) };
-  if (target)
-    out.route = withRequestTimeout(
-      routeAction(target, r.port.protocol === 'grpc'),
-      settings.get(r.service.key),
+  if (target) {
+    const setting = settings.get(r.service.key);
+    out.route = withHashPolicy(
+      withRequestTimeout(routeAction(target, r.port.protocol === 'grpc'), setting),
+      setting,
     );
-  else
+  } else
     out.direct_response = {
       status: 403,
       body: {

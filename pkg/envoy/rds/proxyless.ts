@@ -5,8 +5,10 @@
 import type { RetryRule } from '../../catalog/retry.js';
 import { splitEmptiness } from '../../catalog/split.js';
 import type { MeshService, MeshServicePort, MeshView, ProxyContext } from '../../catalog/types.js';
-import { retryTableOf } from '../../catalog/view.js';
+import type { UpstreamSetting } from '../../catalog/upstream.js';
+import { retryTableOf, upstreamSettings } from '../../catalog/view.js';
 import type { RouteAction, RouteConfiguration } from '../api/envoy.js';
+import { withProxylessHashPolicy } from '../common/hash.js';
 import { IdentityMemo, NONE } from '../common/memo.js';
 import { byName } from '../common/outbound.js';
 import { proxylessRetryPolicy } from '../common/retry.js';
@@ -32,9 +34,10 @@ export function proxylessRouteConfiguration(
   service: MeshService,
   port: MeshServicePort,
   retry?: RetryRule,
+  setting?: UpstreamSetting,
 ): RouteConfiguration {
   const name = proxylessClientListenerName(service, port.port);
-  const action = routeAction(mesh, service, port.port);
+  const action = withProxylessHashPolicy(routeAction(mesh, service, port.port), setting);
   // The subset grpc-js-xds applies (gRFC A44, common/retry.ts).
   const retryPolicy = retry && proxylessRetryPolicy(retry);
   if (retryPolicy) action.retry_policy = retryPolicy;
@@ -52,10 +55,11 @@ export function proxylessRouteConfiguration(
   };
 }
 
-// Keyed on the service, its split and the client's Retry rule for it (the
-// same objects while unchanged, MeshView contract): routeDestinations reads
-// nothing else. The configuration's name is per service port; its retry
-// policy is per client identity (each client has its own stream).
+// Keyed on the service, its split, the client's Retry rule for it and the
+// service's UpstreamTrafficSetting (its hashOn; the same objects while
+// unchanged, MeshView contract): routeDestinations reads nothing else. The
+// configuration's name is per service port; its retry policy is per client
+// identity (each client has its own stream).
 const configs = new IdentityMemo<RouteConfiguration>();
 
 /** RDS for `identity.kind === 'grpc'` proxies. */
@@ -78,16 +82,18 @@ export const proxylessRouteGenerator: ResourceGenerator = {
       }
     }
     const retries = retryTableOf(ctx.mesh, proxy.identity);
+    const settings = upstreamSettings(ctx.mesh);
     const out: Resource[] = ports.map(({ service, port }) => {
       const retry = retries.get(service.key);
+      const setting = settings.get(service.key);
       return {
         name: proxylessClientListenerName(service, port.port),
         typeUrl: TypeUrl.RouteConfiguration,
         // port is one of service's ports.
         message: configs.get(
-          [service, ctx.mesh.split(service.key) ?? NONE, retry ?? NONE],
+          [service, ctx.mesh.split(service.key) ?? NONE, retry ?? NONE, setting ?? NONE],
           `${port.port}|${splitEmptiness(ctx.mesh, service.key)}`,
-          () => proxylessRouteConfiguration(ctx.mesh, service, port, retry),
+          () => proxylessRouteConfiguration(ctx.mesh, service, port, retry, setting),
         ),
       };
     });

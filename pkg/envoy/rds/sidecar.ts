@@ -8,6 +8,7 @@ import type { MeshService, ProxyContext } from '../../catalog/types.js';
 import type { UpstreamSetting } from '../../catalog/upstream.js';
 import { type RetryTable, retryTableOf, upstreamSettings } from '../../catalog/view.js';
 import type { Route, RouteAction, RouteConfiguration } from '../api/envoy.js';
+import { withHashPolicy } from '../common/hash.js';
 import { type InboundPort, inboundPorts, inboundRouteConfigOf, isHttpLike } from '../common/inbound.js';
 import { IdentityMemo, NONE } from '../common/memo.js';
 import { byName, type OutboundPlan, type OutboundPort, proxyOutboundPlan } from '../common/outbound.js';
@@ -81,10 +82,11 @@ function outboundRouteConfig(
   return {
     name,
     virtual_hosts: ports.map((p) => {
-      // A split apex's host is the apex's: its setting (not the backends') times the request.
-      const action = withRequestTimeout(
-        routeAction(p, p.port.protocol === 'grpc'),
-        settings.get(p.service.key),
+      // A split apex's host is the apex's: its setting (not the backends') times and hashes the request.
+      const setting = settings.get(p.service.key);
+      const action = withHashPolicy(
+        withRequestTimeout(routeAction(p, p.port.protocol === 'grpc'), setting),
+        setting,
       );
       // A Retry names the service the app calls (a split apex included).
       const retry = retries.get(p.service.key);
