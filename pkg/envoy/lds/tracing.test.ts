@@ -16,6 +16,21 @@ import type { ProtoValue } from '../types.js';
 import { gatewayLdsGenerator } from './gateway.js';
 import { sidecarLdsGenerator } from './sidecar.js';
 
+/** The one address of the collector cluster. */
+function collectorAddress(cluster: Parameters<typeof at>[0]): ReturnType<typeof at> {
+  return at(
+    cluster,
+    'load_assignment',
+    'endpoints',
+    0,
+    'lb_endpoints',
+    0,
+    'endpoint',
+    'address',
+    'socket_address',
+  );
+}
+
 const withMeshConfig = (spec: MeshConfigSpec, base: AnyObject[] = bookstoreObjects()): AnyObject[] => [
   ...base.filter((o) => o.kind !== 'MeshConfig'),
   meshConfig(DEFAULT_MESH_NAME, 'skein-system', spec),
@@ -73,20 +88,10 @@ test('zipkin: every HCM of both listeners reports to the collector cluster, whic
   }
   const cluster = named(clusters, TRACING_CLUSTER);
   assert.equal(at(cluster, 'type'), DiscoveryType.LOGICAL_DNS);
-  assert.deepEqual(
-    at(
-      cluster,
-      'load_assignment',
-      'endpoints',
-      0,
-      'lb_endpoints',
-      0,
-      'endpoint',
-      'address',
-      'socket_address',
-    ),
-    { address: 'zipkin.tracing.svc.cluster.local', port_value: 9411 },
-  );
+  assert.deepEqual(collectorAddress(cluster), {
+    address: 'zipkin.tracing.svc.cluster.local',
+    port_value: 9411,
+  });
 });
 
 test('opentelemetry: OTLP over gRPC to an HTTP/2 collector cluster, named after the proxy; an IPv4 address is STATIC', () => {
@@ -100,21 +105,7 @@ test('opentelemetry: OTLP over gRPC to an HTTP/2 collector cluster, named after 
   assert.deepEqual(at(h, 'tracing', 'random_sampling'), { value: 100 });
   const cluster = named(clusters, TRACING_CLUSTER);
   assert.equal(at(cluster, 'type'), DiscoveryType.STATIC);
-  assert.equal(
-    at(
-      cluster,
-      'load_assignment',
-      'endpoints',
-      0,
-      'lb_endpoints',
-      0,
-      'endpoint',
-      'address',
-      'socket_address',
-      'port_value',
-    ),
-    4317,
-  );
+  assert.equal(at(collectorAddress(cluster), 'port_value'), 4317);
   assert.ok(at(cluster, 'typed_extension_protocol_options'), 'gRPC needs HTTP/2 upstream');
 });
 
