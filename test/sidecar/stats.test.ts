@@ -58,14 +58,16 @@ describe('per-edge request and success rates from real Envoy sidecars', { skip, 
   });
 
   test(`after ${CALLS} calls failing ${FAIL_RATIO * 100} %, the controller shows the requests and the success rate`, async () => {
-    // A first call makes the cluster's stats exist; then wait past a flush so the controller holds
-    // the stream's baseline, and count from what it shows then.
-    await client.http(`http://flaky:${HTTP_PORT}/warmup`, 1);
+    // The controller takes a stream's first report as its baseline (what the sidecar counted
+    // before), so an edge shows once a call lands after that report: Envoy flushes every 5 s,
+    // and a call made before the first flush is in the baseline. Call until the edge shows,
+    // then count from what it shows.
     const baseline = Date.now() + 30_000;
-    let before = await edge();
-    while (before === undefined) {
+    let before: Edge | undefined;
+    for (let n = 0; before === undefined; n++) {
       if (Date.now() > baseline)
         assert.fail(`no edge caller → flaky on /debug/stats: ${JSON.stringify(await mesh.debug('stats'))}`);
+      if (n % 4 === 0) await client.http(`http://flaky:${HTTP_PORT}/warmup`, 1);
       await sleep(500);
       before = await edge();
     }
