@@ -153,11 +153,19 @@ describe('web view in headless Chromium', () => {
   });
 
   /** A real mouse click on the middle of an edge (or a node's centre), then waits for the selection. */
-  /** Where an element is drawn on the page now. */
-  const pointOf = async (id: string): Promise<[number, number]> => {
+  /**
+   * Where an element is drawn on the page now: a node's centre; for an edge,
+   * the point `along` the way from its source to its target end (0.5: the middle).
+   */
+  const pointOf = async (id: string, along = 0.5): Promise<[number, number]> => {
     const at = await q(`(() => {
       const el = cy.getElementById(${JSON.stringify(id)});
-      const p = el.isEdge() ? el.renderedMidpoint() : el.renderedPosition();
+      let p = el.renderedPosition?.();
+      if (el.isEdge() && ${along} === 0.5) p = el.renderedMidpoint();
+      else if (el.isEdge()) {
+        const s = el.renderedSourceEndpoint(), t = el.renderedTargetEndpoint();
+        p = { x: s.x + (t.x - s.x) * ${along}, y: s.y + (t.y - s.y) * ${along} };
+      }
       const c = cy.container().getBoundingClientRect();
       return [c.left + p.x, c.top + p.y];
     })()`);
@@ -168,6 +176,8 @@ describe('web view in headless Chromium', () => {
    * Clicks an element as a person would, once it stopped moving: a new
    * element is fitted in with an animated layout, and a click aimed at where
    * it was a moment ago lands on empty canvas (a loaded machine draws slower).
+   * An edge whose middle lies under a node is clicked further along it, as a
+   * person would.
    */
   const click = async (id: string) => {
     let at = await pointOf(id);
@@ -177,8 +187,20 @@ describe('web view in headless Chromium', () => {
       settled = Math.hypot(now[0] - at[0], now[1] - at[1]) < 0.5 ? settled + 1 : 0;
       at = now;
     }
-    await page.mouse.click(at[0], at[1]);
-    await waitFor(`window.skeinGraph.selected === ${JSON.stringify(id)}`).catch(async (err: unknown) => {
+    const isEdge = (await q(`cy.getElementById(${JSON.stringify(id)}).isEdge()`)) === true;
+    const wanted = `window.skeinGraph.selected === ${JSON.stringify(id)}`;
+    for (const along of isEdge ? [0.5, 0.35, 0.65, 0.2, 0.8] : [0.5]) {
+      if (along !== 0.5) at = await pointOf(id, along);
+      await page.mouse.click(at[0], at[1]);
+      if (
+        await waitFor(wanted, 3_000).then(
+          () => true,
+          () => false,
+        )
+      )
+        break;
+    }
+    await waitFor(wanted).catch(async (err: unknown) => {
       // Say what the click hit instead, so a crowded layout is told from a broken panel.
       const selected = await q('window.skeinGraph.selected ?? null');
       throw new Error(
