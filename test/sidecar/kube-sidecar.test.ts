@@ -541,18 +541,31 @@ describe('real Envoy sidecars through the real admission chain', { skip, timeout
       const bound = name === 'bookthief' ? 400_000 : 150_000;
       assert.ok(bytes > 0 && bytes < bound, `${name} sent ${bytes} bytes to skein for its initial sync`);
     }
-    const before = {
-      buyer: await adsTxBytes('bookbuyer'),
-      acks: await pod('bookbuyer').envoyStats('update_success'),
-    };
-    await split(80, 20);
-    await eventually('bookbuyer ACKed the split change', async () => {
-      const now = await pod('bookbuyer').envoyStats('update_success');
-      assert.ok([...now].some(([k, v]) => k.includes('rds') && v > (before.acks.get(k) ?? 0)));
-    });
-    await new Promise((r) => setTimeout(r, 500));
-    const delta = (await adsTxBytes('bookbuyer')) - before.buyer;
-    assert.ok(delta > 0 && delta < 8_000, `bookbuyer sent ${delta} bytes to ACK one split change`);
+    // The metrics stream (pkg/stats) shares this connection and sends tens of KB every 5 s:
+    // the smallest of three one-change windows is the ACK's own cost.
+    const deltas: number[] = [];
+    for (const [v1, v2] of [
+      [80, 20],
+      [50, 50],
+      [80, 20],
+    ] as const) {
+      const before = {
+        buyer: await adsTxBytes('bookbuyer'),
+        acks: await pod('bookbuyer').envoyStats('update_success'),
+      };
+      await split(v1, v2);
+      await eventually('bookbuyer ACKed the split change', async () => {
+        const now = await pod('bookbuyer').envoyStats('update_success');
+        assert.ok([...now].some(([k, v]) => k.includes('rds') && v > (before.acks.get(k) ?? 0)));
+      });
+      await new Promise((r) => setTimeout(r, 500));
+      deltas.push((await adsTxBytes('bookbuyer')) - before.buyer);
+    }
+    const delta = Math.min(...deltas);
+    assert.ok(
+      delta > 0 && delta < 8_000,
+      `bookbuyer sent ${deltas.join(', ')} bytes to ACK one split change`,
+    );
     await split(50, 50);
   });
 
