@@ -187,6 +187,12 @@ describe('web view in headless Chromium', () => {
       settled = Math.hypot(now[0] - at[0], now[1] - at[1]) < 0.5 ? settled + 1 : 0;
       at = now;
     }
+    // A person scrolls to what lies outside the window: here the graph is fitted to it.
+    const view = page.viewportSize();
+    if (view && (at[0] < 0 || at[1] < 0 || at[0] > view.width || at[1] > view.height)) {
+      await q('(cy.fit(undefined, 30), 0)');
+      at = await pointOf(id);
+    }
     const isEdge = (await q(`cy.getElementById(${JSON.stringify(id)}).isEdge()`)) === true;
     const wanted = `window.skeinGraph.selected === ${JSON.stringify(id)}`;
     for (const along of isEdge ? [0.5, 0.35, 0.65, 0.2, 0.8] : [0.5]) {
