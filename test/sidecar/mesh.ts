@@ -547,5 +547,12 @@ export async function callerAndFlaky(
     serve,
   });
   await Promise.all([mesh.waitReady(caller), mesh.waitReady(flaky)]);
-  return { caller, flaky, client: MeshClient.open(caller) };
+  const client = MeshClient.open(caller);
+  // Permissive mode reaches flaky's sidecar with a push: until then its RBAC answers 403.
+  for (const deadline = Date.now() + 30_000; Date.now() < deadline; ) {
+    const r = await client.http(`http://flaky:${HTTP_PORT}/warmup`, 1);
+    if ((r.counts['403'] ?? 0) === 0) break;
+    await new Promise((done) => setTimeout(done, 500));
+  }
+  return { caller, flaky, client };
 }
