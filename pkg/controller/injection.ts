@@ -23,6 +23,7 @@ import {
   StoreOrApiNamespaceReader,
 } from '../injector/kube.js';
 import { chooseDefaultLayout, type LayoutChoice, parseServerVersion } from '../injector/layout.js';
+import { proxyCertificateRequest } from '../injector/proxy-cert.js';
 import { BootstrapSecretGc, KubeBootstrapSecretApi } from '../injector/secret-gc.js';
 import type { SidecarSettings } from '../injector/sidecar-settings.js';
 import {
@@ -188,7 +189,7 @@ export class Injection {
       trustDomain: i.trustDomain,
       controlPlaneNamespace: o.namespace,
       controllerServiceName: o.serviceName,
-      images: { envoy: o.envoyImage, init: o.initImage },
+      images: { envoy: o.envoyImage, init: o.initImage, agent: o.agentImage },
       nativeSidecars: layout.native,
       ...(o.ingressGateway ? { ingressGateway: true } : {}),
       ca: i.ca,
@@ -213,7 +214,7 @@ export class Injection {
       const validityMs = i.proxyCertValidityMs ?? (() => DEFAULT_CERT_VALIDITY_MS);
       rotation = new BootstrapCertRotation({
         connected: i.connectedCertificates,
-        issue: (commonName) => i.ca.issue({ commonName, validityMs: validityMs(), usage: 'client' }),
+        issue: (commonName) => i.ca.issue(proxyCertificateRequest(commonName, validityMs())),
         writer: credentials,
         logger: log,
         // A tenth of the validity, at most 10 s: renewal at two thirds leaves a third to act in.

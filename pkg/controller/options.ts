@@ -54,6 +54,8 @@ export interface ControllerOptions {
   /** Images the webhook injects. */
   envoyImage: string;
   initImage: string;
+  /** Image with skein-agent, injected into proxyless pods (the controller's own image). */
+  agentImage: string;
   /**
    * Where the webhook puts Envoy: `auto` (native sidecar on Kubernetes >= 1.29,
    * read from the API server at start; classic in local mode), `always`, `never`.
@@ -106,6 +108,7 @@ const LIMIT_FLAGS = {
 /** The newest Envoy the test suite runs (test/envoybin/fetch.sh; the oldest supported is 1.36.2). */
 export const DEFAULT_ENVOY_IMAGE = 'envoyproxy/envoy:v1.40.0';
 export const DEFAULT_INIT_IMAGE = `skein/init:${VERSION}`;
+export const DEFAULT_AGENT_IMAGE = `skein/controller:${VERSION}`;
 export const DEFAULT_SERVICE_NAME = 'skein-controller';
 export const DEFAULT_CA_SECRET = 'skein-ca';
 
@@ -142,6 +145,7 @@ Flags:
                               and the injected bootstrap (default ${DEFAULT_SERVICE_NAME})
   --envoy-image <image>       Envoy image the webhook injects (default ${DEFAULT_ENVOY_IMAGE})
   --init-image <image>        Traffic-redirection init image the webhook injects (default ${DEFAULT_INIT_IMAGE})
+  --agent-image <image>       skein-agent image for pods annotated skein.dev/proxyless (default ${DEFAULT_AGENT_IMAGE})
   --native-sidecars <mode>    auto|always|never: inject Envoy as a native sidecar (an init container with
                               restartPolicy Always, Kubernetes >= 1.29) or as a regular container; auto
                               asks the API server's version at start, classic if it cannot (default
@@ -262,6 +266,7 @@ export function parseControllerArgs(
     serviceName: nonEmpty('service-name', v['service-name']) ?? DEFAULT_SERVICE_NAME,
     envoyImage: nonEmpty('envoy-image', v['envoy-image']) ?? DEFAULT_ENVOY_IMAGE,
     initImage: nonEmpty('init-image', v['init-image']) ?? DEFAULT_INIT_IMAGE,
+    agentImage: nonEmpty('agent-image', v['agent-image']) ?? DEFAULT_AGENT_IMAGE,
     nativeSidecars,
     caSecret: nonEmpty('ca-secret', v['ca-secret']) ?? DEFAULT_CA_SECRET,
     extraSans: (v['extra-san'] ?? []).map(san),
@@ -350,6 +355,7 @@ function parse(argv: string[]) {
       'service-name': { type: 'string' },
       'envoy-image': { type: 'string' },
       'init-image': { type: 'string' },
+      'agent-image': { type: 'string' },
       'native-sidecars': { type: 'string' },
       'ca-secret': { type: 'string' },
       'bootstrap-orphan-grace': { type: 'string' },

@@ -103,7 +103,7 @@ test('the proxy reconnects with the new certificate: it is rotated again when th
   assert.notEqual(f.writes[0]?.data['tls.crt'], f.writes[1]?.data['tls.crt']);
 });
 
-test('gateways are rotated, proxyless gRPC clients (no bootstrap Secret) are not', async () => {
+test('gateways and proxyless workloads (their mTLS stream comes through skein-agent) are rotated', async () => {
   const f = fixture();
   f.connected.push(
     {
@@ -116,8 +116,11 @@ test('gateways are rotated, proxyless gRPC clients (no bootstrap Secret) are not
     },
   );
   f.advance(HOUR);
-  assert.deepEqual(await f.rotation.tick(), { rotated: 1, failed: 0 });
-  assert.equal(f.writes[0]?.name, 'skein-bootstrap-0b0c0d0e-0000-4000-8000-000000000003');
+  assert.deepEqual(await f.rotation.tick(), { rotated: 2, failed: 0 });
+  assert.deepEqual(f.writes.map((w) => w.name).sort(), [
+    'skein-bootstrap-0b0c0d0e-0000-4000-8000-000000000003',
+    'skein-bootstrap-0b0c0d0e-0000-4000-8000-000000000004',
+  ]);
 });
 
 test('a refused write is retried after a backoff, and the other proxies are rotated meanwhile', async () => {

@@ -51,8 +51,8 @@ export interface BootstrapRotationOptions {
   now?: () => number;
 }
 
-/** The proxy kinds whose credentials come from a bootstrap Secret. */
-const BOOTSTRAPPED = new Set(['sidecar', 'gateway']);
+/** The proxy kinds whose credentials come from a bootstrap Secret (proxyless: through skein-agent). */
+const BOOTSTRAPPED = new Set(['sidecar', 'gateway', 'grpc']);
 
 /** Renewal at two thirds of the certificate's life: a day's certificate has eight hours for kubelet to deliver the next. */
 export function renewAt(cert: { notBefore: number; notAfter: number }): number {

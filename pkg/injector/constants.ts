@@ -21,7 +21,21 @@ export const SecretKey = {
   cert: 'tls.crt',
   key: 'tls.key',
   ca: 'ca.crt',
+  /** Proxyless pods: the grpc-js-xds bootstrap (GRPC_XDS_BOOTSTRAP), pointing at the agent. */
+  grpcBootstrap: 'grpc-bootstrap.json',
 } as const;
+
+/**
+ * `"true"` on a pod: it is a proxyless gRPC workload (grpc-js-xds). It gets the
+ * skein agent instead of Envoy and iptables: the agent holds the pod's
+ * certificate and relays the workload's plaintext ADS to the controller over mTLS.
+ */
+export const ANNOTATION_PROXYLESS = 'skein.dev/proxyless';
+export const AGENT_CONTAINER_NAME = 'skein-agent';
+/** An emptyDir shared by the agent and the app containers, holding the agent's socket. */
+export const AGENT_VOLUME_NAME = 'skein-agent';
+export const AGENT_RUN_PATH = '/var/run/skein';
+export const AGENT_SOCKET_PATH = `${AGENT_RUN_PATH}/ads.sock`;
 
 export function bootstrapSecretName(proxyUuid: string): string {
   return `skein-bootstrap-${proxyUuid}`;

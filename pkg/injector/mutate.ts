@@ -14,6 +14,7 @@ import {
 import { proxyCommonName } from '../mesh/identity.js';
 import { adsSdsFiles, controllerAddress, envoyBootstrap } from './bootstrap.js';
 import {
+  AGENT_CONTAINER_NAME,
   ANNOTATION_ENVOY_IMAGE,
   ANNOTATION_INTERCEPTION,
   BOOTSTRAP_MOUNT_PATH,
@@ -68,6 +69,8 @@ export function decide(pod: PodInfo, namespace: NamespaceLike, o: DecideOptions)
     pod.containers.some((c) => c.name === ENVOY_CONTAINER_NAME) ||
     pod.initContainerNames.includes(ENVOY_CONTAINER_NAME) ||
     pod.initContainerNames.includes(INIT_CONTAINER_NAME) ||
+    pod.containers.some((c) => c.name === AGENT_CONTAINER_NAME) ||
+    pod.initContainerNames.includes(AGENT_CONTAINER_NAME) ||
     pod.labels[LABEL_PROXY_UUID] !== undefined
   )
     return { inject: false, reason: 'pod already has a sidecar' };
@@ -86,6 +89,8 @@ export function decide(pod: PodInfo, namespace: NamespaceLike, o: DecideOptions)
 export interface SidecarImages {
   envoy: string;
   init: string;
+  /** The image with `skein-agent` (the controller's), for proxyless pods. */
+  agent?: string;
 }
 
 export interface ProxyCertificate {
@@ -256,7 +261,7 @@ function initContainer(o: MutateOptions, rules: string): JsonObject {
 }
 
 /** Appends to a pod array, creating it when the pod has none (RFC 6902 `add` needs the parent). */
-function append(path: string[], exists: boolean, value: Json): JsonPatchOperation {
+export function append(path: string[], exists: boolean, value: Json): JsonPatchOperation {
   return exists
     ? { op: 'add', path: pointer(...path, '-'), value }
     : { op: 'add', path: pointer(...path), value: [value] };
@@ -269,6 +274,19 @@ export function bootstrapSecret(
   bootstrap: JsonObject,
 ): SecretManifest {
   const sds = adsSdsFiles();
+  return proxySecret(namespace, o, {
+    [SecretKey.bootstrap]: JSON.stringify(bootstrap, null, 2),
+    [SecretKey.adsCertSds]: JSON.stringify(sds.cert, null, 2),
+    [SecretKey.adsCaSds]: JSON.stringify(sds.ca, null, 2),
+  });
+}
+
+/** The Secret of one proxy UUID: its certificate, key and CA, plus `files`. */
+export function proxySecret(
+  namespace: string,
+  o: Pick<MutateOptions, 'meshName' | 'proxyUuid' | 'certificate'>,
+  files: Record<string, string>,
+): SecretManifest {
   return {
     apiVersion: 'v1',
     kind: 'Secret',
@@ -284,9 +302,7 @@ export function bootstrapSecret(
     },
     type: 'Opaque',
     stringData: {
-      [SecretKey.bootstrap]: JSON.stringify(bootstrap, null, 2),
-      [SecretKey.adsCertSds]: JSON.stringify(sds.cert, null, 2),
-      [SecretKey.adsCaSds]: JSON.stringify(sds.ca, null, 2),
+      ...files,
       [SecretKey.cert]: o.certificate.certPem,
       [SecretKey.key]: o.certificate.keyPem,
       [SecretKey.ca]: o.certificate.caPem,

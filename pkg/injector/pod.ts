@@ -21,6 +21,8 @@ export interface ContainerInfo {
   probes: Partial<Record<ProbeKind, JsonObject>>;
   /** Whether `volumeMounts` exists (JSON Patch must `add` a missing array before appending). */
   hasVolumeMounts: boolean;
+  /** Whether `env` exists (likewise). */
+  hasEnv: boolean;
 }
 
 export interface PodInfo {
@@ -80,7 +82,13 @@ function container(c: JsonObject, i: number): ContainerInfo {
     if (!isJsonObject(probe)) throw new InjectionError(`container ${name} ${kind} is not an object`);
     probes[kind] = probe;
   }
-  return { name, portsByName, probes, hasVolumeMounts: Array.isArray(c['volumeMounts']) };
+  return {
+    name,
+    portsByName,
+    probes,
+    hasVolumeMounts: Array.isArray(c['volumeMounts']),
+    hasEnv: Array.isArray(c['env']),
+  };
 }
 
 /**

@@ -26,6 +26,8 @@ import {
   sidecarCommonName,
 } from './mutate.js';
 import { isJsonObject, type Json, type JsonObject, type PodInfo, readPod } from './pod.js';
+import { proxyCertificateRequest } from './proxy-cert.js';
+import { checkProxylessPod, isProxyless, mutateProxyless, proxylessCommonName } from './proxyless.js';
 import type { SidecarSettings } from './sidecar-settings.js';
 
 export const MUTATE_PATH = '/mutate-pod-creation';
@@ -269,15 +271,14 @@ export class InjectorWebhook {
         log.debug({ reason: decision.reason }, 'not injecting');
         return ['skipped', allow];
       }
+      if (isProxyless(pod)) return ['injected', await this.#proxyless(request, pod, log)];
       // Validate before issuing a certificate for a pod that would be refused anyway.
       checkPod(pod);
       const proxyUuid = (this.#o.newUuid ?? randomUUID)();
       const commonName = sidecarCommonName(pod, proxyUuid, this.#o.trustDomain);
-      const cert = await this.#o.ca.issue({
-        commonName,
-        validityMs: this.#o.proxyCertValidityMs?.() ?? DEFAULT_CERT_VALIDITY_MS,
-        usage: 'client',
-      });
+      const cert = await this.#o.ca.issue(
+        proxyCertificateRequest(commonName, this.#o.proxyCertValidityMs?.() ?? DEFAULT_CERT_VALIDITY_MS),
+      );
       const m = mutate(pod, mutateOptions(this.#o, proxyUuid, cert));
       // A dry run must have no side effects (the webhook is registered with sideEffects: NoneOnDryRun).
       if (!request.dryRun) await this.#o.secrets.create(m.secret);
@@ -300,6 +301,28 @@ export class InjectorWebhook {
       log.warn({ err }, 'injection failed');
       return ['error', deny(uid, 500, errorMessage(err))];
     }
+  }
+
+  /** A proxyless workload: the agent, its certificate (also the data-plane one) and bootstrap (proxyless.ts). */
+  async #proxyless(request: AdmissionRequest, pod: PodInfo, log: Logger): Promise<AdmissionReviewResponse> {
+    checkProxylessPod(pod, { images: this.#o.images });
+    const proxyUuid = (this.#o.newUuid ?? randomUUID)();
+    const commonName = proxylessCommonName(pod, proxyUuid, this.#o.trustDomain);
+    const cert = await this.#o.ca.issue(
+      proxyCertificateRequest(commonName, this.#o.proxyCertValidityMs?.() ?? DEFAULT_CERT_VALIDITY_MS),
+    );
+    const m = mutateProxyless(pod, mutateOptions(this.#o, proxyUuid, cert));
+    if (!request.dryRun) await this.#o.secrets.create(m.secret);
+    log.info(
+      { proxyUuid, secret: m.secret.metadata.name, dryRun: request.dryRun, layout: m.layout },
+      'injecting skein agent (proxyless)',
+    );
+    return review({
+      uid: request.uid,
+      allowed: true,
+      patchType: 'JSONPatch',
+      patch: Buffer.from(JSON.stringify(m.patch)).toString('base64'),
+    });
   }
 
   /** The gateway's identity: a proxy certificate of kind `gateway` and its bootstrap Secret (gateway.ts). */

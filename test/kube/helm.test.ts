@@ -426,6 +426,7 @@ describe('charts/skein with helm against the real API server', () => {
       '--ca-secret=skein-ca',
       '--envoy-image=envoyproxy/envoy:v1.40.0',
       '--init-image=skein/controller:0.1.0',
+      '--agent-image=skein/controller:0.1.0',
       '--native-sidecars=auto',
     ])
       assert.ok(args.includes(a), `args include ${a}: ${JSON.stringify(args)}`);
