@@ -65,6 +65,7 @@ export interface TestPodSpec {
   namespace: string;
   name: string;
   labels?: Record<string, string>;
+  annotations?: Record<string, string>;
   /** Default `default` (must exist; see createNamespace). */
   serviceAccountName?: string;
   /** Default TEST_NODE (must exist; see createNode). */
@@ -81,7 +82,7 @@ export function createPod(core: CoreV1Api, spec: TestPodSpec): Promise<V1Pod> {
   return core.createNamespacedPod({
     namespace: spec.namespace,
     body: {
-      metadata: { name: spec.name, labels: spec.labels ?? {} },
+      metadata: { name: spec.name, labels: spec.labels ?? {}, annotations: spec.annotations ?? {} },
       spec: {
         nodeName: spec.nodeName ?? TEST_NODE,
         serviceAccountName: spec.serviceAccountName ?? 'default',
