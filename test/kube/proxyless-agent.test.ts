@@ -8,7 +8,7 @@
 // claims another pod's identity gets nothing.
 import assert from 'node:assert/strict';
 import { randomBytes, X509Certificate } from 'node:crypto';
-import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
@@ -62,6 +62,7 @@ describe('proxyless workloads behind skein-agent (Kubernetes mode, real admissio
   let storePort = 0;
   const children: JsonLineProcess[] = [];
   const pods = new Map<string, PodFiles>();
+  const agents = new Map<string, JsonLineProcess>();
 
   function spawn(name: string, script: string, args: string[], env: NodeJS.ProcessEnv = {}): JsonLineProcess {
     const p = spawnNode(name, script, args, env);
@@ -129,13 +130,28 @@ describe('proxyless workloads behind skein-agent (Kubernetes mode, real admissio
       ...['--ca', path.join(files.secretDir, 'ca.crt')],
     ]);
     await p.waitFor((l) => l['msg'] === 'skein-agent ready', 15_000);
+    agents.set(name, p);
     return p;
   }
 
-  async function debugProxies(): Promise<{ identity: { cn: string }; clientCert?: unknown }[]> {
-    return (await fetch(`http://127.0.0.1:${httpPort}/debug/proxies`)).json() as Promise<
-      { identity: { cn: string }; clientCert?: unknown }[]
-    >;
+  type ProxyStatus = { identity: { cn: string }; clientCert?: { serial: string; notAfter: string } };
+  async function debugProxies(): Promise<ProxyStatus[]> {
+    return (await fetch(`http://127.0.0.1:${httpPort}/debug/proxies`)).json() as Promise<ProxyStatus[]>;
+  }
+
+  /** Kubelet's part of a Secret volume: the pod's files follow the Secret, each replaced atomically. */
+  async function syncSecret(namespace: string, files: PodFiles): Promise<number> {
+    const secret = await core.readNamespacedSecret({ namespace, name: `skein-bootstrap-${files.uuid}` });
+    let changed = 0;
+    for (const key of ['tls.crt', 'tls.key', 'ca.crt']) {
+      const file = path.join(files.secretDir, key);
+      const content = Buffer.from(String(secret.data?.[key]), 'base64').toString();
+      if ((await readFile(file, 'utf8')) === content) continue;
+      await writeFile(`${file}.new`, content);
+      await rename(`${file}.new`, file);
+      changed++;
+    }
+    return changed;
   }
 
   before(async () => {
@@ -195,6 +211,20 @@ describe('proxyless workloads behind skein-agent (Kubernetes mode, real admissio
       },
     });
 
+    // Bootstrap certificates of 45 s (renewed ~10 s after issuance: the CA backdates 60 s), so
+    // the pods live through rotations within the test.
+    await custom.createNamespacedCustomObject({
+      group: 'config.skein.dev',
+      version: 'v1alpha1',
+      plural: 'meshconfigs',
+      namespace: CP,
+      body: {
+        apiVersion: 'config.skein.dev/v1alpha1',
+        kind: 'MeshConfig',
+        metadata: { name: 'skein', namespace: CP },
+        spec: { certificate: { bootstrapValidity: '45s' } },
+      },
+    });
     const [webhookPort = 0, port = 0] = await freePorts(2);
     storePort = port;
     controller = await startKubeController({
@@ -369,5 +399,54 @@ describe('proxyless workloads behind skein-agent (Kubernetes mode, real admissio
     assert.deepEqual(p.ok, {}, `plaintext to the mTLS port got no config: ${JSON.stringify(p)}`);
     assert.ok(Object.values(p.errors).reduce((a, b) => a + b, 0) > 0, 'its calls failed');
     assert.equal((await debugProxies()).filter((x) => x.identity.cn === store.commonName).length, 1);
+  });
+
+  test('the pod certificates rotate under traffic: the agent and both workloads move to the renewed ones, no call fails', async (t) => {
+    const store = pods.get('store');
+    const buyer = pods.get('buyer');
+    const caller = children.find((c) => c.name === 'caller bookbuyer-1');
+    assert.ok(store && buyer && caller, 'needs the pods of the first test');
+    const first = new X509Certificate(await readFile(path.join(buyer.secretDir, 'tls.crt')));
+    const firstStore = new X509Certificate(await readFile(path.join(store.secretDir, 'tls.crt')));
+    // 45 s of validity after the CA's 60 s backdating.
+    const lifetime = Date.parse(first.validTo) - Date.parse(first.validFrom);
+    assert.ok(Math.abs(lifetime - 105_000) <= 2_000, `lifetime ${lifetime} ms (dates are whole seconds)`);
+    const expired = Math.max(Date.parse(first.validTo), Date.parse(firstStore.validTo));
+    const from = caller.lines.length;
+    let rotations = 0;
+    // Past the first certificates' expiry: every new TLS connection (the server recycles its
+    // connections every 2 s) must present renewed certificates the workloads read from the files.
+    while (Date.now() < expired + 8_000) {
+      rotations += await syncSecret(STORE, store);
+      rotations += await syncSecret(BUYER, buyer);
+      await sleep(1_000);
+    }
+    assert.ok(rotations >= 2, `the controller rewrote both Secrets (${rotations} files changed)`);
+    const now = new X509Certificate(await readFile(path.join(buyer.secretDir, 'tls.crt')));
+    assert.notEqual(now.serialNumber, first.serialNumber);
+
+    // A restarted agent (a container restart) presents the renewed certificate on its new stream;
+    // the workload reconnects through the socket and keeps its config meanwhile.
+    const old = agents.get('bookbuyer-1');
+    assert.ok(old);
+    await old.stop();
+    await startAgent('bookbuyer-1', buyer);
+    await eventually(
+      'the controller sees the renewed certificate',
+      async () => {
+        await syncSecret(BUYER, buyer);
+        const p = (await debugProxies()).find((x) => x.identity.cn === buyer.commonName);
+        assert.ok(p?.clientCert, 'connected over mTLS');
+        assert.notEqual(p.clientCert.serial.toUpperCase(), first.serialNumber.toUpperCase());
+        // The stream opened with a certificate that was current on disk when it connected.
+        assert.ok(Date.parse(p.clientCert.notAfter) > Date.parse(first.validTo));
+      },
+      30_000,
+    );
+    await sleep(1_500);
+    const calls = tally(caller, from);
+    t.diagnostic(`across ${rotations} rotated files and an agent restart: ${JSON.stringify(calls)}`);
+    assert.ok((calls.ok['bookstore-1'] ?? 0) >= 100, JSON.stringify(calls));
+    assert.deepEqual(calls.errors, {}, `no failed call across the rotations: ${JSON.stringify(calls)}`);
   });
 });
