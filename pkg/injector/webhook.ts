@@ -15,6 +15,7 @@ import { listenTcp } from '../net/listen.js';
 import { InjectionError } from './errors.js';
 import type { Exclusions } from './exclusions.js';
 import { decideGateway, gatewayCommonName, mutateGateway } from './gateway.js';
+import type { JsonPatchOperation } from './jsonpatch.js';
 import {
   checkPod,
   decide,
@@ -275,24 +276,10 @@ export class InjectorWebhook {
       // Validate before issuing a certificate for a pod that would be refused anyway.
       checkPod(pod);
       const proxyUuid = (this.#o.newUuid ?? randomUUID)();
-      const commonName = sidecarCommonName(pod, proxyUuid, this.#o.trustDomain);
-      const cert = await this.#o.ca.issue(
-        proxyCertificateRequest(commonName, this.#o.proxyCertValidityMs?.() ?? DEFAULT_CERT_VALIDITY_MS),
-      );
+      const cert = await this.#issue(sidecarCommonName(pod, proxyUuid, this.#o.trustDomain));
       const m = mutate(pod, mutateOptions(this.#o, proxyUuid, cert));
-      // A dry run must have no side effects (the webhook is registered with sideEffects: NoneOnDryRun).
-      if (!request.dryRun) await this.#o.secrets.create(m.secret);
-      log.info(
-        { proxyUuid, secret: m.secret.metadata.name, dryRun: request.dryRun, layout: m.layout, ...m.sidecar },
-        'injecting sidecar',
-      );
-      const answer = review({
-        uid,
-        allowed: true,
-        patchType: 'JSONPatch',
-        patch: Buffer.from(JSON.stringify(m.patch)).toString('base64'),
-      });
-      return ['injected', answer];
+      const fields = { proxyUuid, layout: m.layout, ...m.sidecar };
+      return ['injected', await this.#apply(request, m, log, fields, 'injecting sidecar')];
     } catch (err) {
       if (err instanceof InjectionError) {
         log.info({ reason: err.message }, 'refusing pod');
@@ -307,39 +294,36 @@ export class InjectorWebhook {
   async #proxyless(request: AdmissionRequest, pod: PodInfo, log: Logger): Promise<AdmissionReviewResponse> {
     checkProxylessPod(pod, { images: this.#o.images });
     const proxyUuid = (this.#o.newUuid ?? randomUUID)();
-    const commonName = proxylessCommonName(pod, proxyUuid, this.#o.trustDomain);
-    const cert = await this.#o.ca.issue(
-      proxyCertificateRequest(commonName, this.#o.proxyCertValidityMs?.() ?? DEFAULT_CERT_VALIDITY_MS),
-    );
+    const cert = await this.#issue(proxylessCommonName(pod, proxyUuid, this.#o.trustDomain));
     const m = mutateProxyless(pod, mutateOptions(this.#o, proxyUuid, cert));
-    if (!request.dryRun) await this.#o.secrets.create(m.secret);
-    log.info(
-      { proxyUuid, secret: m.secret.metadata.name, dryRun: request.dryRun, layout: m.layout },
-      'injecting skein agent (proxyless)',
-    );
-    return review({
-      uid: request.uid,
-      allowed: true,
-      patchType: 'JSONPatch',
-      patch: Buffer.from(JSON.stringify(m.patch)).toString('base64'),
-    });
+    return this.#apply(request, m, log, { proxyUuid, layout: m.layout }, 'injecting skein agent (proxyless)');
   }
 
   /** The gateway's identity: a proxy certificate of kind `gateway` and its bootstrap Secret (gateway.ts). */
   async #gateway(request: AdmissionRequest, pod: PodInfo, log: Logger): Promise<AdmissionReviewResponse> {
     const proxyUuid = (this.#o.newUuid ?? randomUUID)();
-    const commonName = gatewayCommonName(pod, proxyUuid, this.#o.trustDomain);
-    const cert = await this.#o.ca.issue({
-      commonName,
-      validityMs: this.#o.proxyCertValidityMs?.() ?? DEFAULT_CERT_VALIDITY_MS,
-      usage: 'client',
-    });
+    const cert = await this.#issue(gatewayCommonName(pod, proxyUuid, this.#o.trustDomain));
     const m = mutateGateway(pod, mutateOptions(this.#o, proxyUuid, cert));
+    return this.#apply(request, m, log, { proxyUuid }, 'ingress gateway identity');
+  }
+
+  /** A proxy's bootstrap certificate, with the mesh's current bootstrap validity (proxy-cert.ts). */
+  #issue(commonName: string): Promise<IssuedCertificate> {
+    const validityMs = this.#o.proxyCertValidityMs?.() ?? DEFAULT_CERT_VALIDITY_MS;
+    return this.#o.ca.issue(proxyCertificateRequest(commonName, validityMs));
+  }
+
+  /** Creates the proxy's Secret and allows the pod with the patch. */
+  async #apply(
+    request: AdmissionRequest,
+    m: { patch: JsonPatchOperation[]; secret: SecretManifest },
+    log: Logger,
+    fields: Record<string, unknown>,
+    message: string,
+  ): Promise<AdmissionReviewResponse> {
+    // A dry run must have no side effects (the webhook is registered with sideEffects: NoneOnDryRun).
     if (!request.dryRun) await this.#o.secrets.create(m.secret);
-    log.info(
-      { proxyUuid, secret: m.secret.metadata.name, dryRun: request.dryRun },
-      'ingress gateway identity',
-    );
+    log.info({ ...fields, secret: m.secret.metadata.name, dryRun: request.dryRun }, message);
     return review({
       uid: request.uid,
       allowed: true,

@@ -25,7 +25,7 @@ import { acquireCluster, type ClusterEndpoint } from '../support/cluster.js';
 import { adsClient, proxyCredentials } from '../support/envoy-like.js';
 import { createNamespace, createPod } from '../support/kube.js';
 import { KubeMesh } from '../support/kube-mesh.js';
-import { prepareMeshCluster } from '../support/kube-registry-fixture.js';
+import { httpTrafficTargetBody, prepareMeshCluster } from '../support/kube-registry-fixture.js';
 
 const distRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 const cli = path.join(distRoot, 'cmd', 'skein', 'main.js');
@@ -158,16 +158,14 @@ describe('skein CLI against the test cluster', { timeout: 180_000 }, () => {
     await custom.createNamespacedCustomObject({
       ...SMI_ACCESS,
       namespace: STORE,
-      body: {
-        apiVersion: 'access.smi-spec.io/v1alpha3',
-        kind: 'TrafficTarget',
-        metadata: { name: 'bookbuyer-access', namespace: STORE },
-        spec: {
-          destination: { kind: 'ServiceAccount', name: 'bookstore', namespace: STORE },
-          sources: [{ kind: 'ServiceAccount', name: 'bookbuyer', namespace: BUYER }],
-          rules: [{ kind: 'HTTPRouteGroup', name: 'books', matches: ['buy-books'] }],
-        },
-      },
+      body: httpTrafficTargetBody({
+        namespace: STORE,
+        name: 'bookbuyer-access',
+        destination: 'bookstore',
+        source: [BUYER, 'bookbuyer'],
+        routeGroup: 'books',
+        matches: ['buy-books'],
+      }),
     });
   });
 

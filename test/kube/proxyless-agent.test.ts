@@ -20,7 +20,12 @@ import { acquireCluster } from '../support/cluster.js';
 import { createNamespace, createPod, markPodRunning } from '../support/kube.js';
 import { type KubeController, startKubeController } from '../support/kube-controller.js';
 import { podAddress, untilCalls } from '../support/kube-mesh.js';
-import { eventually, prepareMeshCluster, SMI_ACCESS } from '../support/kube-registry-fixture.js';
+import {
+  eventually,
+  httpTrafficTargetBody,
+  prepareMeshCluster,
+  SMI_ACCESS,
+} from '../support/kube-registry-fixture.js';
 import { tally } from '../support/local-mesh.js';
 import { freePorts, type JsonLineProcess, sleep, spawnNode } from '../support/processes.js';
 
@@ -199,16 +204,14 @@ describe('proxyless workloads behind skein-agent (Kubernetes mode, real admissio
     await custom.createNamespacedCustomObject({
       ...SMI_ACCESS,
       namespace: STORE,
-      body: {
-        apiVersion: 'access.smi-spec.io/v1alpha3',
-        kind: 'TrafficTarget',
-        metadata: { name: 'bookbuyer-access', namespace: STORE },
-        spec: {
-          destination: { kind: 'ServiceAccount', name: 'bookstore', namespace: STORE },
-          sources: [{ kind: 'ServiceAccount', name: 'bookbuyer', namespace: BUYER }],
-          rules: [{ kind: 'HTTPRouteGroup', name: 'routes', matches: ['all'] }],
-        },
-      },
+      body: httpTrafficTargetBody({
+        namespace: STORE,
+        name: 'bookbuyer-access',
+        destination: 'bookstore',
+        source: [BUYER, 'bookbuyer'],
+        routeGroup: 'routes',
+        matches: ['all'],
+      }),
     });
 
     // Bootstrap certificates of 45 s (renewed ~10 s after issuance: the CA backdates 60 s), so

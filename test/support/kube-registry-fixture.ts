@@ -30,6 +30,27 @@ export function trafficTargetBody(
   };
 }
 
+/** A TrafficTarget letting SA `source` (`[namespace, name]`) reach SA `destination` in `namespace` on HTTPRouteGroup matches. */
+export function httpTrafficTargetBody(o: {
+  namespace: string;
+  name: string;
+  destination: string;
+  source: [string, string];
+  routeGroup: string;
+  matches: string[];
+}): Record<string, unknown> {
+  return {
+    apiVersion: 'access.smi-spec.io/v1alpha3',
+    kind: 'TrafficTarget',
+    metadata: { name: o.name, namespace: o.namespace },
+    spec: {
+      destination: { kind: 'ServiceAccount', name: o.destination, namespace: o.namespace },
+      sources: [{ kind: 'ServiceAccount', name: o.source[1], namespace: o.source[0] }],
+      rules: [{ kind: 'HTTPRouteGroup', name: o.routeGroup, matches: o.matches }],
+    },
+  };
+}
+
 /** Retries `check` every 100 ms until it stops throwing; after `ms`, throws its last error, prefixed by `what`. */
 export async function eventually(
   what: string,
