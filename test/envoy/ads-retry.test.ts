@@ -6,19 +6,12 @@
 // seconds by then. Both Envoys run side by side against stub ADS servers that go away for a while
 // and come back on the same port, a few times.
 import assert from 'node:assert/strict';
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { BuiltinCA } from '../../pkg/certificate/builtin.js';
 import { TypeUrl } from '../../pkg/envoy/types.js';
-import {
-  ADS_RETRY_BACKOFF,
-  adsSdsFiles,
-  controllerAddress,
-  envoyBootstrap,
-} from '../../pkg/injector/bootstrap.js';
-import { SecretKey } from '../../pkg/injector/constants.js';
+import { ADS_RETRY_BACKOFF, controllerAddress, envoyBootstrap } from '../../pkg/injector/bootstrap.js';
 import { isJsonObject, type Json } from '../../pkg/injector/pod.js';
 import { get } from '../../pkg/injector/testing/json-path.js';
 import { ENVOY_NEWEST, EnvoyProcess, hasEnvoy, loopbackBootstrap } from '../support/envoy-bin.js';
@@ -56,17 +49,9 @@ describe(`Envoy ${ENVOY_NEWEST}: the ADS stream after the control plane comes ba
   const subjects: Subject[] = [];
 
   before(async () => {
+    // The bootstrap's ADS credentials are files under here; the loopback copy runs ADS in
+    // plaintext, so none is read.
     dir = await mkdtemp(path.join(tmpdir(), 'skein-ads-retry-'));
-    const ca = await BuiltinCA.create();
-    const cert = await ca.issue({ commonName: NODE_ID, validityMs: 3_600_000, usage: 'client' });
-    const sds = adsSdsFiles(dir);
-    await Promise.all([
-      writeFile(path.join(dir, SecretKey.cert), cert.certPem),
-      writeFile(path.join(dir, SecretKey.key), cert.keyPem),
-      writeFile(path.join(dir, SecretKey.ca), cert.caPem),
-      writeFile(path.join(dir, SecretKey.adsCertSds), JSON.stringify(sds.cert)),
-      writeFile(path.join(dir, SecretKey.adsCaSds), JSON.stringify(sds.ca)),
-    ]);
   });
 
   after(async () => {
