@@ -6,7 +6,8 @@
 // One file per test process, each line prefixed with the child's name; lines are buffered and
 // appended every 250 ms (and synchronously at exit), so a chatty child costs one write per
 // interval, not one per line.
-import { appendFile, appendFileSync, mkdirSync } from 'node:fs';
+import { appendFile, appendFileSync, existsSync, mkdirSync } from 'node:fs';
+import { cp } from 'node:fs/promises';
 import path from 'node:path';
 
 export const TEST_LOG_DIR_ENV = 'SKEIN_TEST_LOG_DIR';
@@ -49,4 +50,16 @@ export function recordChildLine(name: string, line: string): void {
   if (flushScheduled) return;
   flushScheduled = true;
   setTimeout(flush, FLUSH_MS).unref();
+}
+
+/**
+ * Copies log files a child wrote itself (the test node's pod logs, which the kubelet writes)
+ * under `<log dir>/<name>-<pid>/`, before their owner removes them; when the suite keeps logs.
+ */
+export async function keepLogFiles(name: string, dir: string): Promise<void> {
+  const logDir = process.env[TEST_LOG_DIR_ENV];
+  if (!logDir || !existsSync(dir)) return;
+  await cp(dir, path.join(logDir, `${name}-${process.pid}`), { recursive: true, dereference: false }).catch(
+    (err: unknown) => process.stderr.write(`child-logs: ${dir}: ${String(err)}\n`),
+  );
 }
