@@ -8,13 +8,29 @@
 // processes find it through $SKEIN_TEST_CLUSTER, a state file written once it
 // is ready (acquireCluster waits for it). The cluster is always stopped, and
 // the exit code is the test runner's.
+//
+// Every line the suite's child processes print (test/support/child-logs.ts) and the
+// test runner's own report (TAP, with each test file's stdout and stderr) are kept in
+// test-results/logs/ ($SKEIN_TEST_LOG_DIR overrides). Once every test has run, all of it
+// is searched for private keys (test/support/key-scan.ts): a key in any log fails the run.
 import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { mkdtemp, rename, rm, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, rename, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { TEST_LOG_DIR_ENV } from './support/child-logs.js';
 import { type ClusterEndpoint, SHARED_CLUSTER_ENV, TestCluster } from './support/cluster.js';
+import { scanLogDir } from './support/key-scan.js';
 import { cleanupNodeHost, NODE_DIR, nodeOwnerAlive } from './support/node-host.js';
+
+// dist/test → repo root.
+const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
+const logDir = path.resolve(process.env[TEST_LOG_DIR_ENV] ?? path.join(repoRoot, 'test-results', 'logs'));
+await rm(logDir, { recursive: true, force: true });
+await mkdir(logDir, { recursive: true });
+// This process's own children (the shared cluster) are recorded too.
+process.env[TEST_LOG_DIR_ENV] = logDir;
 
 const dir = await mkdtemp(path.join(tmpdir(), 'skein-test-run-'));
 const stateFile = path.join(dir, 'cluster.json');
@@ -47,7 +63,18 @@ const cluster = TestCluster.start().then(
   },
 );
 
-const child = spawn(process.execPath, ['--test', ...process.argv.slice(2)], {
+const args = process.argv.slice(2);
+// node --test's default reporter (spec on a terminal, else TAP) on stdout, and TAP into the log
+// directory; unless the caller chose reporters.
+const reporters = args.some((a) => a.startsWith('--test-reporter'))
+  ? []
+  : [
+      `--test-reporter=${process.stdout.isTTY ? 'spec' : 'tap'}`,
+      '--test-reporter-destination=stdout',
+      '--test-reporter=tap',
+      `--test-reporter-destination=${path.join(logDir, 'node-test.tap')}`,
+    ];
+const child = spawn(process.execPath, ['--test', ...reporters, ...args], {
   stdio: 'inherit',
   env: { ...process.env, [SHARED_CLUSTER_ENV]: stateFile },
 });
@@ -66,4 +93,17 @@ if (existsSync(NODE_DIR) && !(await nodeOwnerAlive()))
     process.stderr.write(`test/run: node cleanup: ${String(err)}\n`),
   );
 await rm(dir, { recursive: true, force: true });
-process.exit(code);
+const logsClean = await logsFreeOfKeys();
+process.exit(code !== 0 ? code : logsClean ? 0 : 1);
+
+/** After the whole suite: no log line holds a private key (issue 16, "Secrets never leak"). */
+async function logsFreeOfKeys(): Promise<boolean> {
+  const started = Date.now();
+  const { files, lines, findings } = await scanLogDir(logDir);
+  for (const f of findings.slice(0, 20))
+    process.stderr.write(`test/run: private key in a log: ${f.file}:${f.line} (${f.kind}, ${f.label})\n`);
+  process.stderr.write(
+    `test/run: ${findings.length} private key(s) in ${lines} log lines of ${files} files (${logDir}), scanned in ${Date.now() - started} ms\n`,
+  );
+  return findings.length === 0;
+}

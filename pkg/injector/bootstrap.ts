@@ -238,6 +238,15 @@ function overloadManager(maxConnections: number): ProtoObject {
   };
 }
 
+/**
+ * The ADS stream's retry backoff in the bootstrap (EnvoyGrpc.retry_policy.retry_back_off). Envoy's
+ * JitteredExponentialBackOffStrategy waits a uniformly random time below an interval that starts
+ * at `baseMs` and doubles up to `maxMs` ("full jitter"), so proxies that lost the same controller
+ * come back spread over up to `maxMs`, not at once; and once a controller is back, every proxy
+ * retries within `maxMs`. (The benchmark's fleet mirrors it: test/bench/fleet-client.ts.)
+ */
+export const ADS_RETRY_BACKOFF = { baseMs: 250, maxMs: 2000 } as const;
+
 /** The Bootstrap message (envoy.config.bootstrap.v3.Bootstrap). */
 export function envoyBootstrap(o: BootstrapOptions): ProtoObject {
   const mountPath = o.mountPath ?? BOOTSTRAP_MOUNT_PATH;
@@ -262,7 +271,12 @@ export function envoyBootstrap(o: BootstrapOptions): ProtoObject {
               // jittered exponential from 250 ms, at most 2 s apart, instead of Envoy's default
               // 500 ms to 30 s, which left proxies 4-14 s without a controller after a restart.
               // (GrpcService.EnvoyGrpc.retry_policy: "only supported for xDS gRPC streams".)
-              retry_policy: { retry_back_off: { base_interval: '0.25s', max_interval: '2s' } },
+              retry_policy: {
+                retry_back_off: {
+                  base_interval: `${ADS_RETRY_BACKOFF.baseMs / 1000}s`,
+                  max_interval: `${ADS_RETRY_BACKOFF.maxMs / 1000}s`,
+                },
+              },
             },
           },
         ],

@@ -3,6 +3,7 @@
 // ACK reporting. The subclasses keep only their protocol's requests and state.
 import * as grpc from '@grpc/grpc-js';
 import { TypeUrl } from '../../pkg/envoy/types.js';
+import { ADS_RETRY_BACKOFF } from '../../pkg/injector/bootstrap.js';
 import { parseProxyCommonName } from '../../pkg/mesh/identity.js';
 import { nodeField } from './envoy-node.js';
 import type { AckEvent, FleetProxySpec, StreamEndEvent, TypeCode } from './protocol.js';
@@ -49,8 +50,10 @@ export interface FleetClientOptions {
 export function fleetChannel(opts: FleetClientOptions): grpc.Client {
   return new grpc.Client(opts.address, opts.credentials, {
     'grpc.use_local_subchannel_pool': 1,
-    'grpc.initial_reconnect_backoff_ms': 100,
-    'grpc.max_reconnect_backoff_ms': 1000,
+    // The sidecar bootstrap's ADS retry bounds (grpc-js jitters each step by ±20 % and grows it
+    // 1.6× where Envoy draws uniformly below a doubling interval; both are capped at maxMs).
+    'grpc.initial_reconnect_backoff_ms': ADS_RETRY_BACKOFF.baseMs,
+    'grpc.max_reconnect_backoff_ms': ADS_RETRY_BACKOFF.maxMs,
     'grpc.max_receive_message_length': 64 * 1024 * 1024,
     // The server certificate names localhost too; an IP as TLS server name is deprecated (RFC 6066).
     'grpc.ssl_target_name_override': 'localhost',
@@ -151,7 +154,7 @@ export abstract class FleetStreamClient<Req, S> {
     this.epoch++;
     const epoch = this.epoch;
     // Wait for a connection instead of failing at once while the controller is down: the
-    // channel reconnects with its own jittered backoff (100 ms growing to 1 s, as configured in
+    // channel reconnects with its own jittered backoff (250 ms growing to 2 s, as configured in
     // fleetChannel), one TCP/TLS attempt per step as Envoy's ADS retry makes, without also
     // creating and failing a call per step (which made the fleet burn most of the 2 cores
     // while the controller restarted).
@@ -176,10 +179,14 @@ export abstract class FleetStreamClient<Req, S> {
       if (epoch !== this.epoch) return;
       this.opts.onStreamEnd({ p: this.opts.spec.index, e: epoch, code: s.code, at: nowMs() });
       if (this.stopped) return;
-      // Short jittered backoff, capped at 1 s (Envoy's default ADS retry starts at 500 ms).
+      // As Envoy on the injected bootstrap (pkg/injector/bootstrap.ts ADS_RETRY_BACKOFF): a
+      // uniformly random wait below an interval doubling from 250 ms up to 2 s.
       this.failures++;
-      const base = Math.min(1000, 100 * 2 ** Math.min(this.failures - 1, 4));
-      this.retryTimer = setTimeout(() => this.openStream(), base / 2 + Math.random() * base);
+      const interval = Math.min(
+        ADS_RETRY_BACKOFF.maxMs,
+        ADS_RETRY_BACKOFF.baseMs * 2 ** Math.min(this.failures - 1, 8),
+      );
+      this.retryTimer = setTimeout(() => this.openStream(), Math.random() * interval);
     });
     this.onStreamOpen();
   }

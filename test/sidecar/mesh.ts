@@ -461,6 +461,11 @@ export class SidecarMesh {
     return { code, out };
   }
 
+  /** When the running controller logged that it was ready (ms since the epoch, its pino `time`). */
+  get controllerReadyAt(): number {
+    return Number(this.controller.ready['time']);
+  }
+
   async stopController(): Promise<void> {
     await this.controller.stop();
   }

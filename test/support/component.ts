@@ -4,6 +4,7 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { existsSync, rmSync } from 'node:fs';
 import { createInterface } from 'node:readline';
+import { recordChildLine } from './child-logs.js';
 
 const LOG_TAIL = 200;
 
@@ -18,6 +19,7 @@ export class Component {
     verbose: boolean,
   ) {
     const onLine = (line: string) => {
+      recordChildLine(name, line);
       this.tail.push(line);
       if (this.tail.length > LOG_TAIL) this.tail.shift();
       if (verbose) process.stderr.write(`[${name}] ${line}\n`);

@@ -6,9 +6,11 @@ import { existsSync } from 'node:fs';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { ADS_CLUSTER } from '../../pkg/injector/bootstrap.js';
 import { isJsonObject as isObject, type Json } from '../../pkg/injector/pod.js';
+import { recordChildLine } from './child-logs.js';
 import { sleep } from './processes.js';
 
 // dist/test/support → repo root (the binaries are never copied into dist/).
@@ -76,6 +78,8 @@ function spawnEnvoy(bin: string, argv: string[]): Spawned {
   const chunks: Buffer[] = [];
   child.stdout?.on('data', (b: Buffer) => chunks.push(b));
   child.stderr?.on('data', (b: Buffer) => chunks.push(b));
+  for (const out of [child.stdout, child.stderr])
+    if (out) createInterface({ input: out }).on('line', (line) => recordChildLine('envoy', line));
   const exited = new Promise<number | null>((resolve, reject) => {
     child.once('error', reject);
     child.once('close', (code) => resolve(code));

@@ -45,6 +45,8 @@ function toResources(r: ReceivedResponse): Resource[] {
 export interface EnvoyLikeResources extends ProxyResources {
   /** The raw Any values of the latest response of each type (for validateWithEnvoy). */
   encoded: EncodedResource[];
+  /** The latest response of each type as received (version, nonce, names, Any values), by type URL. */
+  responses: Map<string, ReceivedResponse>;
 }
 
 function toEncoded(r: ReceivedResponse): EncodedResource[] {
@@ -59,6 +61,7 @@ function toEncoded(r: ReceivedResponse): EncodedResource[] {
 export async function fetchLikeEnvoy(client: RawAdsClient, nodeId: string): Promise<EnvoyLikeResources> {
   const latest = new Map<string, Resource[]>();
   const latestEncoded = new Map<string, EncodedResource[]>();
+  const responses = new Map<string, ReceivedResponse>();
   const node = { id: nodeId, cluster: 'skein-test' };
   client.send({ typeUrl: TypeUrl.Cluster, node });
   client.send({ typeUrl: TypeUrl.Listener });
@@ -82,6 +85,7 @@ export async function fetchLikeEnvoy(client: RawAdsClient, nodeId: string): Prom
     }
     latest.set(res.typeUrl, toResources(res));
     latestEncoded.set(res.typeUrl, toEncoded(res));
+    responses.set(res.typeUrl, res);
     client.ack(res, subscribed.get(res.typeUrl) ?? []);
     const all = [...latest.values()].flat();
     const refs = referencesOf(all);
@@ -105,5 +109,6 @@ export async function fetchLikeEnvoy(client: RawAdsClient, nodeId: string): Prom
     endpoints: latest.get(TypeUrl.ClusterLoadAssignment) ?? [],
     secrets: latest.get(TypeUrl.Secret) ?? [],
     encoded: [...latestEncoded.values()].flat(),
+    responses,
   };
 }

@@ -16,6 +16,7 @@ import { existsSync } from 'node:fs';
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { promisify } from 'node:util';
+import { keepLogFiles } from './child-logs.js';
 import { CLUSTER_BIN_DIR, KUBERNETES_SERVICE_IP, TestCluster } from './cluster.js';
 import { type ClusterDns, startClusterDns } from './cluster-dns.js';
 import { type Component, spawnComponent } from './component.js';
@@ -366,6 +367,8 @@ export class NodeCluster {
     await this.dns?.close();
     for (const c of [...this.components].reverse()) await c.stop(5000);
     await this.cluster?.stop();
+    // The containers' own output (controller, Envoys) for the suite's key check (test/run.ts).
+    await keepLogFiles('node-pod-logs', d('pod-logs'));
     await cleanupNodeHost();
     await writeFile(IP_FORWARD, this.ipForwardWas).catch(() => undefined);
   }

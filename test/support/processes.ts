@@ -1,6 +1,7 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { createServer } from 'node:net';
 import { createInterface } from 'node:readline';
+import { recordChildLine } from './child-logs.js';
 
 /** A child process whose stdout is JSON lines (pino logs, workload reports). */
 export class JsonLineProcess {
@@ -15,6 +16,7 @@ export class JsonLineProcess {
   ) {
     if (!child.stdout || !child.stderr) throw new Error('spawn with stdio pipes');
     createInterface({ input: child.stdout }).on('line', (line) => {
+      recordChildLine(name, line);
       try {
         const parsed: unknown = JSON.parse(line);
         if (parsed && typeof parsed === 'object' && !Array.isArray(parsed))
@@ -25,6 +27,7 @@ export class JsonLineProcess {
       for (const w of [...this.waiters]) w();
     });
     createInterface({ input: child.stderr }).on('line', (line) => {
+      recordChildLine(name, line);
       this.stderr.push(line);
     });
     this.exited = new Promise((resolve) => child.once('exit', (code) => resolve(code)));

@@ -134,10 +134,10 @@ export class StubAdsServer {
     for (const call of this.sotwStreams) call.write(this.sotwResponse(typeUrl, resources));
   }
 
-  /** Listens on 127.0.0.1; resolves with the port. */
-  start(): Promise<number> {
+  /** Listens on 127.0.0.1 (`port`, default one the kernel picks); resolves with the port. */
+  start(port = 0): Promise<number> {
     return new Promise((resolve, reject) => {
-      this.server.bindAsync('127.0.0.1:0', grpc.ServerCredentials.createInsecure(), (err, port) =>
+      this.server.bindAsync(`127.0.0.1:${port}`, grpc.ServerCredentials.createInsecure(), (err, port) =>
         err ? reject(err) : resolve(port),
       );
     });
