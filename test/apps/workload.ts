@@ -14,8 +14,11 @@
 //
 // Resilience tests: --fail-ratio makes that share of the server's answers
 // UNAVAILABLE, spread evenly (0.5 fails every second call, 1 every call);
-// --delay-ms delays every answer. The caller's --concurrency keeps that many
-// calls in flight until --count are made; its `done` line carries the slowest
+// --delay-ms delays every answer (longer than 500 ms needs a longer
+// --max-connection-age-ms, or the recycled connection drops the call). The caller's --concurrency keeps that many
+// calls in flight until --count are made, after --warmup calls made one by one
+// and not counted (the channel then has its xDS config and connections), the
+// n-th of them starting --stagger-ms × n later; its `done` line carries the slowest
 // call per outcome (`maxMs`), so a test can tell a fast failure from a slow one.
 //
 // The xDS bootstrap comes from GRPC_XDS_BOOTSTRAP (one identity per process).
@@ -53,7 +56,10 @@ const { values, positionals } = parseArgs({
     'deadline-ms': { type: 'string', default: '10000' },
     'fail-ratio': { type: 'string', default: '0' },
     'delay-ms': { type: 'string', default: '0' },
+    'max-connection-age-ms': { type: 'string', default: '2000' },
     concurrency: { type: 'string', default: '1' },
+    warmup: { type: 'string', default: '0' },
+    'stagger-ms': { type: 'string', default: '0' },
   },
 });
 
@@ -68,7 +74,7 @@ async function runServer(): Promise<void> {
   // Old connections keep the policy they were accepted under (grpc-js-xds 1.14
   // behaviour): recycle them so RBAC changes reach every caller.
   const server = new xds.XdsServer({
-    'grpc.max_connection_age_ms': 2000,
+    'grpc.max_connection_age_ms': Number(values['max-connection-age-ms']),
     'grpc.max_connection_age_grace_ms': 500,
   });
   const failRatio = Number(values['fail-ratio']);
@@ -138,6 +144,8 @@ async function runCaller(): Promise<void> {
   let errors: Record<string, number> = {};
   const total = { ok: {} as Record<string, number>, errors: {} as Record<string, number> };
   const maxMs: Record<string, number> = {};
+  // The first message seen per failure code, to tell causes apart.
+  const details: Record<string, string> = {};
   const report = setInterval(() => {
     emit({ type: 'stats', ok, errors });
     ok = {};
@@ -147,8 +155,11 @@ async function runCaller(): Promise<void> {
   process.on('SIGTERM', () => {
     stopping = true;
   });
+  for (let i = 0; i < Number(values.warmup); i++) await call().catch(() => undefined);
   let started = 0;
-  const worker = async () => {
+  const stagger = Number(values['stagger-ms']);
+  const worker = async (n: number) => {
+    if (stagger > 0) await new Promise((r) => setTimeout(r, stagger * n));
     while (started < count && !stopping) {
       started++;
       const t0 = performance.now();
@@ -159,6 +170,7 @@ async function runCaller(): Promise<void> {
         total.ok[key] = (total.ok[key] ?? 0) + 1;
       } catch (err) {
         key = codeName(err);
+        details[key] ??= err instanceof Error ? err.message : String(err);
         errors[key] = (errors[key] ?? 0) + 1;
         total.errors[key] = (total.errors[key] ?? 0) + 1;
       }
@@ -166,10 +178,10 @@ async function runCaller(): Promise<void> {
       if (intervalMs > 0) await new Promise((r) => setTimeout(r, intervalMs));
     }
   };
-  await Promise.all(Array.from({ length: Math.max(1, Number(values.concurrency)) }, worker));
+  await Promise.all(Array.from({ length: Math.max(1, Number(values.concurrency)) }, (_, n) => worker(n)));
   clearInterval(report);
   emit({ type: 'stats', ok, errors });
-  emit({ type: 'done', ...total, maxMs });
+  emit({ type: 'done', ...total, maxMs, details });
   client.close();
   process.exit(0);
 }
