@@ -11,12 +11,19 @@
 // Each batch of calls is a fresh caller process (its own channel), since
 // grpc-js-xds keeps no per-call state across processes.
 import assert from 'node:assert/strict';
+import { access } from 'node:fs/promises';
 import { after, before, describe, test } from 'node:test';
+import type { ConfigDump } from '../../pkg/debug/config-dump.js';
+import { at } from '../../pkg/envoy/testing/pick.js';
+import { type ProtoObject, TypeUrl } from '../../pkg/envoy/types.js';
 import { eventually } from '../support/kube-registry-fixture.js';
 import { LocalMesh } from '../support/local-mesh.js';
+import { freePorts } from '../support/processes.js';
 
 const V1 = 'bookstore-v1.bookstore.svc.cluster.local';
 const V2 = 'bookstore-v2.bookstore.svc.cluster.local';
+// bookbuyer's skein.dev/proxy-uuid in the example.
+const BUYER_UUID = '00000000-0000-4000-8000-000000000011';
 
 interface Done {
   ok: Record<string, number>;
@@ -161,6 +168,112 @@ spec:
     assert.equal(sum(below.errors), 0, JSON.stringify(below));
     console.log(
       `proxyless maxRequests ${LIMIT}: without it ${BURST}/${BURST} in flight succeeded; with it ${shed.ok['bookstore-v2']} answered (slowest ${shed.maxMs['bookstore-v2']} ms) and ${shed.errors['UNAVAILABLE']} UNAVAILABLE (slowest ${failMs} ms); ${LIMIT} in flight: ${below.ok['bookstore-v2']}/${LIMIT} succeeded; ${BURST} started in one tick: ${JSON.stringify(sameTick.ok)} ${JSON.stringify(sameTick.errors)}`,
+    );
+  });
+});
+
+describe('proxyless gRPC: outlierDetection (consecutive errors) does not reach grpc-js-xds', () => {
+  const CALLS = 400;
+  let mesh: LocalMesh;
+
+  before(async () => {
+    mesh = await LocalMesh.start();
+    const [extraPort] = await freePorts(1);
+    assert.ok(extraPort);
+    // A second bookstore-v1 endpoint that fails every call.
+    await mesh.writeManifest(
+      'bookstore-v1b.yaml',
+      `apiVersion: v1
+kind: Pod
+metadata:
+  name: bookstore-v1b
+  namespace: bookstore
+  labels: { app: bookstore, version: v1, skein.dev/proxy-uuid: 00000000-0000-4000-8000-000000000025 }
+spec:
+  serviceAccountName: bookstore
+  containers: [{ name: bookstore, ports: [{ name: grpc-api, containerPort: ${extraPort} }] }]
+status:
+  phase: Running
+  podIP: 127.0.0.25
+`,
+    );
+    await eventually('the failing endpoint has a bootstrap', async () => {
+      await access(mesh.bootstrap('bookstore', 'bookstore-v1b'));
+    });
+    await Promise.all([
+      mesh.startServer('bookstore', 'bookstore-v1', '127.0.0.21', 14021),
+      mesh.startServer('bookstore', 'bookstore-v1b', '127.0.0.25', extraPort, true, ['--fail-ratio', '1']),
+    ]);
+  });
+  after(async () => {
+    await mesh?.stop();
+  });
+
+  // skein's outlierDetection is Envoy's consecutive-error ejection. grpc-js 1.14
+  // implements gRFC A50 only (success-rate and failure-percentage ejection,
+  // load-balancer-outlier-detection.js), so skein sends a proxyless client no
+  // outlier_detection: the failing endpoint keeps its round-robin share. Measured
+  // over 4 s of calls, four times the setting's 1 s interval.
+  test(`with outlierDetection consecutive5xx 3, interval 1s, the failing endpoint keeps failing half of ${CALLS} calls`, async () => {
+    await mesh.writeManifest(
+      'uts.yaml',
+      `apiVersion: policy.skein.dev/v1alpha1
+kind: UpstreamTrafficSetting
+metadata: { name: bookstore-v1, namespace: bookstore }
+spec:
+  host: ${V1}
+  outlierDetection: { consecutive5xx: 3, interval: 1s, baseEjectionTime: 30s, maxEjectionPercent: 50 }
+  # A field grpc-js-xds does read: it shows that this setting reached the client.
+  connectionSettings: { http: { maxRequests: 100 } }
+`,
+    );
+    // A client started after the write gets whatever the controller sends for it.
+    await eventually('both endpoints answer', async () => {
+      const probe = await calls(mesh, V1, ['--count', '20', '--interval-ms', '10']);
+      assert.ok(
+        (probe.ok['bookstore-v1'] ?? 0) > 0 && (probe.errors['UNAVAILABLE'] ?? 0) > 0,
+        JSON.stringify(probe),
+      );
+    });
+    const c = mesh.startCaller('bookbuyer', 'bookbuyer', V1, mesh.port(14001), [
+      '--count',
+      String(CALLS),
+      '--interval-ms',
+      '10',
+    ]);
+    // What this client was sent for the service: the setting's max_requests, no outlier_detection.
+    let cluster: ProtoObject | undefined;
+    await eventually('the client has the setting', async () => {
+      const res = await fetch(`http://127.0.0.1:${mesh.ports.http}/debug/config_dump?proxy=${BUYER_UUID}`);
+      const dump = (await res.json()) as ConfigDump;
+      cluster = dump.types[TypeUrl.Cluster]?.resources.find((r) =>
+        String(r['name']).startsWith('bookstore/bookstore-v1|'),
+      );
+      assert.equal(
+        at(cluster, 'circuit_breakers', 'thresholds', 0, 'max_requests', 'value'),
+        100,
+        JSON.stringify(cluster),
+      );
+    });
+    assert.equal(at(cluster, 'outlier_detection'), undefined, JSON.stringify(cluster));
+    const done = (await c.waitFor((l) => l['type'] === 'done', 120_000)) as unknown as Done;
+    // The last quarter of the calls, after several intervals: still about half fail.
+    const lines = c.lines.filter((l) => l['type'] === 'stats');
+    const lastQuarter = lines.slice(Math.floor((lines.length * 3) / 4));
+    let okLate = 0;
+    let failLate = 0;
+    for (const l of lastQuarter) {
+      okLate += sum((l['ok'] ?? {}) as Record<string, number>);
+      failLate += sum((l['errors'] ?? {}) as Record<string, number>);
+    }
+    const failed = done.errors['UNAVAILABLE'] ?? 0;
+    console.log(
+      `proxyless outlierDetection (consecutive5xx 3, interval 1s): ${failed}/${CALLS} calls failed over the run, ${failLate}/${okLate + failLate} in its last quarter: no ejection`,
+    );
+    assert.ok(failed > CALLS * 0.35, JSON.stringify(done));
+    assert.ok(
+      failLate > (okLate + failLate) * 0.3,
+      `last quarter: ${failLate} of ${okLate + failLate} failed`,
     );
   });
 });
