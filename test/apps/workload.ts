@@ -16,7 +16,7 @@
 // UNAVAILABLE, spread evenly (0.5 fails every second call, 1 every call);
 // --delay-ms delays every answer (longer than 500 ms needs a longer
 // --max-connection-age-ms, or the recycled connection drops the call). The caller's --concurrency keeps that many
-// calls in flight until --count are made, after --warmup calls made one by one
+// calls in flight until --count are made (`lastAtMs`: when each outcome was last seen), after --warmup calls made one by one
 // and not counted (the channel then has its xDS config and connections), the
 // n-th of them starting --stagger-ms × n later; its `done` line carries the slowest
 // call per outcome (`maxMs`), so a test can tell a fast failure from a slow one.
@@ -144,6 +144,8 @@ async function runCaller(): Promise<void> {
   let errors: Record<string, number> = {};
   const total = { ok: {} as Record<string, number>, errors: {} as Record<string, number> };
   const maxMs: Record<string, number> = {};
+  // When each outcome was last seen, in ms since the first counted call started.
+  const lastAtMs: Record<string, number> = {};
   // The first message seen per failure code, to tell causes apart.
   const details: Record<string, string> = {};
   const report = setInterval(() => {
@@ -157,12 +159,14 @@ async function runCaller(): Promise<void> {
   });
   for (let i = 0; i < Number(values.warmup); i++) await call().catch(() => undefined);
   let started = 0;
+  let t0Run = 0;
   const stagger = Number(values['stagger-ms']);
   const worker = async (n: number) => {
     if (stagger > 0) await new Promise((r) => setTimeout(r, stagger * n));
     while (started < count && !stopping) {
       started++;
       const t0 = performance.now();
+      if (t0Run === 0) t0Run = t0;
       let key: string;
       try {
         key = await call();
@@ -174,14 +178,16 @@ async function runCaller(): Promise<void> {
         errors[key] = (errors[key] ?? 0) + 1;
         total.errors[key] = (total.errors[key] ?? 0) + 1;
       }
-      maxMs[key] = Math.max(maxMs[key] ?? 0, Math.round(performance.now() - t0));
+      const t1 = performance.now();
+      maxMs[key] = Math.max(maxMs[key] ?? 0, Math.round(t1 - t0));
+      lastAtMs[key] = Math.round(t1 - t0Run);
       if (intervalMs > 0) await new Promise((r) => setTimeout(r, intervalMs));
     }
   };
   await Promise.all(Array.from({ length: Math.max(1, Number(values.concurrency)) }, (_, n) => worker(n)));
   clearInterval(report);
   emit({ type: 'stats', ok, errors });
-  emit({ type: 'done', ...total, maxMs, details });
+  emit({ type: 'done', ...total, maxMs, lastAtMs, details });
   client.close();
   process.exit(0);
 }

@@ -6,8 +6,9 @@
 // - UpstreamTrafficSetting `maxRequests` (gRFC A32, circuit breaking):
 //   bookstore-v2 answers after a delay; calls above the threshold in flight
 //   fail at once with UNAVAILABLE, calls below it all succeed.
-// - outlierDetection: one of two bookstore-v1 endpoints always fails. What
-//   grpc-js-xds does with the setting is measured (see the test's comment).
+// - outlierDetection: one of two bookstore-v1 endpoints always fails. With
+//   consecutive-error fields only, grpc-js-xds gets nothing it implements and
+//   half the calls keep failing; with failurePercentage the endpoint is ejected.
 // Each batch of calls is a fresh caller process (its own channel), since
 // grpc-js-xds keeps no per-call state across processes.
 import assert from 'node:assert/strict';
@@ -15,7 +16,7 @@ import { access } from 'node:fs/promises';
 import { after, before, describe, test } from 'node:test';
 import type { ConfigDump } from '../../pkg/debug/config-dump.js';
 import { at } from '../../pkg/envoy/testing/pick.js';
-import { type ProtoObject, TypeUrl } from '../../pkg/envoy/types.js';
+import { type ProtoObject, type ProtoValue, TypeUrl } from '../../pkg/envoy/types.js';
 import { eventually } from '../support/kube-registry-fixture.js';
 import { LocalMesh } from '../support/local-mesh.js';
 import { freePorts } from '../support/processes.js';
@@ -29,6 +30,7 @@ interface Done {
   ok: Record<string, number>;
   errors: Record<string, number>;
   maxMs: Record<string, number>;
+  lastAtMs: Record<string, number>;
 }
 
 /** One caller process (bookbuyer) making `args`' calls to `host`; its `done` line. */
@@ -172,7 +174,7 @@ spec:
   });
 });
 
-describe('proxyless gRPC: outlierDetection (consecutive errors) does not reach grpc-js-xds', () => {
+describe('proxyless gRPC: outlierDetection ejects by failure percentage (gRFC A50), not by consecutive errors', () => {
   const CALLS = 400;
   let mesh: LocalMesh;
 
@@ -275,5 +277,52 @@ spec:
       failLate > (okLate + failLate) * 0.3,
       `last quarter: ${failLate} of ${okLate + failLate} failed`,
     );
+  });
+
+  test('with failurePercentage (threshold 50, interval 1s) the failing endpoint is ejected and every later call succeeds', async () => {
+    await mesh.writeManifest(
+      'uts.yaml',
+      `apiVersion: policy.skein.dev/v1alpha1
+kind: UpstreamTrafficSetting
+metadata: { name: bookstore-v1, namespace: bookstore }
+spec:
+  host: ${V1}
+  outlierDetection:
+    interval: 1s
+    baseEjectionTime: 30s
+    maxEjectionPercent: 50
+    failurePercentage: { threshold: 50, minimumHosts: 2, requestVolume: 10 }
+`,
+    );
+    // A probe client shows when the controller sends the setting; the measured client starts after.
+    const probe = mesh.startCaller('bookbuyer', 'bookbuyer', V1, mesh.port(14001), ['--interval-ms', '50']);
+    let od: ProtoValue | undefined;
+    await eventually('clients get outlier_detection', async () => {
+      const res = await fetch(`http://127.0.0.1:${mesh.ports.http}/debug/config_dump?proxy=${BUYER_UUID}`);
+      const dump = (await res.json()) as ConfigDump;
+      const cluster = dump.types[TypeUrl.Cluster]?.resources.find((r) =>
+        String(r['name']).startsWith('bookstore/bookstore-v1|'),
+      );
+      od = at(cluster, 'outlier_detection');
+      assert.ok(od, JSON.stringify(cluster));
+    });
+    await probe.stop();
+    const INTERVAL_MS = 1000;
+    const done = await calls(mesh, V1, ['--count', String(CALLS), '--interval-ms', '10']);
+    const failed = done.errors['UNAVAILABLE'] ?? 0;
+    const lastFailureMs = done.lastAtMs['UNAVAILABLE'] ?? 0;
+    const runMs = done.lastAtMs['bookstore-v1'] ?? 0;
+    console.log(
+      `proxyless outlierDetection failurePercentage 50 %, interval 1s: ${failed}/${CALLS} calls failed, the last ${lastFailureMs} ms after the first call; then only bookstore-v1 answered until ${runMs} ms (${JSON.stringify(done.ok)}); sent ${JSON.stringify(od)}`,
+    );
+    // grpc-js checks every interval from the config's arrival: the first check that sees
+    // requestVolume calls on both endpoints ejects. Two intervals plus headroom for a loaded machine.
+    assert.ok(lastFailureMs < 3 * INTERVAL_MS, `last failure at ${lastFailureMs} ms`);
+    assert.ok(failed < CALLS / 4, JSON.stringify(done));
+    assert.ok(
+      runMs > lastFailureMs + 2 * INTERVAL_MS,
+      `the run went on ${runMs - lastFailureMs} ms after the last failure`,
+    );
+    assert.equal(Object.keys(done.ok).join(), 'bookstore-v1');
   });
 });
