@@ -12,14 +12,12 @@
 // Each batch of calls is a fresh caller process (its own channel), since
 // grpc-js-xds keeps no per-call state across processes.
 import assert from 'node:assert/strict';
-import { access } from 'node:fs/promises';
 import { after, before, describe, test } from 'node:test';
 import type { ConfigDump } from '../../pkg/debug/config-dump.js';
 import { at } from '../../pkg/envoy/testing/pick.js';
 import { type ProtoObject, type ProtoValue, TypeUrl } from '../../pkg/envoy/types.js';
 import { eventually } from '../support/kube-registry-fixture.js';
 import { LocalMesh } from '../support/local-mesh.js';
-import { freePorts } from '../support/processes.js';
 
 const V1 = 'bookstore-v1.bookstore.svc.cluster.local';
 const V2 = 'bookstore-v2.bookstore.svc.cluster.local';
@@ -37,6 +35,29 @@ interface Done {
 async function calls(mesh: LocalMesh, host: string, args: string[], timeoutMs = 120_000): Promise<Done> {
   const c = mesh.startCaller('bookbuyer', 'bookbuyer', host, mesh.port(14001), args);
   return (await c.waitFor((l) => l['type'] === 'done', timeoutMs)) as unknown as Done;
+}
+
+/** The bookstore-v1 Cluster the controller last sent bookbuyer's connected client (/debug/config_dump). */
+async function sentV1Cluster(mesh: LocalMesh): Promise<ProtoObject | undefined> {
+  const res = await fetch(`http://127.0.0.1:${mesh.ports.http}/debug/config_dump?proxy=${BUYER_UUID}`);
+  const dump = (await res.json()) as ConfigDump;
+  return dump.types[TypeUrl.Cluster]?.resources.find((r) =>
+    String(r['name']).startsWith('bookstore/bookstore-v1|'),
+  );
+}
+
+/** Writes the UpstreamTrafficSetting for `host` (a bookstore service): `spec` is YAML under spec, after host. */
+function writeSetting(mesh: LocalMesh, host: string, spec: string): Promise<void> {
+  const name = host.split('.')[0] ?? '';
+  return mesh.writeManifest(
+    'uts.yaml',
+    `apiVersion: policy.skein.dev/v1alpha1
+kind: UpstreamTrafficSetting
+metadata: { name: ${name}, namespace: bookstore }
+spec:
+  host: ${host}
+${spec}`,
+  );
 }
 
 const sum = (counts: Record<string, number>) => Object.values(counts).reduce((a, b) => a + b, 0);
@@ -135,14 +156,10 @@ describe('proxyless gRPC: maxRequests sheds calls above the threshold at once (c
     const free = await inFlight(BURST);
     assert.deepEqual(free.ok, { 'bookstore-v2': BURST }, JSON.stringify(free));
 
-    await mesh.writeManifest(
-      'uts.yaml',
-      `apiVersion: policy.skein.dev/v1alpha1
-kind: UpstreamTrafficSetting
-metadata: { name: bookstore-v2, namespace: bookstore }
-spec:
-  host: ${V2}
-  connectionSettings: { http: { maxRequests: ${LIMIT} } }
+    await writeSetting(
+      mesh,
+      V2,
+      `  connectionSettings: { http: { maxRequests: ${LIMIT} } }
 `,
     );
     let shed = free;
@@ -180,31 +197,10 @@ describe('proxyless gRPC: outlierDetection ejects by failure percentage (gRFC A5
 
   before(async () => {
     mesh = await LocalMesh.start();
-    const [extraPort] = await freePorts(1);
-    assert.ok(extraPort);
-    // A second bookstore-v1 endpoint that fails every call.
-    await mesh.writeManifest(
-      'bookstore-v1b.yaml',
-      `apiVersion: v1
-kind: Pod
-metadata:
-  name: bookstore-v1b
-  namespace: bookstore
-  labels: { app: bookstore, version: v1, skein.dev/proxy-uuid: 00000000-0000-4000-8000-000000000025 }
-spec:
-  serviceAccountName: bookstore
-  containers: [{ name: bookstore, ports: [{ name: grpc-api, containerPort: ${extraPort} }] }]
-status:
-  phase: Running
-  podIP: 127.0.0.25
-`,
-    );
-    await eventually('the failing endpoint has a bootstrap', async () => {
-      await access(mesh.bootstrap('bookstore', 'bookstore-v1b'));
-    });
     await Promise.all([
       mesh.startServer('bookstore', 'bookstore-v1', '127.0.0.21', 14021),
-      mesh.startServer('bookstore', 'bookstore-v1b', '127.0.0.25', extraPort, true, ['--fail-ratio', '1']),
+      // A second bookstore-v1 endpoint that fails every call.
+      mesh.addBookstoreV1Endpoint('bookstore-v1b', '127.0.0.25', '25', ['--fail-ratio', '1']),
     ]);
   });
   after(async () => {
@@ -217,14 +213,10 @@ status:
   // outlier_detection: the failing endpoint keeps its round-robin share. Measured
   // over 4 s of calls, four times the setting's 1 s interval.
   test(`with outlierDetection consecutive5xx 3, interval 1s, the failing endpoint keeps failing half of ${CALLS} calls`, async () => {
-    await mesh.writeManifest(
-      'uts.yaml',
-      `apiVersion: policy.skein.dev/v1alpha1
-kind: UpstreamTrafficSetting
-metadata: { name: bookstore-v1, namespace: bookstore }
-spec:
-  host: ${V1}
-  outlierDetection: { consecutive5xx: 3, interval: 1s, baseEjectionTime: 30s, maxEjectionPercent: 50 }
+    await writeSetting(
+      mesh,
+      V1,
+      `  outlierDetection: { consecutive5xx: 3, interval: 1s, baseEjectionTime: 30s, maxEjectionPercent: 50 }
   # A field grpc-js-xds does read: it shows that this setting reached the client.
   connectionSettings: { http: { maxRequests: 100 } }
 `,
@@ -246,11 +238,7 @@ spec:
     // What this client was sent for the service: the setting's max_requests, no outlier_detection.
     let cluster: ProtoObject | undefined;
     await eventually('the client has the setting', async () => {
-      const res = await fetch(`http://127.0.0.1:${mesh.ports.http}/debug/config_dump?proxy=${BUYER_UUID}`);
-      const dump = (await res.json()) as ConfigDump;
-      cluster = dump.types[TypeUrl.Cluster]?.resources.find((r) =>
-        String(r['name']).startsWith('bookstore/bookstore-v1|'),
-      );
+      cluster = await sentV1Cluster(mesh);
       assert.equal(
         at(cluster, 'circuit_breakers', 'thresholds', 0, 'max_requests', 'value'),
         100,
@@ -280,14 +268,10 @@ spec:
   });
 
   test('with failurePercentage (threshold 50, interval 1s) the failing endpoint is ejected and every later call succeeds', async () => {
-    await mesh.writeManifest(
-      'uts.yaml',
-      `apiVersion: policy.skein.dev/v1alpha1
-kind: UpstreamTrafficSetting
-metadata: { name: bookstore-v1, namespace: bookstore }
-spec:
-  host: ${V1}
-  outlierDetection:
+    await writeSetting(
+      mesh,
+      V1,
+      `  outlierDetection:
     interval: 1s
     baseEjectionTime: 30s
     maxEjectionPercent: 50
@@ -298,11 +282,7 @@ spec:
     const probe = mesh.startCaller('bookbuyer', 'bookbuyer', V1, mesh.port(14001), ['--interval-ms', '50']);
     let od: ProtoValue | undefined;
     await eventually('clients get outlier_detection', async () => {
-      const res = await fetch(`http://127.0.0.1:${mesh.ports.http}/debug/config_dump?proxy=${BUYER_UUID}`);
-      const dump = (await res.json()) as ConfigDump;
-      const cluster = dump.types[TypeUrl.Cluster]?.resources.find((r) =>
-        String(r['name']).startsWith('bookstore/bookstore-v1|'),
-      );
+      const cluster = await sentV1Cluster(mesh);
       od = at(cluster, 'outlier_detection');
       assert.ok(od, JSON.stringify(cluster));
     });

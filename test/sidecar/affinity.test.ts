@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
 import { eventually } from '../support/kube-registry-fixture.js';
-import { pinned, podsByUser, usersOn } from './affinity.js';
+import { applyRingHash, pinned, podsByUser, usersOn } from './affinity.js';
 import { HTTP_PORT, MeshClient, SidecarMesh, sidecarSuiteSkipReason } from './mesh.js';
 
 const sfx = randomBytes(3).toString('hex');
@@ -26,16 +26,7 @@ describe('session affinity by cookie and source IP through real Envoy sidecars',
   let mesh: SidecarMesh;
   let caller: MeshClient;
   const url = `http://sticky:${HTTP_PORT}/work`;
-  const setting = (hashOn: Record<string, unknown>[]) =>
-    mesh.apply('policy.skein.dev', 'v1alpha1', 'upstreamtrafficsettings', {
-      apiVersion: 'policy.skein.dev/v1alpha1',
-      kind: 'UpstreamTrafficSetting',
-      metadata: { name: 'sticky', namespace: mesh.namespace },
-      spec: {
-        host: `sticky.${mesh.namespace}.svc.cluster.local`,
-        loadBalancer: { policy: 'RingHash', hashOn },
-      },
-    });
+  const setting = (hashOn: Record<string, unknown>[]) => applyRingHash(mesh, 'sticky', hashOn);
   const withCookie = (u: number) => caller.http(url, CALLS, { headers: { cookie: `session=user-${u}` } });
   const anonymous = (u: number) => caller.http(url, CALLS, { headers: { 'x-user': `user-${u}` } });
 

@@ -18,7 +18,7 @@ import { createNamespace } from '../support/kube.js';
 import { eventually } from '../support/kube-registry-fixture.js';
 import type { RunningPod } from '../support/pod-runner.js';
 import { ZipkinCollector } from '../support/zipkin-collector.js';
-import { pinned, podsByUser, usersOn } from './affinity.js';
+import { applyRingHash, pinned, podsByUser, usersOn } from './affinity.js';
 import { APP_IMAGE, envoyImage, HTTP_PORT, MeshClient, SidecarMesh, sidecarSuiteSkipReason } from './mesh.js';
 
 const execFileAsync = promisify(execFile);
@@ -71,6 +71,25 @@ describe('skein ingress gateway through real Envoy', { skip, timeout: 480_000 },
       servername,
     });
   const fromWeb = (o: { counts: Record<string, number> }) => (o.counts['200 web-1'] ?? 0) === 1;
+  /** A TrafficTarget letting the gateway call every route of the pods running as `sa`. */
+  const allowGateway = async (sa: string) => {
+    await mesh.apply('specs.smi-spec.io', 'v1alpha4', 'httproutegroups', {
+      apiVersion: 'specs.smi-spec.io/v1alpha4',
+      kind: 'HTTPRouteGroup',
+      metadata: { name: 'web-routes', namespace: mesh.namespace },
+      spec: { matches: [{ name: 'all', pathRegex: '.*', methods: ['*'] }] },
+    });
+    await mesh.apply('access.smi-spec.io', 'v1alpha3', 'traffictargets', {
+      apiVersion: 'access.smi-spec.io/v1alpha3',
+      kind: 'TrafficTarget',
+      metadata: { name: `gateway-to-${sa}`, namespace: mesh.namespace },
+      spec: {
+        destination: { kind: 'ServiceAccount', name: sa, namespace: mesh.namespace },
+        sources: [{ kind: 'ServiceAccount', name: GATEWAY_SA, namespace: mesh.controlPlane }],
+        rules: [{ kind: 'HTTPRouteGroup', name: 'web-routes', matches: ['all'] }],
+      },
+    });
+  };
 
   before(async () => {
     mesh = await SidecarMesh.start(`gw${sfx}`, { controllerArgs: ['--ingress-gateway'] });
@@ -214,22 +233,7 @@ describe('skein ingress gateway through real Envoy', { skip, timeout: 480_000 },
     );
     assert.match(denied.bodies['403'] ?? '', /no TrafficTarget allows the gateway/);
 
-    await mesh.apply('access.smi-spec.io', 'v1alpha3', 'traffictargets', {
-      apiVersion: 'access.smi-spec.io/v1alpha3',
-      kind: 'TrafficTarget',
-      metadata: { name: 'gateway-to-web', namespace: mesh.namespace },
-      spec: {
-        destination: { kind: 'ServiceAccount', name: 'web', namespace: mesh.namespace },
-        sources: [{ kind: 'ServiceAccount', name: GATEWAY_SA, namespace: mesh.controlPlane }],
-        rules: [{ kind: 'HTTPRouteGroup', name: 'web-routes', matches: ['all'] }],
-      },
-    });
-    await mesh.apply('specs.smi-spec.io', 'v1alpha4', 'httproutegroups', {
-      apiVersion: 'specs.smi-spec.io/v1alpha4',
-      kind: 'HTTPRouteGroup',
-      metadata: { name: 'web-routes', namespace: mesh.namespace },
-      spec: { matches: [{ name: 'all', pathRegex: '.*', methods: ['*'] }] },
-    });
+    await allowGateway('web');
     await eventually(
       'allowed through the gateway',
       async () => assert.ok(fromWeb(await call('plain.example.com', '/books/1'))),
@@ -433,24 +437,7 @@ describe('skein ingress gateway through real Envoy', { skip, timeout: 480_000 },
         })),
       },
     });
-    // The same group as the http test's (applied again: this test stands alone).
-    await mesh.apply('specs.smi-spec.io', 'v1alpha4', 'httproutegroups', {
-      apiVersion: 'specs.smi-spec.io/v1alpha4',
-      kind: 'HTTPRouteGroup',
-      metadata: { name: 'web-routes', namespace: mesh.namespace },
-      spec: { matches: [{ name: 'all', pathRegex: '.*', methods: ['*'] }] },
-    });
-    for (const sa of ['flaky', 'sticky'])
-      await mesh.apply('access.smi-spec.io', 'v1alpha3', 'traffictargets', {
-        apiVersion: 'access.smi-spec.io/v1alpha3',
-        kind: 'TrafficTarget',
-        metadata: { name: `gateway-to-${sa}`, namespace: mesh.namespace },
-        spec: {
-          destination: { kind: 'ServiceAccount', name: sa, namespace: mesh.namespace },
-          sources: [{ kind: 'ServiceAccount', name: GATEWAY_SA, namespace: mesh.controlPlane }],
-          rules: [{ kind: 'HTTPRouteGroup', name: 'web-routes', matches: ['all'] }],
-        },
-      });
+    for (const sa of ['flaky', 'sticky']) await allowGateway(sa);
     const many = (host: string, count: number, headers: Record<string, string> = {}) =>
       client.http(`http://${gateway.net.ip}:8080/work`, count, { headers: { host, ...headers } });
     await eventually(
@@ -503,16 +490,7 @@ describe('skein ingress gateway through real Envoy', { skip, timeout: 480_000 },
     const asUser = (u: number) => many('sticky.example.com', PER_USER, { 'x-user': `user-${u}` });
     const rr = await podsByUser(USERS, PER_USER, asUser);
     assert.ok(pinned(rr) <= 2, JSON.stringify(rr));
-    const sticky = (hashOn: Record<string, unknown>[]) =>
-      mesh.apply('policy.skein.dev', 'v1alpha1', 'upstreamtrafficsettings', {
-        apiVersion: 'policy.skein.dev/v1alpha1',
-        kind: 'UpstreamTrafficSetting',
-        metadata: { name: 'sticky', namespace: mesh.namespace },
-        spec: {
-          host: `sticky.${mesh.namespace}.svc.cluster.local`,
-          loadBalancer: { policy: 'RingHash', hashOn },
-        },
-      });
+    const sticky = (hashOn: Record<string, unknown>[]) => applyRingHash(mesh, 'sticky', hashOn);
     await sticky([{ header: 'x-user' }]);
     let hashed = rr;
     // RingHash is a cluster change: in force once the gateway warmed the rebuilt cluster (15 s).
