@@ -15,7 +15,7 @@ const sfx = randomBytes(3).toString('hex');
 const skip = await sidecarSuiteSkipReason();
 // RingHash is a cluster change: in force once Envoy has warmed the rebuilt cluster
 // (initial_fetch_timeout, 15 s; docs/policy.md "When it takes effect"). hashOn alone is a route change.
-const WARM_MS = 45_000;
+const WARM_MS = 60_000;
 const USERS = 20;
 const CALLS = 10;
 

@@ -500,7 +500,7 @@ describe('skein ingress gateway through real Envoy', { skip, timeout: 480_000 },
         hashed = await podsByUser(USERS, PER_USER, asUser);
         assert.equal(pinned(hashed), USERS, JSON.stringify(hashed));
       },
-      45_000,
+      60_000,
     );
     const a = usersOn(hashed, 'sticky-a');
     const b = usersOn(hashed, 'sticky-b');
