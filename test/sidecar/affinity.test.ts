@@ -9,7 +9,7 @@ import { randomBytes } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
 import { eventually } from '../support/kube-registry-fixture.js';
 import { applyRingHash, pinned, podsByUser, usersOn } from './affinity.js';
-import { HTTP_PORT, MeshClient, SidecarMesh, sidecarSuiteSkipReason } from './mesh.js';
+import { callerAndPair, HTTP_PORT, type MeshClient, SidecarMesh, sidecarSuiteSkipReason } from './mesh.js';
 
 const sfx = randomBytes(3).toString('hex');
 const skip = await sidecarSuiteSkipReason();
@@ -32,34 +32,12 @@ describe('session affinity by cookie and source IP through real Envoy sidecars',
 
   before(async () => {
     mesh = await SidecarMesh.start(`af${sfx}`);
-    await mesh.setMeshConfig({ traffic: { permissive: true } });
-    for (const sa of ['caller', 'backend']) await mesh.createServiceAccount(sa);
-    await mesh.createService({
-      name: 'sticky',
-      selector: { app: 'sticky' },
-      ports: [{ name: 'http', port: HTTP_PORT }],
-    });
-    const serve = ['--http', String(HTTP_PORT)];
-    const pods = await Promise.all([
-      mesh.startPod({ name: 'caller', serviceAccount: 'caller', labels: { app: 'caller' }, serve }),
-      mesh.startPod({ name: 'sticky-a', serviceAccount: 'backend', labels: { app: 'sticky' }, serve }),
-      mesh.startPod({ name: 'sticky-b', serviceAccount: 'backend', labels: { app: 'sticky' }, serve }),
-    ]);
-    await Promise.all(pods.map((p) => mesh.waitReady(p)));
-    const [callerPod] = pods;
-    assert.ok(callerPod);
-    caller = MeshClient.open(callerPod);
-    await eventually(
-      'the caller reaches both pods',
-      async () => {
-        const r = await caller.http(url, 20);
-        assert.ok(
-          (r.counts['200 sticky-a'] ?? 0) > 0 && (r.counts['200 sticky-b'] ?? 0) > 0,
-          JSON.stringify(r),
-        );
-      },
-      60_000,
-    );
+    ({ caller } = await callerAndPair(
+      mesh,
+      'sticky',
+      { a: [], b: [] },
+      (c) => (c['200 sticky-a'] ?? 0) > 0 && (c['200 sticky-b'] ?? 0) > 0,
+    ));
   });
 
   after(async () => {

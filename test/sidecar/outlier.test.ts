@@ -8,7 +8,7 @@ import { randomBytes } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
 import { eventually } from '../support/kube-registry-fixture.js';
 import type { RunningPod } from '../support/pod-runner.js';
-import { HTTP_PORT, MeshClient, SidecarMesh, sidecarSuiteSkipReason } from './mesh.js';
+import { callerAndPair, HTTP_PORT, type MeshClient, SidecarMesh, sidecarSuiteSkipReason } from './mesh.js';
 
 const sfx = randomBytes(3).toString('hex');
 const skip = await sidecarSuiteSkipReason();
@@ -34,40 +34,12 @@ describe('outlier detection by failure percentage through a real Envoy sidecar',
 
   before(async () => {
     mesh = await SidecarMesh.start(`od${sfx}`);
-    await mesh.setMeshConfig({ traffic: { permissive: true } });
-    for (const sa of ['caller', 'backend']) await mesh.createServiceAccount(sa);
-    await mesh.createService({
-      name: 'pct',
-      selector: { app: 'pct' },
-      ports: [{ name: 'http', port: HTTP_PORT }],
-    });
-    const serve = ['--http', String(HTTP_PORT)];
-    const pods = await Promise.all([
-      mesh.startPod({ name: 'caller', serviceAccount: 'caller', labels: { app: 'caller' }, serve }),
-      mesh.startPod({ name: 'pct-good', serviceAccount: 'backend', labels: { app: 'pct' }, serve }),
-      mesh.startPod({
-        name: 'pct-bad',
-        serviceAccount: 'backend',
-        labels: { app: 'pct' },
-        serve: [...serve, '--fail-ratio', '0.75'],
-      }),
-    ]);
-    await Promise.all(pods.map((p) => mesh.waitReady(p)));
-    const [found] = pods;
-    assert.ok(found);
-    callerPod = found;
-    caller = MeshClient.open(callerPod);
-    await eventually(
-      'the caller reaches both pods',
-      async () => {
-        const r = await caller.http(url, 20);
-        assert.ok(
-          (r.counts['200 pct-good'] ?? 0) > 0 && (r.counts['500 pct-bad'] ?? 0) > 0,
-          JSON.stringify(r),
-        );
-      },
-      60_000,
-    );
+    ({ callerPod, caller } = await callerAndPair(
+      mesh,
+      'pct',
+      { good: [], bad: ['--fail-ratio', '0.75'] },
+      (c) => (c['200 pct-good'] ?? 0) > 0 && (c['500 pct-bad'] ?? 0) > 0,
+    ));
   });
 
   after(async () => {
