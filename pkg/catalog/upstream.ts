@@ -30,6 +30,7 @@ export interface UpstreamSetting {
     intervalMs?: number;
     baseEjectionTimeMs?: number;
     maxEjectionPercent?: number;
+    failurePercentage?: { threshold: number; minimumHosts?: number; requestVolume?: number };
   };
   loadBalancer?: { policy: LoadBalancerPolicy; choiceCount?: number; hashOn?: HashKey[] };
   /** 0 disables the timeout. */
@@ -100,6 +101,7 @@ export function compileUpstreamSetting(u: UpstreamTrafficSetting): UpstreamSetti
           intervalMs: ms(od.interval),
           baseEjectionTimeMs: ms(od.baseEjectionTime),
           maxEjectionPercent: od.maxEjectionPercent,
+          failurePercentage: od.failurePercentage && defined({ ...od.failurePercentage }),
         })
       : undefined,
     loadBalancer: lb

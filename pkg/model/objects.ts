@@ -249,6 +249,12 @@ export interface UpstreamTrafficSettingSpec {
     interval?: string;
     baseEjectionTime?: string;
     maxEjectionPercent?: number;
+    /**
+     * skein: eject an endpoint whose share of failed requests in an interval
+     * exceeds `threshold` percent (Envoy's failure_percentage_*, gRFC A50: the
+     * one kind proxyless gRPC applies too).
+     */
+    failurePercentage?: { threshold: number; minimumHosts?: number; requestVolume?: number };
   };
   /** skein: how the caller picks an endpoint. */
   loadBalancer?: {

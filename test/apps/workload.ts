@@ -3,13 +3,23 @@
 // reports per-backend successes and per-code failures as JSON lines on stdout.
 //
 //   workload server --name bookstore-v1 --listen 127.0.0.21:14001 [--method /pkg.Svc/M ...]
+//                   [--fail-ratio R] [--delay-ms D]
 //   workload caller --target xds:///bookstore.bookstore.svc.cluster.local:14001 [--count N]
-//                   [--method /pkg.Svc/M] [--header k=v ...] [--plaintext]
+//                   [--method /pkg.Svc/M] [--header k=v ...] [--plaintext] [--concurrency C]
 //
 // The server answers Who and every --method path (grpc-js replies UNIMPLEMENTED
 // to unregistered paths before RBAC runs, so a path must be registered for a
 // test to see the policy's answer). The caller calls Who unless told otherwise;
 // --plaintext dials without xDS credentials.
+//
+// Resilience tests: --fail-ratio makes that share of the server's answers
+// UNAVAILABLE, spread evenly (0.5 fails every second call, 1 every call);
+// --delay-ms delays every answer (longer than 500 ms needs a longer
+// --max-connection-age-ms, or the recycled connection drops the call). The caller's --concurrency keeps that many
+// calls in flight until --count are made (`lastAtMs`: when each outcome was last seen), after --warmup calls made one by one
+// and not counted (the channel then has its xDS config and connections), the
+// n-th of them starting --stagger-ms × n later; its `done` line carries the slowest
+// call per outcome (`maxMs`), so a test can tell a fast failure from a slow one.
 //
 // The xDS bootstrap comes from GRPC_XDS_BOOTSTRAP (one identity per process).
 import { parseArgs } from 'node:util';
@@ -44,6 +54,12 @@ const { values, positionals } = parseArgs({
     'interval-ms': { type: 'string', default: '2' },
     'report-ms': { type: 'string', default: '250' },
     'deadline-ms': { type: 'string', default: '10000' },
+    'fail-ratio': { type: 'string', default: '0' },
+    'delay-ms': { type: 'string', default: '0' },
+    'max-connection-age-ms': { type: 'string', default: '2000' },
+    concurrency: { type: 'string', default: '1' },
+    warmup: { type: 'string', default: '0' },
+    'stagger-ms': { type: 'string', default: '0' },
   },
 });
 
@@ -58,11 +74,26 @@ async function runServer(): Promise<void> {
   // Old connections keep the policy they were accepted under (grpc-js-xds 1.14
   // behaviour): recycle them so RBAC changes reach every caller.
   const server = new xds.XdsServer({
-    'grpc.max_connection_age_ms': 2000,
+    'grpc.max_connection_age_ms': Number(values['max-connection-age-ms']),
     'grpc.max_connection_age_grace_ms': 500,
   });
-  const answer = (_call: unknown, callback: (err: null, res: Buffer) => void) =>
-    callback(null, Buffer.from(name));
+  const failRatio = Number(values['fail-ratio']);
+  const delayMs = Number(values['delay-ms']);
+  let served = 0;
+  const answer = (
+    _call: unknown,
+    callback: (err: { code: number; details: string } | null, res?: Buffer) => void,
+  ) => {
+    // Call n fails when n·ratio crosses an integer: exactly the ratio, evenly spread.
+    const n = served++;
+    const fail = Math.floor((n + 1) * failRatio) > Math.floor(n * failRatio);
+    const reply = () =>
+      fail
+        ? callback({ code: grpc.status.UNAVAILABLE, details: `${name} fails on purpose` })
+        : callback(null, Buffer.from(name));
+    if (delayMs > 0) setTimeout(reply, delayMs);
+    else reply();
+  };
   server.addService(serviceDefinition, { Who: answer });
   for (const path of values.method ?? []) {
     if (path !== WHO_METHOD)
@@ -112,6 +143,11 @@ async function runCaller(): Promise<void> {
   let ok: Record<string, number> = {};
   let errors: Record<string, number> = {};
   const total = { ok: {} as Record<string, number>, errors: {} as Record<string, number> };
+  const maxMs: Record<string, number> = {};
+  // When each outcome was last seen, in ms since the first counted call started.
+  const lastAtMs: Record<string, number> = {};
+  // The first message seen per failure code, to tell causes apart.
+  const details: Record<string, string> = {};
   const report = setInterval(() => {
     emit({ type: 'stats', ok, errors });
     ok = {};
@@ -121,21 +157,37 @@ async function runCaller(): Promise<void> {
   process.on('SIGTERM', () => {
     stopping = true;
   });
-  for (let i = 0; i < count && !stopping; i++) {
-    try {
-      const backend = await call();
-      ok[backend] = (ok[backend] ?? 0) + 1;
-      total.ok[backend] = (total.ok[backend] ?? 0) + 1;
-    } catch (err) {
-      const code = codeName(err);
-      errors[code] = (errors[code] ?? 0) + 1;
-      total.errors[code] = (total.errors[code] ?? 0) + 1;
+  for (let i = 0; i < Number(values.warmup); i++) await call().catch(() => undefined);
+  let started = 0;
+  let t0Run = 0;
+  const stagger = Number(values['stagger-ms']);
+  const worker = async (n: number) => {
+    if (stagger > 0) await new Promise((r) => setTimeout(r, stagger * n));
+    while (started < count && !stopping) {
+      started++;
+      const t0 = performance.now();
+      if (t0Run === 0) t0Run = t0;
+      let key: string;
+      try {
+        key = await call();
+        ok[key] = (ok[key] ?? 0) + 1;
+        total.ok[key] = (total.ok[key] ?? 0) + 1;
+      } catch (err) {
+        key = codeName(err);
+        details[key] ??= err instanceof Error ? err.message : String(err);
+        errors[key] = (errors[key] ?? 0) + 1;
+        total.errors[key] = (total.errors[key] ?? 0) + 1;
+      }
+      const t1 = performance.now();
+      maxMs[key] = Math.max(maxMs[key] ?? 0, Math.round(t1 - t0));
+      lastAtMs[key] = Math.round(t1 - t0Run);
+      if (intervalMs > 0) await new Promise((r) => setTimeout(r, intervalMs));
     }
-    if (intervalMs > 0) await new Promise((r) => setTimeout(r, intervalMs));
-  }
+  };
+  await Promise.all(Array.from({ length: Math.max(1, Number(values.concurrency)) }, (_, n) => worker(n)));
   clearInterval(report);
   emit({ type: 'stats', ok, errors });
-  emit({ type: 'done', ...total });
+  emit({ type: 'done', ...total, maxMs, lastAtMs, details });
   client.close();
   process.exit(0);
 }

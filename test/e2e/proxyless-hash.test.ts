@@ -4,11 +4,9 @@
 // RingHash and hashOn header x-user every user's calls reach one endpoint and
 // users spread over both; without hashOn calls spread.
 import assert from 'node:assert/strict';
-import { access } from 'node:fs/promises';
 import { after, before, describe, test } from 'node:test';
 import { eventually } from '../support/kube-registry-fixture.js';
 import { LocalMesh } from '../support/local-mesh.js';
-import { freePorts } from '../support/processes.js';
 
 const V1 = 'bookstore-v1.bookstore.svc.cluster.local';
 const USERS = 20;
@@ -27,31 +25,10 @@ describe('proxyless gRPC: RingHash with hashOn gives session affinity', () => {
 
   before(async () => {
     mesh = await LocalMesh.start();
-    const [extraPort] = await freePorts(1);
-    assert.ok(extraPort);
-    // A second bookstore-v1 endpoint (labels of the example's bookstore-v1 pod).
-    await mesh.writeManifest(
-      'bookstore-v1b.yaml',
-      `apiVersion: v1
-kind: Pod
-metadata:
-  name: bookstore-v1b
-  namespace: bookstore
-  labels: { app: bookstore, version: v1, skein.dev/proxy-uuid: 00000000-0000-4000-8000-000000000024 }
-spec:
-  serviceAccountName: bookstore
-  containers: [{ name: bookstore, ports: [{ name: grpc-api, containerPort: ${extraPort} }] }]
-status:
-  phase: Running
-  podIP: 127.0.0.24
-`,
-    );
-    await eventually('the second endpoint has a bootstrap', async () => {
-      await access(mesh.bootstrap('bookstore', 'bookstore-v1b'));
-    });
     await Promise.all([
       mesh.startServer('bookstore', 'bookstore-v1', '127.0.0.21', 14021),
-      mesh.startServer('bookstore', 'bookstore-v1b', '127.0.0.24', extraPort, true),
+      // A second bookstore-v1 endpoint (labels of the example's bookstore-v1 pod).
+      mesh.addBookstoreV1Endpoint('bookstore-v1b', '127.0.0.24', '24'),
     ]);
   });
   after(async () => {

@@ -29,6 +29,7 @@ const SETTINGS = [
       interval: '1s',
       baseEjectionTime: '30s',
       maxEjectionPercent: 50,
+      failurePercentage: { threshold: 40, minimumHosts: 2, requestVolume: 10 },
     },
     loadBalancer: { policy: 'LeastRequest', choiceCount: 3 },
     requestTimeout: '1500ms',

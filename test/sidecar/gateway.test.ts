@@ -18,6 +18,7 @@ import { createNamespace } from '../support/kube.js';
 import { eventually } from '../support/kube-registry-fixture.js';
 import type { RunningPod } from '../support/pod-runner.js';
 import { ZipkinCollector } from '../support/zipkin-collector.js';
+import { applyRingHash, pinned, podsByUser, usersOn } from './affinity.js';
 import { APP_IMAGE, envoyImage, HTTP_PORT, MeshClient, SidecarMesh, sidecarSuiteSkipReason } from './mesh.js';
 
 const execFileAsync = promisify(execFile);
@@ -52,7 +53,7 @@ async function testCertificate(host: string): Promise<{ crt: string; key: string
 
 const skip = await sidecarSuiteSkipReason();
 
-describe('skein ingress gateway through real Envoy', { skip, timeout: 300_000 }, () => {
+describe('skein ingress gateway through real Envoy', { skip, timeout: 480_000 }, () => {
   let mesh: SidecarMesh;
   let backend: RunningPod;
   let gateway: RunningPod;
@@ -70,6 +71,25 @@ describe('skein ingress gateway through real Envoy', { skip, timeout: 300_000 },
       servername,
     });
   const fromWeb = (o: { counts: Record<string, number> }) => (o.counts['200 web-1'] ?? 0) === 1;
+  /** A TrafficTarget letting the gateway call every route of the pods running as `sa`. */
+  const allowGateway = async (sa: string) => {
+    await mesh.apply('specs.smi-spec.io', 'v1alpha4', 'httproutegroups', {
+      apiVersion: 'specs.smi-spec.io/v1alpha4',
+      kind: 'HTTPRouteGroup',
+      metadata: { name: 'web-routes', namespace: mesh.namespace },
+      spec: { matches: [{ name: 'all', pathRegex: '.*', methods: ['*'] }] },
+    });
+    await mesh.apply('access.smi-spec.io', 'v1alpha3', 'traffictargets', {
+      apiVersion: 'access.smi-spec.io/v1alpha3',
+      kind: 'TrafficTarget',
+      metadata: { name: `gateway-to-${sa}`, namespace: mesh.namespace },
+      spec: {
+        destination: { kind: 'ServiceAccount', name: sa, namespace: mesh.namespace },
+        sources: [{ kind: 'ServiceAccount', name: GATEWAY_SA, namespace: mesh.controlPlane }],
+        rules: [{ kind: 'HTTPRouteGroup', name: 'web-routes', matches: ['all'] }],
+      },
+    });
+  };
 
   before(async () => {
     mesh = await SidecarMesh.start(`gw${sfx}`, { controllerArgs: ['--ingress-gateway'] });
@@ -213,22 +233,7 @@ describe('skein ingress gateway through real Envoy', { skip, timeout: 300_000 },
     );
     assert.match(denied.bodies['403'] ?? '', /no TrafficTarget allows the gateway/);
 
-    await mesh.apply('access.smi-spec.io', 'v1alpha3', 'traffictargets', {
-      apiVersion: 'access.smi-spec.io/v1alpha3',
-      kind: 'TrafficTarget',
-      metadata: { name: 'gateway-to-web', namespace: mesh.namespace },
-      spec: {
-        destination: { kind: 'ServiceAccount', name: 'web', namespace: mesh.namespace },
-        sources: [{ kind: 'ServiceAccount', name: GATEWAY_SA, namespace: mesh.controlPlane }],
-        rules: [{ kind: 'HTTPRouteGroup', name: 'web-routes', matches: ['all'] }],
-      },
-    });
-    await mesh.apply('specs.smi-spec.io', 'v1alpha4', 'httproutegroups', {
-      apiVersion: 'specs.smi-spec.io/v1alpha4',
-      kind: 'HTTPRouteGroup',
-      metadata: { name: 'web-routes', namespace: mesh.namespace },
-      spec: { matches: [{ name: 'all', pathRegex: '.*', methods: ['*'] }] },
-    });
+    await allowGateway('web');
     await eventually(
       'allowed through the gateway',
       async () => assert.ok(fromWeb(await call('plain.example.com', '/books/1'))),
@@ -399,6 +404,119 @@ describe('skein ingress gateway through real Envoy', { skip, timeout: 300_000 },
     assert.ok(
       fromWeb(await callTls('shop.example.com', '/books/2')),
       'still served with the last good key pair',
+    );
+  });
+
+  test("the gateway's routes: a Retry whose source is the gateway makes a flaky backend whole; the backend's hashOn pins users (header) and the client (sourceIP)", async () => {
+    // flaky-1 answers every second request 500; sticky-a and sticky-b back `sticky`.
+    for (const sa of ['flaky', 'sticky']) await mesh.createServiceAccount(sa);
+    for (const name of ['flaky', 'sticky'])
+      await mesh.createService({ name, selector: { app: name }, ports: [{ name: 'http', port: HTTP_PORT }] });
+    const serve = ['--http', String(HTTP_PORT)];
+    const pods = await Promise.all([
+      mesh.startPod({
+        name: 'flaky-1',
+        serviceAccount: 'flaky',
+        labels: { app: 'flaky' },
+        serve: [...serve, '--fail-ratio', '0.5'],
+      }),
+      mesh.startPod({ name: 'sticky-a', serviceAccount: 'sticky', labels: { app: 'sticky' }, serve }),
+      mesh.startPod({ name: 'sticky-b', serviceAccount: 'sticky', labels: { app: 'sticky' }, serve }),
+    ]);
+    await Promise.all(pods.map((p) => mesh.waitReady(p)));
+    const to = (name: string) => ({ service: { name, port: { number: HTTP_PORT } } });
+    await mesh.apply('networking.k8s.io', 'v1', 'ingresses', {
+      apiVersion: 'networking.k8s.io/v1',
+      kind: 'Ingress',
+      metadata: { name: 'policy', namespace: mesh.namespace },
+      spec: {
+        ingressClassName: 'skein',
+        rules: ['flaky', 'sticky'].map((name) => ({
+          host: `${name}.example.com`,
+          http: { paths: [{ path: '/', pathType: 'Prefix', backend: to(name) }] },
+        })),
+      },
+    });
+    for (const sa of ['flaky', 'sticky']) await allowGateway(sa);
+    const many = (host: string, count: number, headers: Record<string, string> = {}) =>
+      client.http(`http://${gateway.net.ip}:8080/work`, count, { headers: { host, ...headers } });
+    await eventually(
+      'the gateway reaches both backends',
+      async () => {
+        const f = await many('flaky.example.com', 2);
+        assert.equal((f.counts['200 flaky-1'] ?? 0) + (f.counts['500 flaky-1'] ?? 0), 2, JSON.stringify(f));
+        const st = await many('sticky.example.com', 20);
+        assert.ok(
+          (st.counts['200 sticky-a'] ?? 0) > 0 && (st.counts['200 sticky-b'] ?? 0) > 0,
+          JSON.stringify(st),
+        );
+      },
+      60_000,
+    );
+
+    // Retry: the source is the gateway's ServiceAccount (in the control-plane namespace).
+    const CALLS = 1000;
+    const okOf = (o: { counts: Record<string, number> }) => o.counts['200 flaky-1'] ?? 0;
+    const plain = okOf(await many('flaky.example.com', CALLS));
+    assert.ok(plain > CALLS * 0.35 && plain < CALLS * 0.65, `without a Retry ${plain}/${CALLS}`);
+    await mesh.apply('policy.skein.dev', 'v1alpha1', 'retries', {
+      apiVersion: 'policy.skein.dev/v1alpha1',
+      kind: 'Retry',
+      metadata: { name: 'gateway-to-flaky', namespace: mesh.namespace },
+      spec: {
+        source: { kind: 'ServiceAccount', name: GATEWAY_SA, namespace: mesh.controlPlane },
+        destinations: [{ kind: 'Service', name: 'flaky', namespace: mesh.namespace }],
+        retryPolicy: { retryOn: '5xx', numRetries: 8, retryBackoffBaseInterval: '1ms' },
+      },
+    });
+    await eventually(
+      'the Retry reaches the gateway',
+      async () => assert.equal(okOf(await many('flaky.example.com', 50)), 50),
+      30_000,
+    );
+    const retryStat = async () =>
+      (await gateway.envoyStats('upstream_rq_retry')).get(
+        `cluster.${mesh.namespace}/flaky|${HTTP_PORT}.upstream_rq_retry`,
+      ) ?? 0;
+    const r0 = await retryStat();
+    const retried = okOf(await many('flaky.example.com', CALLS));
+    const retries = (await retryStat()) - r0;
+    assert.ok(retried >= CALLS * 0.99, `with the Retry ${retried}/${CALLS}`);
+    assert.ok(retries > CALLS * 0.5, `the gateway retried ${retries} times`);
+
+    // hashOn: the backend's UpstreamTrafficSetting reaches the gateway's route to it.
+    const USERS = 20;
+    const PER_USER = 10;
+    const asUser = (u: number) => many('sticky.example.com', PER_USER, { 'x-user': `user-${u}` });
+    const rr = await podsByUser(USERS, PER_USER, asUser);
+    assert.ok(pinned(rr) <= 2, JSON.stringify(rr));
+    const sticky = (hashOn: Record<string, unknown>[]) => applyRingHash(mesh, 'sticky', hashOn);
+    await sticky([{ header: 'x-user' }]);
+    let hashed = rr;
+    // RingHash is a cluster change: in force once the gateway warmed the rebuilt cluster (15 s).
+    await eventually(
+      'each user sticks to one pod through the gateway',
+      async () => {
+        hashed = await podsByUser(USERS, PER_USER, asUser);
+        assert.equal(pinned(hashed), USERS, JSON.stringify(hashed));
+      },
+      60_000,
+    );
+    const a = usersOn(hashed, 'sticky-a');
+    const b = usersOn(hashed, 'sticky-b');
+    // Fewer than 3 of 20 users on one pod: p ≈ 4e-4.
+    assert.ok(a >= 3 && b >= 3, `users per pod: sticky-a ${a}, sticky-b ${b}`);
+    // sourceIP at the gateway is the client's address: every call of this client on one pod.
+    await sticky([{ sourceIP: true }]);
+    let bySource = hashed;
+    await eventually('every call of the client reaches one pod', async () => {
+      bySource = await podsByUser(USERS, PER_USER, asUser);
+      assert.equal(new Set(bySource.flat()).size, 1, JSON.stringify(bySource));
+    });
+    console.log(
+      `gateway: without a Retry ${plain}/${CALLS} succeeded, with the gateway's Retry (5xx, 8) ${retried}/${CALLS} (${retries} retries); ` +
+        `hashOn x-user: round robin ${pinned(rr)}/${USERS} users on one pod, RingHash ${pinned(hashed)}/${USERS} (sticky-a ${a}, sticky-b ${b}); ` +
+        `sourceIP: ${USERS * PER_USER} calls all on ${bySource[0]?.[0]}`,
     );
   });
 

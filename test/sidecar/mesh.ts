@@ -561,3 +561,44 @@ export async function callerAndFlaky(
   }
   return { caller, flaky, client };
 }
+
+/**
+ * Permissive mode, a `caller` pod and a Service `svc` backed by two pods
+ * (`<svc>-<name>` for each entry of `backends`: name → extra mesh-app flags),
+ * once `answersFrom` finds answers from both in 20 calls' outcomes (e.g.
+ * `200 sticky-a` and `200 sticky-b`).
+ */
+export async function callerAndPair(
+  mesh: SidecarMesh,
+  svc: string,
+  backends: Record<string, string[]>,
+  answersFrom: (counts: Record<string, number>) => boolean,
+): Promise<{ callerPod: RunningPod; caller: MeshClient }> {
+  await mesh.setMeshConfig({ traffic: { permissive: true } });
+  for (const sa of ['caller', 'backend']) await mesh.createServiceAccount(sa);
+  await mesh.createService({ name: svc, selector: { app: svc }, ports: [{ name: 'http', port: HTTP_PORT }] });
+  const serve = ['--http', String(HTTP_PORT)];
+  const [callerPod, ...rest] = await Promise.all([
+    mesh.startPod({ name: 'caller', serviceAccount: 'caller', labels: { app: 'caller' }, serve }),
+    ...Object.entries(backends).map(([name, extra]) =>
+      mesh.startPod({
+        name: `${svc}-${name}`,
+        serviceAccount: 'backend',
+        labels: { app: svc },
+        serve: [...serve, ...extra],
+      }),
+    ),
+  ]);
+  if (!callerPod) throw new Error('no caller pod');
+  await Promise.all([callerPod, ...rest].map((p) => mesh.waitReady(p)));
+  const caller = MeshClient.open(callerPod);
+  await eventually(
+    `the caller reaches both ${svc} pods`,
+    async () => {
+      const r = await caller.http(`http://${svc}:${HTTP_PORT}/hello`, 20);
+      if (!answersFrom(r.counts)) throw new Error(JSON.stringify(r));
+    },
+    60_000,
+  );
+  return { callerPod, caller };
+}

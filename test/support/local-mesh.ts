@@ -1,7 +1,8 @@
-import { cp, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { access, cp, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { eventually } from './kube-registry-fixture.js';
 import { freePorts, type JsonLineProcess, spawnNode } from './processes.js';
 
 const distRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
@@ -124,6 +125,42 @@ export class LocalMesh {
     );
     this.children.push(p);
     return p;
+  }
+
+  /**
+   * Adds another bookstore-v1 pod (`name`, at `ip`, proxy UUID ending in
+   * `uuidSuffix`, on a free port), waits for its bootstrap and starts its
+   * server with `args`. Returns the port it listens on.
+   */
+  async addBookstoreV1Endpoint(
+    name: string,
+    ip: string,
+    uuidSuffix: string,
+    args: string[] = [],
+  ): Promise<number> {
+    const [port] = await freePorts(1);
+    if (port === undefined) throw new Error('no free port');
+    await this.writeManifest(
+      `${name}.yaml`,
+      `apiVersion: v1
+kind: Pod
+metadata:
+  name: ${name}
+  namespace: bookstore
+  labels: { app: bookstore, version: v1, skein.dev/proxy-uuid: 00000000-0000-4000-8000-${uuidSuffix.padStart(12, '0')} }
+spec:
+  serviceAccountName: bookstore
+  containers: [{ name: bookstore, ports: [{ name: grpc-api, containerPort: ${port} }] }]
+status:
+  phase: Running
+  podIP: ${ip}
+`,
+    );
+    await eventually(`${name} has a bootstrap`, async () => {
+      await access(this.bootstrap('bookstore', name));
+    });
+    await this.startServer('bookstore', name, ip, port, true, args);
+    return port;
   }
 
   async readManifest(file: string): Promise<string> {

@@ -1,14 +1,22 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
+import type { AnyObject } from '../../model/objects.js';
 import { gatewayRdsGenerator } from '../rds/gateway.js';
 import { referencesOf } from '../testing/crossref.js';
-import { gatewayContext, gatewayObjects, gatewayProxy } from '../testing/gateway.js';
+import {
+  GATEWAY_NAMESPACE,
+  GATEWAY_SA,
+  gatewayContext,
+  gatewayObjects,
+  gatewayProxy,
+} from '../testing/gateway.js';
 import { storeOf, viewOf } from '../testing/mesh.js';
-import { at, named } from '../testing/pick.js';
+import { at, byNameIn, list, named } from '../testing/pick.js';
+import { retry } from '../testing/retry.js';
 import { gatewayCdsGenerator } from './gateway.js';
 
-function generated(permissive: boolean) {
-  const mesh = viewOf(storeOf(gatewayObjects({ permissive })));
+function generated(permissive: boolean, extra: AnyObject[] = []) {
+  const mesh = viewOf(storeOf([...gatewayObjects({ permissive }), ...extra]));
   const proxy = gatewayProxy(mesh);
   const ctx = gatewayContext(mesh, []);
   return {
@@ -50,4 +58,43 @@ test("upstream mTLS under the gateway's own identity, pinned to the backend's", 
     at(tls, 'common_tls_context', 'validation_context_sds_secret_config', 'name'),
     'root-cert-for-mtls-outbound:bookstore/bookstore-v1',
   );
+});
+
+/** The shop.example.com route of the plaintext config whose match is on `path`. */
+function shopRoute(routes: ReturnType<typeof generated>['routes'], path: string) {
+  const vh = byNameIn(list(named(routes, 'gateway-http'), 'virtual_hosts'), 'shop.example.com');
+  const r = list(vh, 'routes').find((x) =>
+    [at(x, 'match', 'path'), at(x, 'match', 'path_separated_prefix')].includes(path),
+  );
+  assert.ok(r, `no route for ${path}`);
+  return r;
+}
+
+test("a Retry whose source is the gateway's ServiceAccount: retry_policy on its routes, the budget on the cluster", () => {
+  const toV1 = retry('bookstore', 'gateway-to-v1', GATEWAY_SA, ['bookstore/bookstore-v1'], {
+    retryOn: '5xx',
+    numRetries: 4,
+    retryBudget: { budgetPercent: 25 },
+  });
+  // The Retry lives in the backend's namespace; its source names the gateway's.
+  toV1.spec.source.namespace = GATEWAY_NAMESPACE;
+  // Another source's Retry for the same service does not reach the gateway.
+  const other = retry('bookstore', 'buyer-to-v1', 'bookbuyer', ['bookstore/bookstore-v1'], {
+    retryOn: 'reset',
+  });
+  const { clusters, routes } = generated(true, [toV1, other]);
+  // /books → bookstore-v1 retries; Exact /about → the apex, which the Retry does not name.
+  assert.deepEqual(at(shopRoute(routes, '/books'), 'route', 'retry_policy'), {
+    retry_on: '5xx',
+    num_retries: { value: 4 },
+  });
+  assert.equal(at(shopRoute(routes, '/about'), 'route', 'retry_policy'), undefined);
+  assert.deepEqual(at(named(clusters, 'bookstore/bookstore-v1|14001'), 'circuit_breakers'), {
+    thresholds: [{ retry_budget: { budget_percent: { value: 25 } } }],
+  });
+  assert.equal(at(named(clusters, 'bookstore/bookstore-v2|14001'), 'circuit_breakers'), undefined);
+  // Without it, neither.
+  const plain = generated(true, [other]);
+  assert.equal(at(shopRoute(plain.routes, '/books'), 'route', 'retry_policy'), undefined);
+  assert.equal(at(named(plain.clusters, 'bookstore/bookstore-v1|14001'), 'circuit_breakers'), undefined);
 });

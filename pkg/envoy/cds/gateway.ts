@@ -1,7 +1,8 @@
 // CDS for skein's ingress gateway: the mesh clusters its routes point at
 // (rds/gateway.ts), with the same mTLS as a sidecar's upstream clusters: the
-// gateway presents its own identity's certificate and pins the backend's.
-import { gatewayPlan, upstreamSettingOf } from '../../catalog/view.js';
+// gateway presents its own identity's certificate and pins the backend's,
+// and a Retry naming the gateway as its source puts its budget here too.
+import { gatewayPlan, retryTableOf, upstreamSettingOf } from '../../catalog/view.js';
 import { identityKey } from '../../mesh/identity.js';
 import type { Cluster } from '../api/envoy.js';
 import { IdentityMemo, NONE } from '../common/memo.js';
@@ -10,7 +11,7 @@ import { tracingClusterOf, tracingSetting } from '../common/tracing.js';
 import { TRACING_CLUSTER } from '../names.js';
 import { gatewayTarget } from '../rds/gateway.js';
 import { type Resource, type ResourceGenerator, TypeUrl } from '../types.js';
-import { upstreamCluster } from './sidecar.js';
+import { upstreamCluster, withRetryBudget } from './sidecar.js';
 
 const clusters = new IdentityMemo<Cluster>();
 
@@ -21,6 +22,7 @@ export const gatewayCdsGenerator: ResourceGenerator = {
     if (proxy.identity.kind !== 'gateway') return [];
     const plan = proxyOutboundPlan(ctx.mesh, proxy);
     const own = identityKey(proxy.identity);
+    const retries = retryTableOf(ctx.mesh, proxy.identity);
     const names = new Set<string>();
     for (const h of gatewayPlan(ctx.mesh).hosts)
       for (const r of h.routes) for (const t of gatewayTarget(plan, r)?.targets ?? []) names.add(t.cluster);
@@ -29,8 +31,9 @@ export const gatewayCdsGenerator: ResourceGenerator = {
       const up = plan.clusters.get(name);
       if (!up) continue;
       const setting = upstreamSettingOf(ctx.mesh, up.service.key);
-      const message = clusters.get([up.service, up.port, setting ?? NONE], own, () =>
-        upstreamCluster(proxy.identity, up, setting),
+      const retry = retries.get(up.service.key);
+      const message = clusters.get([up.service, up.port, retry ?? NONE, setting ?? NONE], own, () =>
+        withRetryBudget(upstreamCluster(proxy.identity, up, setting), retry),
       );
       out.push({ name, typeUrl: TypeUrl.Cluster, message });
     }

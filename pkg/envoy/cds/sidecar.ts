@@ -48,7 +48,7 @@ export function upstreamCluster(own: Identity, up: UpstreamCluster, setting?: Up
 }
 
 /** A Retry's budget on the source's cluster for its destination (common/retry.ts). */
-function withRetryBudget(cluster: Cluster, retry: RetryRule | undefined): Cluster {
+export function withRetryBudget(cluster: Cluster, retry: RetryRule | undefined): Cluster {
   const breakers = retry && retryBudgetBreakers(retry);
   if (breakers) cluster.circuit_breakers = breakers;
   return cluster;

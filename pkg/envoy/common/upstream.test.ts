@@ -174,3 +174,48 @@ test('proxyless clusters get only what grpc-js-xds 1.14 reads: max_requests, RIN
     assert.equal(c['connect_timeout'], undefined);
   }
 });
+
+test('failurePercentage: Envoy gets it enforced beside consecutive errors; proxyless gets it alone, success-rate ejection off', () => {
+  const od = {
+    consecutive5xx: 3,
+    interval: '1s',
+    baseEjectionTime: '30s',
+    maxEjectionPercent: 50,
+    failurePercentage: { threshold: 40, minimumHosts: 2, requestVolume: 10 },
+  };
+  const obj = setting('v1', 'bookstore-v1.bookstore.svc.cluster.local', { outlierDetection: od });
+  const failurePercentage = {
+    failure_percentage_threshold: { value: 40 },
+    enforcing_failure_percentage: { value: 100 },
+    failure_percentage_minimum_hosts: { value: 2 },
+    failure_percentage_request_volume: { value: 10 },
+  };
+  const common = {
+    interval: { seconds: 1 },
+    base_ejection_time: { seconds: 30 },
+    max_ejection_percent: { value: 50 },
+  };
+  assert.deepEqual(named(cds([...bookstoreObjects(), obj]), V1)['outlier_detection'], {
+    consecutive_5xx: { value: 3 },
+    ...common,
+    ...failurePercentage,
+  });
+  const proxyless = (o: AnyObject) => {
+    const mesh = viewOf(storeOf([...bookstoreObjects(), o]));
+    const out = proxylessClusterGenerator.generate(
+      proxyFor(mesh, 'bookbuyer-1', 'grpc'),
+      { mesh, secrets: fakeSecrets('all') },
+      new Set([V1]),
+    );
+    return named(out, V1)['outlier_detection'];
+  };
+  assert.deepEqual(proxyless(obj), { ...common, ...failurePercentage, enforcing_success_rate: { value: 0 } });
+  // Consecutive errors alone: nothing grpc-js could apply, so nothing is sent.
+  const { failurePercentage: _fp, ...consecutiveOnly } = od;
+  assert.equal(
+    proxyless(
+      setting('v1', 'bookstore-v1.bookstore.svc.cluster.local', { outlierDetection: consecutiveOnly }),
+    ),
+    undefined,
+  );
+});

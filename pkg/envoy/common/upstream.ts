@@ -44,6 +44,30 @@ function outlierDetection(s: NonNullable<UpstreamSetting['outlierDetection']>): 
   if (s.intervalMs !== undefined) od.interval = durationMs(s.intervalMs);
   if (s.baseEjectionTimeMs !== undefined) od.base_ejection_time = durationMs(s.baseEjectionTimeMs);
   if (s.maxEjectionPercent !== undefined) od.max_ejection_percent = { value: s.maxEjectionPercent };
+  const fp = s.failurePercentage;
+  if (fp) {
+    od.failure_percentage_threshold = { value: fp.threshold };
+    // Envoy and grpc-js both leave failure-percentage ejection off unless it is enforced (outlier_detection.proto).
+    od.enforcing_failure_percentage = { value: 100 };
+    if (fp.minimumHosts !== undefined) od.failure_percentage_minimum_hosts = { value: fp.minimumHosts };
+    if (fp.requestVolume !== undefined) od.failure_percentage_request_volume = { value: fp.requestVolume };
+  }
+  return od;
+}
+
+/**
+ * The proxyless form: only failure-percentage ejection, the one kind of
+ * skein's that grpc-js implements (gRFC A50; it has no consecutive-error
+ * ejection). Success-rate ejection is turned off: grpc-js-xds enables it
+ * whenever enforcing_success_rate is absent (cluster-resource-type.js).
+ */
+function proxylessOutlierDetection(
+  s: NonNullable<UpstreamSetting['outlierDetection']>,
+): OutlierDetection | undefined {
+  if (!s.failurePercentage) return undefined;
+  const { consecutive5xx: _c, consecutiveGatewayErrors: _g, ...rest } = s;
+  const od = outlierDetection(rest);
+  od.enforcing_success_rate = { value: 0 };
   return od;
 }
 
@@ -95,13 +119,16 @@ export function withUpstreamSetting(
  * max_requests, and lb_policy ROUND_ROBIN or RING_HASH (anything else NACKs
  * the cluster, so LeastRequest and Maglev stay round robin here). Its outlier
  * detection implements only success-rate and failure-percentage ejection
- * (gRFC A50), not consecutive errors, so none is sent; connect timeouts and
- * connection limits do not apply to its channels.
+ * (gRFC A50), not consecutive errors, so it gets outlier detection only when
+ * the setting has failurePercentage; connect timeouts and connection limits
+ * do not apply to its channels.
  */
 export function withProxylessUpstreamSetting(cluster: Cluster, s: UpstreamSetting | undefined): Cluster {
   if (!s) return cluster;
   const t = thresholds(s, true);
   if (t) cluster.circuit_breakers = { thresholds: [t] };
+  const od = s.outlierDetection && proxylessOutlierDetection(s.outlierDetection);
+  if (od) cluster.outlier_detection = od;
   if (s.loadBalancer?.policy === 'RingHash') cluster.lb_policy = LbPolicy.RING_HASH;
   return cluster;
 }

@@ -4,9 +4,11 @@
 // included). A backend the gateway's identity may not call (SMI mode, no
 // TrafficTarget) gets a 403 that says so instead of a route: the backend
 // would refuse the gateway anyway, and this way no cluster is made for it.
+// The gateway is a mesh caller with its own identity, so a Retry whose source
+// is its ServiceAccount applies to its routes as to a sidecar's.
 import type { GatewayHost, GatewayRoute } from '../../catalog/gateway.js';
 import type { UpstreamSetting } from '../../catalog/upstream.js';
-import { gatewayPlan, upstreamSettings } from '../../catalog/view.js';
+import { gatewayPlan, type RetryTable, retryTableOf, upstreamSettings } from '../../catalog/view.js';
 import { type Identity, identityKey } from '../../mesh/identity.js';
 import type { Route, RouteConfiguration, RouteMatch, VirtualHost } from '../api/envoy.js';
 import { TlsRequirement } from '../common/enums.js';
@@ -14,6 +16,7 @@ import { servableTls } from '../common/gateway.js';
 import { withHashPolicy } from '../common/hash.js';
 import { IdentityMemo } from '../common/memo.js';
 import { type OutboundPlan, type OutboundPort, proxyOutboundPlan } from '../common/outbound.js';
+import { routeRetryPolicy } from '../common/retry.js';
 import { GATEWAY_HTTP, GATEWAY_HTTPS } from '../names.js';
 import { type Resource, type ResourceGenerator, TypeUrl } from '../types.js';
 import { routeAction, withRequestTimeout } from './sidecar.js';
@@ -47,17 +50,25 @@ function routeMatch(host: string, route: GatewayRoute): RouteMatch {
   return match;
 }
 
-type Settings = ReadonlyMap<string, UpstreamSetting>;
+/** What the routes read besides the plan: UpstreamTrafficSettings by service, the gateway's Retry rules. */
+interface RoutePolicy {
+  settings: ReadonlyMap<string, UpstreamSetting>;
+  retries: RetryTable;
+}
 
-function route(host: string, r: GatewayRoute, plan: OutboundPlan, own: Identity, settings: Settings): Route {
+function route(host: string, r: GatewayRoute, plan: OutboundPlan, own: Identity, policy: RoutePolicy): Route {
   const target = gatewayTarget(plan, r);
   const out: Route = { match: routeMatch(host, r) };
   if (target) {
-    const setting = settings.get(r.service.key);
-    out.route = withHashPolicy(
+    const setting = policy.settings.get(r.service.key);
+    const action = withHashPolicy(
       withRequestTimeout(routeAction(target, r.port.protocol === 'grpc'), setting),
       setting,
     );
+    // As on a sidecar's route: a Retry names the service called (a split apex included).
+    const retry = policy.retries.get(r.service.key);
+    if (retry) action.retry_policy = routeRetryPolicy(retry);
+    out.route = action;
   } else
     out.direct_response = {
       status: 403,
@@ -73,12 +84,12 @@ function virtualHost(
   plan: OutboundPlan,
   own: Identity,
   redirect: boolean,
-  settings: Settings,
+  policy: RoutePolicy,
 ): VirtualHost {
   const vh: VirtualHost = {
     name: h.host,
     domains: [h.host],
-    routes: h.routes.map((r) => route(h.host, r, plan, own, settings)),
+    routes: h.routes.map((r) => route(h.host, r, plan, own, policy)),
   };
   // Plaintext for a host with a certificate answers with a redirect to https (as ingress-nginx's ssl-redirect).
   if (redirect) vh.require_tls = TlsRequirement.ALL;
@@ -97,13 +108,13 @@ export const gatewayRdsGenerator: ResourceGenerator = {
     const tlsHosts = new Set(servableTls(gw, ctx.secrets).flatMap((t) => t.hosts));
     const own = proxy.identity;
     const key = `${identityKey(own)}|${[...tlsHosts].join(',')}`;
-    // The settings map is the same object while no UpstreamTrafficSetting changed.
-    const settings = upstreamSettings(ctx.mesh);
+    // Both are the same objects while no UpstreamTrafficSetting or Retry changed.
+    const policy = { settings: upstreamSettings(ctx.mesh), retries: retryTableOf(ctx.mesh, own) };
     const build = (name: string, plaintext: boolean) =>
-      configs.get([gw, plan, settings], `${name}|${key}`, () => ({
+      configs.get([gw, plan, policy.settings, policy.retries], `${name}|${key}`, () => ({
         name,
         virtual_hosts: gw.hosts.map((h) =>
-          virtualHost(h, plan, own, plaintext && tlsHosts.has(h.host), settings),
+          virtualHost(h, plan, own, plaintext && tlsHosts.has(h.host), policy),
         ),
       }));
     return [
