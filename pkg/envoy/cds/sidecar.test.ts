@@ -1,9 +1,11 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
+import type { RetryRule } from '../../catalog/retry.js';
 import type { MeshView } from '../../catalog/types.js';
+import type { Cluster } from '../api/envoy.js';
 import { bookstoreMesh, fakeSecrets, leftTheMesh, type PodName, proxyFor } from '../testing/mesh.js';
 import { at, named } from '../testing/pick.js';
-import { sidecarCdsGenerator } from './sidecar.js';
+import { sidecarCdsGenerator, withRetryBudget } from './sidecar.js';
 
 function cds(mesh: MeshView, pod: PodName) {
   return sidecarCdsGenerator.generate(proxyFor(mesh, pod), { mesh, secrets: fakeSecrets('all') }, undefined);
@@ -108,4 +110,31 @@ test('a sidecar whose namespace left the mesh gets the passthrough cluster alone
       ['passthrough-outbound'],
     );
   }
+});
+
+test("a Retry's budget joins an UpstreamTrafficSetting's thresholds instead of replacing them", () => {
+  const rule: RetryRule = {
+    origin: 'Retry bookbuyer/to-bookstore',
+    retryOn: ['5xx'],
+    numRetries: 3,
+    retriableStatusCodes: [],
+    budget: { percent: 20, minConcurrency: 2 },
+  };
+  const limited: Cluster = {
+    name: 'bookstore/bookstore|14001',
+    circuit_breakers: { thresholds: [{ max_connections: { value: 10 }, max_requests: { value: 5 } }] },
+  };
+  assert.deepEqual(withRetryBudget(limited, rule).circuit_breakers, {
+    thresholds: [
+      {
+        max_connections: { value: 10 },
+        max_requests: { value: 5 },
+        retry_budget: { budget_percent: { value: 20 }, min_retry_concurrency: { value: 2 } },
+      },
+    ],
+  });
+  // Without a budget, or without a Retry, the cluster is left as it was.
+  const plain: Cluster = { name: 'c' };
+  assert.equal(withRetryBudget(plain, { ...rule, budget: undefined }).circuit_breakers, undefined);
+  assert.equal(withRetryBudget(plain, undefined).circuit_breakers, undefined);
 });

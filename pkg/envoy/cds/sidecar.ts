@@ -47,10 +47,17 @@ export function upstreamCluster(own: Identity, up: UpstreamCluster, setting?: Up
   return withUpstreamSetting(cluster, setting, up.port.protocol);
 }
 
-/** A Retry's budget on the source's cluster for its destination (common/retry.ts). */
+/**
+ * A Retry's budget on the source's cluster for its destination (common/retry.ts),
+ * merged into the default-priority thresholds an UpstreamTrafficSetting set, so
+ * its connection and request limits stay in force. With a budget Envoy ignores
+ * `max_retries` (cluster/v3/circuit_breaker.proto, `retry_budget`).
+ */
 export function withRetryBudget(cluster: Cluster, retry: RetryRule | undefined): Cluster {
-  const breakers = retry && retryBudgetBreakers(retry);
-  if (breakers) cluster.circuit_breakers = breakers;
+  const budget = retry && retryBudgetBreakers(retry)?.thresholds?.[0];
+  if (!budget) return cluster;
+  const [first, ...rest] = cluster.circuit_breakers?.thresholds ?? [];
+  cluster.circuit_breakers = { thresholds: [{ ...first, ...budget }, ...rest] };
   return cluster;
 }
 
