@@ -2,7 +2,14 @@
 // the control-plane namespace, so every controller replica signs with one root.
 import { KubeApiError } from '../registry/kube/client.js';
 import { CA_CERT_FILE, CA_KEY_FILE } from './builtin.js';
-import { type CAKeyPair, type CAStore, CAStoreError } from './ca-store.js';
+import {
+  type CAKeyPair,
+  type CARecordStore,
+  type CAStore,
+  CAStoreError,
+  type VersionedRecord,
+} from './ca-store.js';
+import { type CARecord, decodeRecord, encodeRecord } from './rotation.js';
 
 /** The part of KubeClient this store needs (a fake in tests). */
 export interface KubeRequester {
@@ -67,6 +74,75 @@ export class KubeSecretCAStore implements CAStore {
       return true;
     } catch (err) {
       // 409 AlreadyExists: another replica created it between our GET and POST.
+      if (err instanceof KubeApiError && err.status === 409) return false;
+      throw err;
+    }
+  }
+}
+
+/**
+ * The whole CA record (rotation.ts) in the same Secret: `ca.crt`/`ca.key` in
+ * force, `next.crt`/`next.key` and `rotation.json` during a rotation. Writes
+ * carry the resourceVersion read, so two replicas (or the controller and
+ * `skein ca rotate`) never overwrite each other's step: the loser reads again.
+ */
+export class KubeSecretCARecordStore implements CARecordStore {
+  readonly description: string;
+  readonly #path: string;
+
+  constructor(
+    private readonly client: KubeRequester,
+    private readonly namespace: string,
+    private readonly name: string,
+  ) {
+    this.description = `Secret ${namespace}/${name}`;
+    this.#path = `/api/v1/namespaces/${encodeURIComponent(namespace)}/secrets/${encodeURIComponent(name)}`;
+  }
+
+  async load(): Promise<VersionedRecord | undefined> {
+    let secret: unknown;
+    try {
+      secret = await this.client.request('GET', this.#path);
+    } catch (err) {
+      if (err instanceof KubeApiError && err.status === 404) return undefined;
+      throw err;
+    }
+    const meta = isRecord(secret) && isRecord(secret['metadata']) ? secret['metadata'] : {};
+    const data = isRecord(secret) && isRecord(secret['data']) ? secret['data'] : {};
+    const decoded: Record<string, string> = {};
+    for (const [k, v] of Object.entries(data))
+      if (typeof v === 'string') decoded[k] = Buffer.from(v, 'base64').toString('utf8');
+    try {
+      return {
+        record: decodeRecord(decoded, this.description),
+        version: String(meta['resourceVersion'] ?? ''),
+      };
+    } catch (err) {
+      throw new CAStoreError(`${(err as Error).message}; fix or delete it (deleting creates a new CA)`);
+    }
+  }
+
+  async save(record: CARecord, version: string): Promise<boolean> {
+    const data: Record<string, string> = {};
+    for (const [k, v] of Object.entries(encodeRecord(record)))
+      if (v !== '') data[k] = Buffer.from(v).toString('base64');
+    // PUT with the resourceVersion read: 409 Conflict when anyone wrote in between.
+    const body = {
+      apiVersion: 'v1',
+      kind: 'Secret',
+      metadata: {
+        name: this.name,
+        namespace: this.namespace,
+        resourceVersion: version,
+        labels: { 'app.kubernetes.io/managed-by': 'skein', 'app.kubernetes.io/component': 'ca' },
+      },
+      type: 'Opaque',
+      data,
+    };
+    try {
+      await this.client.request('PUT', this.#path, { body });
+      return true;
+    } catch (err) {
       if (err instanceof KubeApiError && err.status === 409) return false;
       throw err;
     }
