@@ -67,7 +67,8 @@ describe('root CA rotation with proxyless gRPC workloads', { timeout: 300_000 },
     const close = (name: string) => {
       const t = tally(caller, from);
       from = caller.lines.length;
-      const s = (perStage[name] ??= { calls: 0, failures: {} });
+      const s = perStage[name] ?? { calls: 0, failures: {} };
+      perStage[name] = s;
       s.calls +=
         Object.values(t.ok).reduce((a, b) => a + b, 0) + Object.values(t.errors).reduce((a, b) => a + b, 0);
       for (const [k, v] of Object.entries(t.errors)) s.failures[k] = (s.failures[k] ?? 0) + v;
