@@ -84,6 +84,8 @@ export class Controller {
   private ca: RotatingCA | undefined;
   /** Root CA rotation (ca-rotation.ts): follows the stored record on every replica, drives it on the leader. */
   private caRotation: RotationDriver | undefined;
+  /** MeshConfig certificate.ingressGateway: a leaf a root rotation reissues too. */
+  private ingressCerts: IngressGatewayCertificates | undefined;
   private certs: CertificateManager | undefined;
   /** What the generators read: the workload certificates and the ingress gateway's TLS. */
   private secrets: SecretSource | undefined;
@@ -279,6 +281,7 @@ export class Controller {
           });
       },
     });
+    this.ingressCerts = ingressCerts;
     const followIngressGateway = () =>
       ingressCerts.update(meshConfigOf(this.currentView())?.spec.certificate?.ingressGateway);
     const onMeshConfig = (e: StoreEvent) => {
@@ -438,6 +441,7 @@ export class Controller {
       );
       certs.renewAll();
       ads.renewNow();
+      this.ingressCerts?.renewNow();
       const key = `${stage ?? 'idle'}:${ca.roots().map((r) => `${r.fingerprint}${r.issuing ? '*' : ''}`)}`;
       this.injection?.caStageChanged(
         stage === undefined
@@ -467,6 +471,7 @@ export class Controller {
         for (const c of certs.certificates()) if (!current(c)) leaves++;
         if (!current(ads.current)) leaves++;
         if (this.injection && !current(this.injection.renewal.current)) leaves++;
+        if (!current(this.ingressCerts?.inForce)) leaves++;
         const rec = ca.record;
         const all = [rec.active.certPem, ...(rec.next ? [rec.next.certPem] : [])];
         const inBundle = all.filter((p) => bundle.includes(p.trim()));

@@ -220,15 +220,25 @@ export class BootstrapCertRotation {
       );
       return true;
     } catch (err) {
-      const failures = (this.#backoff.get(identity.uuid)?.failures ?? 0) + 1;
-      const delay = Math.min(10_000 * 2 ** (failures - 1), 300_000);
-      this.#backoff.set(identity.uuid, { until: this.#now() + delay, failures });
-      this.#log.warn(
-        { secret: `${identity.namespace}/${name}`, err: err instanceof Error ? err.message : String(err) },
+      this.#failed(
+        identity,
+        { secret: `${identity.namespace}/${name}` },
+        err,
         'bootstrap trust bundle not rewritten',
       );
       return false;
     }
+  }
+
+  /** 10 s, 20 s, … up to 5 min between tries for one proxy; the others go on. */
+  #failed(identity: ProxyIdentity, fields: Record<string, string>, err: unknown, msg: string): void {
+    const failures = (this.#backoff.get(identity.uuid)?.failures ?? 0) + 1;
+    const delay = Math.min(10_000 * 2 ** (failures - 1), 300_000);
+    this.#backoff.set(identity.uuid, { until: this.#now() + delay, failures });
+    this.#log.warn(
+      { ...fields, err: err instanceof Error ? err.message : String(err), retryInMs: delay },
+      msg,
+    );
   }
 
   async #rotate(identity: ProxyIdentity): Promise<boolean> {
@@ -252,14 +262,7 @@ export class BootstrapCertRotation {
       );
       return true;
     } catch (err) {
-      const failures = (this.#backoff.get(identity.uuid)?.failures ?? 0) + 1;
-      // 10 s, 20 s, … up to 5 min between tries for one proxy; the others go on.
-      const delay = Math.min(10_000 * 2 ** (failures - 1), 300_000);
-      this.#backoff.set(identity.uuid, { until: this.#now() + delay, failures });
-      this.#log.warn(
-        { ...fields, err: err instanceof Error ? err.message : String(err), retryInMs: delay },
-        'bootstrap client certificate not rotated',
-      );
+      this.#failed(identity, fields, err, 'bootstrap client certificate not rotated');
       return false;
     }
   }

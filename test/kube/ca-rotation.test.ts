@@ -69,6 +69,9 @@ describe('root CA rotation against the real API server', { timeout: 180_000 }, (
     const code = await new Promise<number | null>((resolve) => child.once('close', resolve));
     return { code, out };
   };
+  /** `skein ca rotate --cert <dir>/<cert> --key <dir>/<key>` plus `more`. */
+  const rotateWith = (cert: string, key: string, ...more: string[]) =>
+    skein(['ca', 'rotate', '--cert', path.join(dir, cert), '--key', path.join(dir, key), ...more]);
   /** Whether the ADS port completes an mTLS exchange for a client certificate from `root`. */
   const adsAccepts = async (root: BuiltinCA, trust: string): Promise<boolean> => {
     const proxy = { uuid: '00000000-0000-4000-8000-0000000000aa', namespace: 'shop', serviceAccount: 'web' };
@@ -141,14 +144,7 @@ describe('root CA rotation against the real API server', { timeout: 180_000 }, (
     const [a, b] = await Promise.all([BuiltinCA.create(), BuiltinCA.create()]);
     await writeFile(path.join(dir, 'a.crt'), a.rootCertPem);
     await writeFile(path.join(dir, 'b.key'), b.rootKeyPem);
-    const cli = await skein([
-      'ca',
-      'rotate',
-      '--cert',
-      path.join(dir, 'a.crt'),
-      '--key',
-      path.join(dir, 'b.key'),
-    ]);
+    const cli = await rotateWith('a.crt', 'b.key');
     assert.notEqual(cli.code, 0);
     assert.match(cli.out, /cannot be the new root: CA key does not match the CA certificate/);
     // Behind the CLI's back: the controller checks the pair again and records why it refused.
@@ -223,15 +219,7 @@ describe('root CA rotation against the real API server', { timeout: 180_000 }, (
     const mine = await BuiltinCA.create({ commonName: 'my-org-root-3' });
     await writeFile(path.join(dir, 'mine.crt'), mine.rootCertPem);
     await writeFile(path.join(dir, 'mine.key'), mine.rootKeyPem);
-    const r = await skein([
-      'ca',
-      'rotate',
-      '--cert',
-      path.join(dir, 'mine.crt'),
-      '--key',
-      path.join(dir, 'mine.key'),
-      '--wait',
-    ]);
+    const r = await rotateWith('mine.crt', 'mine.key', '--wait');
     assert.equal(r.code, 0, r.out);
     assert.match(r.out, /with the root you brought/);
     assert.match(r.out, /stage: 0 \(idle\)[\s\S]*issuing/);
