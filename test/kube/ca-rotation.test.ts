@@ -229,5 +229,8 @@ describe('root CA rotation against the real API server', { timeout: 180_000 }, (
       [fingerprint(mine.rootCertPem)],
     );
     assert.equal(await adsAccepts(mine, mine.rootCertPem), true);
+    const metrics = await (await fetch(`${httpUrl()}/metrics`)).text();
+    assert.match(metrics, /^skein_ca_rotation_stage 0$/m);
+    assert.match(metrics, /^skein_ca_rotation_pending 0$/m);
   });
 });

@@ -160,6 +160,8 @@ describe('root CA rotation under traffic with real Envoy sidecars', { skip, time
       }
       if (stage === 'reissue' && !restarted) {
         restarted = true;
+        // The stage is on /metrics too (stage 2 lasts at least the delivery wait).
+        assert.match(await mesh.metrics(), /^skein_ca_rotation_stage 2$/m);
         await mesh.stopController();
         await sleep(1000);
         await mesh.restartController();

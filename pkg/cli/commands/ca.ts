@@ -105,6 +105,7 @@ async function follow(ctx: RunContext, untilDone: boolean): Promise<number> {
   try {
     let last = '';
     let seenRunning = false;
+    let firstIssuer: string | undefined;
     for (;;) {
       const body = record(await controllerJson(ep, '/debug/certs'));
       const ca = body['ca'] as RotationStatus | null | undefined;
@@ -113,7 +114,10 @@ async function follow(ctx: RunContext, untilDone: boolean): Promise<number> {
       if (text !== last) ctx.io.out(`${last === '' ? '' : '\n'}${new Date().toISOString()}\n${text}`);
       last = text;
       if (ca.lastError) return 1;
-      if (ca.stage !== 'idle') seenRunning = true;
+      // A rotation may run through between two polls: a new issuing root says it did.
+      const issuer = ca.roots.find((r) => r.issuing)?.fingerprint;
+      firstIssuer ??= issuer;
+      if (ca.stage !== 'idle' || issuer !== firstIssuer) seenRunning = true;
       if (!untilDone || (seenRunning && ca.stage === 'idle' && !ca.requestedAt)) return 0;
       if (ctx.io.signal.aborted) return 130;
       await new Promise((r) => setTimeout(r, 1000));
