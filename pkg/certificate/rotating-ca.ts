@@ -32,6 +32,7 @@ export class RotatingCA extends EventEmitter<RotatingCAEvents> implements Certif
   #roots: BuiltinCA[];
   #bundle: string;
   readonly #loaded = new Map<string, BuiltinCA>();
+  #verdicts: { issuer: BuiltinCA; root: X509Certificate; byPem: Map<string, boolean> } | undefined;
 
   private constructor(record: CARecord, issuer: BuiltinCA, roots: BuiltinCA[]) {
     super();
@@ -98,15 +99,30 @@ export class RotatingCA extends EventEmitter<RotatingCAEvents> implements Certif
     });
   }
 
-  /** Whether the current issuing root signed `certPem` (false for anything unreadable). */
+  /**
+   * Whether the current issuing root signed `certPem` (false for anything
+   * unreadable). The rotation asks every second for every leaf: answers are
+   * kept per issuer, so a leaf is parsed and verified once.
+   */
   issuedByCurrent(certPem: string): boolean {
+    const issuer = this.#issuer;
+    let memo = this.#verdicts;
+    if (memo?.issuer !== issuer || memo.byPem.size > MAX_VERDICTS) {
+      memo = { issuer, root: new X509Certificate(issuer.rootCertPem), byPem: new Map() };
+      this.#verdicts = memo;
+    }
+    const known = memo.byPem.get(certPem);
+    if (known !== undefined) return known;
+    let verdict = false;
     try {
       const x = new X509Certificate(certPem);
-      const root = new X509Certificate(this.#issuer.rootCertPem);
-      return x.checkIssued(root) && x.verify(root.publicKey);
+      const root = memo.root;
+      verdict = x.checkIssued(root) && x.verify(root.publicKey);
     } catch {
-      return false;
+      verdict = false;
     }
+    memo.byPem.set(certPem, verdict);
+    return verdict;
   }
 
   async issue(req: BuiltinCertificateRequest): Promise<BuiltinIssuedCertificate> {
@@ -125,6 +141,9 @@ export class RotatingCA extends EventEmitter<RotatingCAEvents> implements Certif
     return { ...cert, caPem: bundle };
   }
 }
+
+/** Leaves remembered per issuer before the memo starts over (renewals keep adding new ones). */
+const MAX_VERDICTS = 20_000;
 
 function bundleOf(roots: readonly BuiltinCA[]): string {
   return roots.map((r) => (r.rootCertPem.endsWith('\n') ? r.rootCertPem : `${r.rootCertPem}\n`)).join('');
