@@ -113,6 +113,18 @@ describe('root CA rotation under traffic with real Envoy sidecars', { skip, time
       call: { kind: 'http', url: `http://bookstore.${mesh.namespace}.svc.cluster.local:${HTTP_PORT}/` },
       intervalMs: 10,
     });
+    // Permissive mode reaches the sidecars some time after the pods are Ready (403 until then):
+    // the rotation starts once a whole second of calls has been answered.
+    await eventually(
+      'calls answered before the rotation',
+      async () => {
+        await buyer.send({ kind: 'load-report' });
+        await sleep(1000);
+        const r = await buyer.send({ kind: 'load-report' });
+        assert.ok(total(r.counts) > 0 && ok(r.counts) === total(r.counts), JSON.stringify(r.counts));
+      },
+      30_000,
+    );
     await sleep(1000);
     const perStage: Record<string, { requests: number; failures: number; ms: number }> = {};
     const bucket = (name: string) => {
