@@ -104,6 +104,7 @@ export class WorkloadCertWriter extends EventEmitter<WorkloadCertWriterEvents> {
   readonly #retryMaxMs: number;
   readonly #tracked = new Map<string, Tracked>();
   #started = false;
+  #lastWriteAt: number | undefined;
 
   constructor(opts: WorkloadCertWriterOptions) {
     super();
@@ -162,6 +163,21 @@ export class WorkloadCertWriter extends EventEmitter<WorkloadCertWriterEvents> {
     clearTimeout(tracked.retry);
     this.#tracked.delete(key);
     return true;
+  }
+
+  /** Tracked identities whose files do not hold the manager's current certificate yet. */
+  unwritten(): number {
+    let n = 0;
+    for (const [key, tracked] of this.#tracked) {
+      const cert = this.#manager.serviceCertificate(key);
+      if (cert !== undefined && cert.serialNumber !== tracked.writtenSerial) n++;
+    }
+    return n;
+  }
+
+  /** Epoch ms of the last file write (a root rotation waits for file watchers to read it). */
+  get lastWriteAt(): number | undefined {
+    return this.#lastWriteAt;
   }
 
   /** Unsubscribes, cancels retries and waits for writes in progress. */
@@ -223,6 +239,7 @@ export class WorkloadCertWriter extends EventEmitter<WorkloadCertWriterEvents> {
     await writeFileAtomic(paths.certFile, cert.certPem, 0o644);
     tracked.writtenSerial = cert.serialNumber;
     tracked.failures = 0;
+    this.#lastWriteAt = Date.now();
     this.#log.debug(
       { identity: key, serial: cert.serialNumber, dir: paths.dir },
       'wrote workload certificate',

@@ -113,6 +113,18 @@ export class IngressGatewayCertificates {
     return this.current;
   }
 
+  /** The certificate of the spec in force; undefined when none is asked for. */
+  get inForce(): IssuedCertificate | undefined {
+    return this.spec ? this.current : undefined;
+  }
+
+  /** Reissues now (a root rotation stage moved the issuer or the bundle). */
+  renewNow(): void {
+    if (!this.spec) return;
+    this.clear();
+    void this.issue();
+  }
+
   update(spec: IngressGatewaySpec | undefined): void {
     const key = spec ? JSON.stringify(spec) : '';
     if (key === this.specKey) return;

@@ -2,7 +2,14 @@
 // the control-plane namespace, so every controller replica signs with one root.
 import { KubeApiError } from '../registry/kube/client.js';
 import { CA_CERT_FILE, CA_KEY_FILE } from './builtin.js';
-import { type CAKeyPair, type CAStore, CAStoreError } from './ca-store.js';
+import {
+  type CAKeyPair,
+  type CARecordStore,
+  type CAStore,
+  CAStoreError,
+  type VersionedRecord,
+} from './ca-store.js';
+import { type CARecord, decodeRecord, encodeRecord } from './rotation.js';
 
 /** The part of KubeClient this store needs (a fake in tests). */
 export interface KubeRequester {
@@ -13,27 +20,68 @@ function isRecord(v: unknown): v is Record<string, unknown> {
   return typeof v === 'object' && v !== null && !Array.isArray(v);
 }
 
-export class KubeSecretCAStore implements CAStore {
+/** The CA Secret by name: its description for messages, its paths, a GET that is undefined on 404. */
+class KubeCASecret {
   readonly description: string;
-  readonly #path: string;
+  /** The namespace's Secrets collection. */
+  protected readonly collection: string;
+  /** The Secret itself. */
+  protected readonly path: string;
 
   constructor(
-    private readonly client: KubeRequester,
-    private readonly namespace: string,
-    private readonly name: string,
+    protected readonly client: KubeRequester,
+    protected readonly namespace: string,
+    protected readonly name: string,
   ) {
     this.description = `Secret ${namespace}/${name}`;
-    this.#path = `/api/v1/namespaces/${encodeURIComponent(namespace)}/secrets`;
+    this.collection = `/api/v1/namespaces/${encodeURIComponent(namespace)}/secrets`;
+    this.path = `${this.collection}/${encodeURIComponent(name)}`;
   }
 
-  async load(): Promise<CAKeyPair | undefined> {
-    let secret: unknown;
+  /** POST or PUT the whole Secret with `data` (plain text, encoded here); false on 409 Conflict. */
+  protected async write(
+    method: 'POST' | 'PUT',
+    path: string,
+    data: Record<string, string>,
+    resourceVersion?: string,
+  ): Promise<boolean> {
+    const encoded: Record<string, string> = {};
+    for (const [k, v] of Object.entries(data)) encoded[k] = Buffer.from(v).toString('base64');
+    const body = {
+      apiVersion: 'v1',
+      kind: 'Secret',
+      metadata: {
+        name: this.name,
+        namespace: this.namespace,
+        ...(resourceVersion !== undefined ? { resourceVersion } : {}),
+        labels: { 'app.kubernetes.io/managed-by': 'skein', 'app.kubernetes.io/component': 'ca' },
+      },
+      type: 'Opaque',
+      data: encoded,
+    };
     try {
-      secret = await this.client.request('GET', `${this.#path}/${encodeURIComponent(this.name)}`);
+      await this.client.request(method, path, { body });
+      return true;
+    } catch (err) {
+      if (err instanceof KubeApiError && err.status === 409) return false;
+      throw err;
+    }
+  }
+
+  protected async get(): Promise<unknown> {
+    try {
+      return await this.client.request('GET', this.path);
     } catch (err) {
       if (err instanceof KubeApiError && err.status === 404) return undefined;
       throw err;
     }
+  }
+}
+
+export class KubeSecretCAStore extends KubeCASecret implements CAStore {
+  async load(): Promise<CAKeyPair | undefined> {
+    const secret = await this.get();
+    if (secret === undefined) return undefined;
     const data = isRecord(secret) ? secret['data'] : undefined;
     const read = (key: string): string => {
       const v = isRecord(data) ? data[key] : undefined;
@@ -48,27 +96,40 @@ export class KubeSecretCAStore implements CAStore {
   }
 
   async create(pair: CAKeyPair): Promise<boolean> {
-    const body = {
-      apiVersion: 'v1',
-      kind: 'Secret',
-      metadata: {
-        name: this.name,
-        namespace: this.namespace,
-        labels: { 'app.kubernetes.io/managed-by': 'skein', 'app.kubernetes.io/component': 'ca' },
-      },
-      type: 'Opaque',
-      data: {
-        [CA_CERT_FILE]: Buffer.from(pair.certPem).toString('base64'),
-        [CA_KEY_FILE]: Buffer.from(pair.keyPem).toString('base64'),
-      },
-    };
+    // 409 AlreadyExists: another replica created it between our GET and POST.
+    return this.write('POST', this.collection, { [CA_CERT_FILE]: pair.certPem, [CA_KEY_FILE]: pair.keyPem });
+  }
+}
+
+/**
+ * The whole CA record (rotation.ts) in the same Secret: `ca.crt`/`ca.key` in
+ * force, `next.crt`/`next.key` and `rotation.json` during a rotation. Writes
+ * carry the resourceVersion read, so two replicas (or the controller and
+ * `skein ca rotate`) never overwrite each other's step: the loser reads again.
+ */
+export class KubeSecretCARecordStore extends KubeCASecret implements CARecordStore {
+  async load(): Promise<VersionedRecord | undefined> {
+    const secret = await this.get();
+    if (secret === undefined) return undefined;
+    const meta = isRecord(secret) && isRecord(secret['metadata']) ? secret['metadata'] : {};
+    const data = isRecord(secret) && isRecord(secret['data']) ? secret['data'] : {};
+    const decoded: Record<string, string> = {};
+    for (const [k, v] of Object.entries(data))
+      if (typeof v === 'string') decoded[k] = Buffer.from(v, 'base64').toString('utf8');
     try {
-      await this.client.request('POST', this.#path, { body });
-      return true;
+      return {
+        record: decodeRecord(decoded, this.description),
+        version: String(meta['resourceVersion'] ?? ''),
+      };
     } catch (err) {
-      // 409 AlreadyExists: another replica created it between our GET and POST.
-      if (err instanceof KubeApiError && err.status === 409) return false;
-      throw err;
+      throw new CAStoreError(`${(err as Error).message}; fix or delete it (deleting creates a new CA)`);
     }
+  }
+
+  async save(record: CARecord, version: string): Promise<boolean> {
+    const data: Record<string, string> = {};
+    for (const [k, v] of Object.entries(encodeRecord(record))) if (v !== '') data[k] = v;
+    // PUT with the resourceVersion read: 409 Conflict when anyone wrote in between.
+    return this.write('PUT', this.path, data, version);
   }
 }

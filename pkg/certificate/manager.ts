@@ -97,8 +97,9 @@ export class CertificateManager extends EventEmitter<CertificateManagerEvents> i
   #timer: NodeJS.Timeout | undefined;
   #timerAt = Number.POSITIVE_INFINITY;
   #stopped = false;
+  #renewAllAt = Number.NEGATIVE_INFINITY;
   readonly #load: CertificateManagerOptions['load'];
-  #caCert: X509Certificate | undefined;
+  #caCert: { bundle: string; cert: X509Certificate } | undefined;
 
   constructor(opts: CertificateManagerOptions) {
     super();
@@ -190,6 +191,22 @@ export class CertificateManager extends EventEmitter<CertificateManagerEvents> i
     this.#schedule();
   }
 
+  /**
+   * Renews every managed certificate now (a root rotation stage: the new
+   * bundle, or the new issuer, must reach every leaf); one `rotated` event.
+   */
+  renewAll(): void {
+    const now = this.#now();
+    this.#renewAllAt = now;
+    for (const entry of this.#entries.values()) entry.renewAt = now;
+    this.#schedule();
+  }
+
+  /** The certificates held now (the rotation's evidence reads their issuer and bundle). */
+  *certificates(): Iterable<IssuedCertificate> {
+    for (const entry of this.#entries.values()) if (entry.cert !== undefined) yield entry.cert;
+  }
+
   /** Stops managing an identity; its certificate is no longer served. */
   forget(key: string): boolean {
     const removed = this.#entries.delete(key);
@@ -250,7 +267,13 @@ export class CertificateManager extends EventEmitter<CertificateManagerEvents> i
     const trustDomain = this.#trustDomain;
     let cert: IssuedCertificate;
     try {
-      this.#caCert ??= new X509Certificate(this.#ca.trustBundlePem);
+      // The bundle's first root is the issuing one (rotating-ca.ts); a rotation moves it.
+      if (this.#caCert?.bundle !== this.#ca.trustBundlePem)
+        this.#caCert = {
+          bundle: this.#ca.trustBundlePem,
+          cert: new X509Certificate(this.#ca.trustBundlePem),
+        };
+      const root = this.#caCert.cert;
       const x = new X509Certificate(certPem);
       const commonName = serviceIdentityName(entry.identity, trustDomain);
       const uri = spiffeId(entry.identity, trustDomain);
@@ -258,8 +281,8 @@ export class CertificateManager extends EventEmitter<CertificateManagerEvents> i
       if (
         x.subject !== `CN=${commonName}` ||
         !sans.includes(`URI:${uri}`) ||
-        !x.checkIssued(this.#caCert) ||
-        !x.verify(this.#caCert.publicKey) ||
+        !x.checkIssued(root) ||
+        !x.verify(root.publicKey) ||
         !keyMatches(x, keyPem)
       )
         return undefined;
@@ -301,6 +324,7 @@ export class CertificateManager extends EventEmitter<CertificateManagerEvents> i
 
   #issue(entry: Entry): Promise<IssuedCertificate> {
     const trustDomain = this.#trustDomain;
+    const startedAt = this.#now();
     const validityMs = this.#validityMs;
     const promise = this.#ca
       .issue({
@@ -320,8 +344,9 @@ export class CertificateManager extends EventEmitter<CertificateManagerEvents> i
           entry.certTrustDomain = trustDomain;
           entry.failures = 0;
           entry.lifetimeMs = lifetimeOf(issuedAt, cert, validityMs);
-          entry.renewAt =
-            trustDomain === this.#trustDomain ? this.#renewTime(issuedAt, entry.lifetimeMs) : issuedAt;
+          // Begun before a renewAll(): it may come from the root that was issuing then.
+          const stale = trustDomain !== this.#trustDomain || startedAt <= this.#renewAllAt;
+          entry.renewAt = stale ? issuedAt : this.#renewTime(issuedAt, entry.lifetimeMs);
           this.#log.debug(
             { identity: entry.key, serial: cert.serialNumber, notAfter: cert.notAfter },
             'issued service certificate',

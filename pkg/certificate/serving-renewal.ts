@@ -40,6 +40,17 @@ export class ServingRenewal {
     return cert;
   }
 
+  /**
+   * Issues and applies a certificate now (a root rotation stage moved the
+   * issuer or the bundle); the renewal schedule restarts from it. A failure
+   * is retried like a failed renewal.
+   */
+  renewNow(): void {
+    if (this.#stopped) return;
+    clearTimeout(this.#timer);
+    this.#schedule(0);
+  }
+
   stop(): void {
     this.#stopped = true;
     clearTimeout(this.#timer);

@@ -2,6 +2,7 @@
 // parsing (args.ts), help (help.ts) and completion (completion.ts) are derived.
 
 import { commandPath, resolveArgs } from './args.js';
+import { caCommand } from './commands/ca.js';
 import { completionCommands } from './commands/completion.js';
 import { dashboardCommand } from './commands/dashboard.js';
 import { ingressCommand } from './commands/ingress.js';
@@ -38,6 +39,7 @@ const TOP_LEVEL = [
   'proxy',
   'policy',
   'ingress',
+  'ca',
   'dashboard',
   'version',
   'completion',
@@ -54,6 +56,7 @@ export const ROOT: CommandSpec = {
     proxyCommand,
     policyCommand,
     ingressCommand,
+    caCommand,
     dashboardCommand,
     versionCommand,
     ...completionCommands(() => ROOT, GLOBAL_FLAGS),

@@ -1,10 +1,17 @@
 // Where the controller's CA lives. Local mode: `<state>/ca` on disk.
 // Kubernetes mode: a Secret in the control-plane namespace, so every replica
-// signs with one root.
+// signs with one root. Either holds the whole CA record (a root rotation's
+// stage too, pkg/certificate/rotation.ts), so a restart resumes it.
 import { mkdir } from 'node:fs/promises';
 import path from 'node:path';
-import { BuiltinCA, writeFileAtomic } from '../certificate/builtin.js';
-import { CAStoreError, loadOrCreateCA } from '../certificate/ca-store.js';
+import { writeFileAtomic } from '../certificate/builtin.js';
+import {
+  type CARecordStore,
+  CAStoreError,
+  LocalCARecordStore,
+  loadOrCreateRecord,
+} from '../certificate/ca-store.js';
+import { RotatingCA } from '../certificate/rotating-ca.js';
 import type { Logger } from '../logger/logger.js';
 import type { KubeClient } from '../registry/kube/client.js';
 
@@ -21,29 +28,46 @@ export interface ControllerCAOptions {
   stopping(): boolean;
 }
 
+export interface ControllerCA {
+  ca: RotatingCA;
+  store: CARecordStore;
+  /** Version of the record `ca` was built from. */
+  version: string;
+}
+
+/** Copies the issuing root to `<state>/ca` for workloads that run outside the cluster. */
+export async function writeWorkloadCAFiles(stateDir: string, ca: RotatingCA): Promise<void> {
+  const dir = path.join(stateDir, 'ca');
+  await mkdir(dir, { recursive: true, mode: 0o700 });
+  await writeFileAtomic(path.join(dir, 'ca.key'), ca.rootKeyPem, 0o600);
+  await writeFileAtomic(path.join(dir, 'ca.crt'), ca.rootCertPem, 0o644);
+}
+
 /**
  * Loads or creates the CA. In Kubernetes mode it retries with backoff while
  * the API refuses (the namespace or RBAC may still be on its way), except when
  * the Secret holds something unusable (CAStoreError), which needs a person.
  */
-export async function loadControllerCA(o: ControllerCAOptions): Promise<BuiltinCA> {
+export async function loadControllerCA(o: ControllerCAOptions): Promise<ControllerCA> {
   const dir = path.join(o.stateDir, 'ca');
-  if (!o.kube) return BuiltinCA.loadOrCreate(dir);
-  const { KubeSecretCAStore } = await import('../certificate/kube-secret-store.js');
+  if (!o.kube) {
+    const store = new LocalCARecordStore(dir);
+    const { record, version } = await loadOrCreateRecord(store);
+    return { ca: await fromRecordOrExplain(store, record), store, version };
+  }
+  const { KubeSecretCAStore, KubeSecretCARecordStore } = await import('../certificate/kube-secret-store.js');
   const { Backoff } = await import('../registry/kube/backoff.js');
-  const store = new KubeSecretCAStore(o.kube, o.namespace, o.caSecret);
+  const pairs = new KubeSecretCAStore(o.kube, o.namespace, o.caSecret);
+  const store = new KubeSecretCARecordStore(o.kube, o.namespace, o.caSecret);
   const backoff = new Backoff();
   for (;;) {
     if (o.stopping()) throw new Error('controller stopped while loading the CA');
     try {
-      const ca = await loadOrCreateCA(store);
-      o.logger.info({ secret: store.description }, 'CA loaded');
-      if (o.workloadFiles) {
-        await mkdir(dir, { recursive: true, mode: 0o700 });
-        await writeFileAtomic(path.join(dir, 'ca.key'), ca.rootKeyPem, 0o600);
-        await writeFileAtomic(path.join(dir, 'ca.crt'), ca.rootCertPem, 0o644);
-      }
-      return ca;
+      const { record, version } = await loadOrCreateRecord(store, pairs);
+      const ca = await fromRecordOrExplain(store, record);
+      o.logger.info({ secret: store.description, stage: record.rotation?.stage ?? 'idle' }, 'CA loaded');
+      if (o.workloadFiles) await writeWorkloadCAFiles(o.stateDir, ca);
+      return { ca, store, version };
     } catch (err) {
       if (err instanceof CAStoreError) throw err;
       const delay = backoff.next();
@@ -53,5 +77,18 @@ export async function loadControllerCA(o: ControllerCAOptions): Promise<BuiltinC
       );
       await new Promise((r) => setTimeout(r, delay));
     }
+  }
+}
+
+async function fromRecordOrExplain(
+  store: CARecordStore,
+  record: Parameters<typeof RotatingCA.fromRecord>[0],
+): Promise<RotatingCA> {
+  try {
+    return await RotatingCA.fromRecord(record);
+  } catch (err) {
+    throw new CAStoreError(
+      `cannot use the CA in ${store.description}: ${(err as Error).message}; delete it to create a new CA (certificates issued by the old one stop being trusted)`,
+    );
   }
 }

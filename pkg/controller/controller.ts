@@ -5,7 +5,6 @@ import { publishStoreChanges } from '../announcements/store.js';
 import { type ProxyGroup, ProxyRegistry, proxyContext, proxyGroup } from '../catalog/proxies.js';
 import type { MeshView } from '../catalog/types.js';
 import { buildMeshView, meshConfigOf, policyProblems } from '../catalog/view.js';
-import type { BuiltinCA } from '../certificate/builtin.js';
 import { readWorkloadCert, WorkloadCertWriter, workloadCertsDir } from '../certificate/files.js';
 import {
   FileIngressCertSink,
@@ -14,9 +13,11 @@ import {
 } from '../certificate/ingress-gateway.js';
 import { IngressTlsSecrets } from '../certificate/ingress-tls.js';
 import { CertificateManager } from '../certificate/manager.js';
+import type { RotatingCA } from '../certificate/rotating-ca.js';
 import { ServingRenewal } from '../certificate/serving-renewal.js';
 import type { SecretSource } from '../certificate/types.js';
 import { meshGenerators } from '../envoy/generators.js';
+import { TypeUrl } from '../envoy/types.js';
 import { HealthServer } from '../health/server.js';
 import { staleRules } from '../injector/stale-rules.js';
 import type { LeaseElector } from '../leader/elector.js';
@@ -45,7 +46,8 @@ import { RestXdsServer } from '../xds/rest/server.js';
 import { composeObservers } from '../xds/server/observers.js';
 import { AdsServer } from '../xds/server/server.js';
 import type { ProxyConfigSource } from '../xds/server/types.js';
-import { loadControllerCA } from './ca.js';
+import { loadControllerCA, writeWorkloadCAFiles } from './ca.js';
+import { RotationDriver } from './ca-rotation.js';
 import { mountHttpRoutes } from './http-routes.js';
 import { IngressTlsWatch, meshSecrets } from './ingress-tls.js';
 import { Injection, servingNames } from './injection.js';
@@ -53,6 +55,7 @@ import { LocalWorkloads } from './local-workloads.js';
 import { LogLevelFollower } from './log-level.js';
 import type { ControllerOptions } from './options.js';
 import { ProblemLog } from './problem-log.js';
+import { proxiesBehind } from './rotation-evidence.js';
 import { type MeshSettings, meshSettings } from './settings.js';
 
 export interface ControllerPorts {
@@ -78,7 +81,11 @@ export class Controller {
   readonly edgeStats = new EdgeStats({ isService: (key) => this.currentView().service(key) !== undefined });
   private readonly log: Logger;
   private registry: Registry | undefined;
-  private ca: BuiltinCA | undefined;
+  private ca: RotatingCA | undefined;
+  /** Root CA rotation (ca-rotation.ts): follows the stored record on every replica, drives it on the leader. */
+  private caRotation: RotationDriver | undefined;
+  /** MeshConfig certificate.ingressGateway: a leaf a root rotation reissues too. */
+  private ingressCerts: IngressGatewayCertificates | undefined;
   private certs: CertificateManager | undefined;
   /** What the generators read: the workload certificates and the ingress gateway's TLS. */
   private secrets: SecretSource | undefined;
@@ -173,6 +180,7 @@ export class Controller {
         return pod ? { namespace: pod.metadata.namespace ?? '', name: pod.metadata.name } : undefined;
       },
       certificates: () => this.certs?.list() ?? [],
+      caRotation: () => this.caRotation?.status(),
       view: () => this.currentView(),
       problems: () => {
         this.currentView(); // policy problems are those of the current view
@@ -221,7 +229,7 @@ export class Controller {
     const settings = this.currentSettings();
     this.logLevel.follow(meshConfigOf(view)?.spec.observability?.logLevel);
     await mkdir(o.stateDir, { recursive: true });
-    this.ca = await loadControllerCA({
+    const loaded = await loadControllerCA({
       stateDir: o.stateDir,
       ...(this.kube ? { kube: this.kube } : {}),
       namespace: o.namespace,
@@ -230,6 +238,7 @@ export class Controller {
       logger: log,
       stopping: () => this.stopping,
     });
+    this.ca = loaded.ca;
     const ca = this.ca;
     const certsDir = workloadCertsDir(o.stateDir);
     const certs = new CertificateManager({
@@ -272,6 +281,7 @@ export class Controller {
           });
       },
     });
+    this.ingressCerts = ingressCerts;
     const followIngressGateway = () =>
       ingressCerts.update(meshConfigOf(this.currentView())?.spec.certificate?.ingressGateway);
     const onMeshConfig = (e: StoreEvent) => {
@@ -335,9 +345,10 @@ export class Controller {
     const adsNames = [...new Set(['localhost', '127.0.0.1', '::1', ...servingNames(o)])];
     const adsCertRenewal = new ServingRenewal({
       issue: () => ca.issueServerCert(adsNames),
+      // The bundle client certificates are checked against moves with a root rotation.
       apply: (cert) => {
-        this.ads?.setServingCertificate(cert);
-        this.restXds?.setServingCertificate(cert);
+        this.ads?.setServingCertificate({ ...cert, caPem: ca.trustBundlePem });
+        this.restXds?.setServingCertificate({ ...cert, caPem: ca.trustBundlePem });
       },
       logger: log.child({ component: 'ads-cert' }),
     });
@@ -388,6 +399,7 @@ export class Controller {
     // Local workload files and bootstraps stand in for what the injector gives pods in
     // Kubernetes; --workload-files asks for them in Kubernetes mode too (workloads run outside).
     if (o.localDir || o.workloadFiles) await this.startLocalWorkloads(ports.insecurePort);
+    this.startCaRotation(loaded, adsCertRenewal);
     // Campaign once everything the singleton work touches exists.
     this.metrics.leader.set(this.leadership.isLeader ? 1 : 0);
     this.elector?.start();
@@ -404,6 +416,97 @@ export class Controller {
       'skein controller ready',
     );
     return result;
+  }
+
+  /**
+   * Root CA rotation: every stage change reaches every leaf and trust store
+   * (workload certificates, the ADS and webhook serving certificates and the
+   * bundle they check clients with, bootstrap Secrets, the webhook caBundle,
+   * workload files); the driver advances a stage on the evidence gathered here.
+   */
+  private startCaRotation(loaded: Awaited<ReturnType<typeof loadControllerCA>>, ads: ServingRenewal): void {
+    const o = this.opts;
+    const { ca } = loaded;
+    const certs = this.certs;
+    if (!certs) throw new Error('controller not initialised');
+    // Per stage: when the workload files first all held it (the file watchers' delivery starts then).
+    let filesDoneAt: number | undefined;
+    const stageOf = () => ca.record.rotation?.stage;
+    const onChanged = () => {
+      const stage = stageOf();
+      filesDoneAt = undefined;
+      this.log.info(
+        { stage: stage ?? 'idle', roots: ca.roots().length },
+        'CA trust bundle or issuer changed',
+      );
+      certs.renewAll();
+      ads.renewNow();
+      this.ingressCerts?.renewNow();
+      const key = `${stage ?? 'idle'}:${ca.roots().map((r) => `${r.fingerprint}${r.issuing ? '*' : ''}`)}`;
+      this.injection?.caStageChanged(
+        stage === undefined
+          ? undefined
+          : { key, reissue: stage === 'reissue', bundlePem: () => ca.trustBundlePem },
+      );
+      if (o.workloadFiles)
+        writeWorkloadCAFiles(o.stateDir, ca).catch((err: unknown) =>
+          this.log.warn({ err }, 'cannot write the CA files'),
+        );
+      // Validation contexts carry the bundle: every proxy's SDS is regenerated.
+      this.bus.announce('certificate', 'trust bundle changed');
+    };
+    ca.on('changed', onChanged);
+    const driver = new RotationDriver({
+      store: loaded.store,
+      ca,
+      version: loaded.version,
+      logger: this.log,
+      leadership: this.leadership,
+      ...(o.caRotationDeliveryMs !== undefined ? { deliveryMs: o.caRotationDeliveryMs } : {}),
+      evidence: () => {
+        const bundle = ca.trustBundlePem;
+        const current = (c: { certPem: string; caPem: string } | undefined) =>
+          c === undefined || (c.caPem === bundle && ca.issuedByCurrent(c.certPem));
+        let leaves = 0;
+        for (const c of certs.certificates()) if (!current(c)) leaves++;
+        if (!current(ads.current)) leaves++;
+        if (this.injection && !current(this.injection.renewal.current)) leaves++;
+        if (!current(this.ingressCerts?.inForce)) leaves++;
+        const rec = ca.record;
+        const all = [rec.active.certPem, ...(rec.next ? [rec.next.certPem] : [])];
+        const inBundle = all.filter((p) => bundle.includes(p.trim()));
+        const proxies = proxiesBehind(
+          this.ads?.streams() ?? [],
+          (id) => this.ads?.sentResources(id)?.get(TypeUrl.Secret),
+          {
+            current: inBundle,
+            retired: all.filter((p) => !inBundle.includes(p)),
+            ownCertPem: (key) => certs.serviceCertificate(key)?.certPem,
+          },
+        );
+        const unwritten = this.writer?.unwritten() ?? 0;
+        // Files count as written once every leaf is current and on disk (a renewal may not have begun yet).
+        if (unwritten === 0 && leaves === 0 && filesDoneAt === undefined && this.writer)
+          filesDoneAt = Date.now();
+        const injector = this.injection?.caStageProgress(bundle) ?? { pending: 0 };
+        const writes = [filesDoneAt, injector.lastWriteAt].filter((t): t is number => t !== undefined);
+        return {
+          proxies,
+          leaves,
+          files: unwritten + injector.pending,
+          ...(writes.length > 0 ? { lastWriteAt: Math.max(...writes) } : {}),
+        };
+      },
+    });
+    this.caRotation = driver;
+    this.metrics.watchCaRotation(() => ({ stage: stageOf(), pending: driver.pending() }));
+    // Resuming after a restart: the stage's work is done again (every write is idempotent).
+    if (stageOf() !== undefined) onChanged();
+    driver.start();
+    this.stopFns.push(() => {
+      driver.stop();
+      ca.off('changed', onChanged);
+    });
   }
 
   /** Local mode reads manifests; Kubernetes mode (loaded only then) watches the API. */

@@ -5,12 +5,13 @@
 // MutatingWebhookConfiguration kept equal to the CA.
 
 import path from 'node:path';
-import type { BuiltinCA } from '../certificate/builtin.js';
 import { DEFAULT_SERVER_CERT_VALIDITY_MS } from '../certificate/builtin.js';
+import type { RotatingCA } from '../certificate/rotating-ca.js';
 import { ServingRenewal } from '../certificate/serving-renewal.js';
 import {
   BootstrapCertRotation,
   type BootstrapCredentialWriter,
+  type CaStage,
   type ConnectedCertificate,
 } from '../injector/bootstrap-rotation.js';
 import { CaBundleSync, type KubeWatchClient } from '../injector/ca-bundle.js';
@@ -94,7 +95,7 @@ export async function defaultSidecarLayout(
 }
 
 export interface InjectionOptions {
-  ca: BuiltinCA;
+  ca: RotatingCA;
   options: ControllerOptions;
   trustDomain: string;
   store: MeshStore;
@@ -120,7 +121,7 @@ export class Injection {
   private constructor(
     readonly port: number,
     private readonly webhook: InjectorWebhook,
-    private readonly renewal: ServingRenewal,
+    readonly renewal: ServingRenewal,
     private readonly caBundle: CaBundleSync | undefined,
     private readonly secretGc: BootstrapSecretGc | undefined,
     private readonly gatewayPods: Reflector<Pod> | undefined,
@@ -289,6 +290,24 @@ export class Injection {
   /** The CA bundle changed (a CA rotation): re-patch the webhook configuration now. */
   caBundleChanged(): void {
     this.caBundle?.resync();
+  }
+
+  /**
+   * A root rotation stage began (undefined: none runs): the webhook's serving
+   * certificate is reissued, the caBundle re-patched, and every connected
+   * proxy's bootstrap Secret rewritten for the stage.
+   */
+  caStageChanged(stage: CaStage | undefined): void {
+    this.renewal.renewNow();
+    this.caBundle?.resync();
+    this.rotation?.setCaStage(stage);
+  }
+
+  /** What of the injector does not hold `bundlePem` yet: the webhook's caBundle and the bootstrap Secrets. */
+  caStageProgress(bundlePem: string): { pending: number; lastWriteAt?: number } {
+    const secrets = this.rotation?.caStageProgress() ?? { pending: 0 };
+    const webhook = this.caBundle === undefined || this.caBundle.holds(bundlePem) ? 0 : 1;
+    return { ...secrets, pending: secrets.pending + webhook };
   }
 
   async stop(): Promise<void> {

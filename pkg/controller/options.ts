@@ -72,6 +72,8 @@ export interface ControllerOptions {
   bootstrapOrphanGraceMs?: number;
   /** Kubernetes mode: the Secret in the control-plane namespace holding the CA (ca.crt, ca.key). */
   caSecret: string;
+  /** Root rotation: how long a stage waits after its last Secret/file write for kubelet and file watchers (default 90 s). */
+  caRotationDeliveryMs?: number;
   /** Extra SANs (IP or DNS) for the serving certificates. */
   extraSans: string[];
   /** Per-ADS-stream limits given as flags; the rest take DEFAULT_STREAM_LIMITS. */
@@ -154,6 +156,9 @@ Flags:
   --ingress-gateway           Kubernetes mode: serve skein's ingress gateway (Ingresses with
                               ingressClassName skein); needs list/watch on Secrets for their TLS
                               (chart: ingressGateway.enabled)
+  --ca-rotation-delivery <dur>
+                              Root CA rotation: a stage ends this long after its last bootstrap Secret or
+                              workload file write, for kubelet and file watchers to deliver it (default 90s)
   --bootstrap-orphan-grace <dur>
                               Kubernetes mode: delete a bootstrap Secret whose pod never got stored (a later
                               admission step refused it) this long after admission (default 5m)
@@ -244,6 +249,14 @@ export function parseControllerArgs(
       throw new UsageError(`--bootstrap-orphan-grace: ${err instanceof Error ? err.message : String(err)}`);
     }
   }
+  let caRotationDeliveryMs: number | undefined;
+  if (v['ca-rotation-delivery'] !== undefined) {
+    try {
+      caRotationDeliveryMs = parseDuration(v['ca-rotation-delivery']);
+    } catch (err) {
+      throw new UsageError(`--ca-rotation-delivery: ${err instanceof Error ? err.message : String(err)}`);
+    }
+  }
   const nativeSidecars = v['native-sidecars'] ?? DEFAULT_NATIVE_SIDECARS_MODE;
   if (!isNativeSidecarsMode(nativeSidecars))
     throw new UsageError(
@@ -275,6 +288,7 @@ export function parseControllerArgs(
   if (insecure !== undefined) options.insecureAdsPort = insecure;
   if (minPushIntervalMs !== undefined) options.minPushIntervalMs = minPushIntervalMs;
   if (bootstrapOrphanGraceMs !== undefined) options.bootstrapOrphanGraceMs = bootstrapOrphanGraceMs;
+  if (caRotationDeliveryMs !== undefined) options.caRotationDeliveryMs = caRotationDeliveryMs;
   if (v['workload-files']) options.workloadFiles = true;
   if (v['ingress-gateway']) options.ingressGateway = true;
   const webhookPort = port(
@@ -359,6 +373,7 @@ function parse(argv: string[]) {
       'native-sidecars': { type: 'string' },
       'ca-secret': { type: 'string' },
       'bootstrap-orphan-grace': { type: 'string' },
+      'ca-rotation-delivery': { type: 'string' },
       'leader-elect': { type: 'string' },
       'leader-elect-lease-duration': { type: 'string' },
       'leader-elect-renew-deadline': { type: 'string' },

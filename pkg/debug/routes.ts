@@ -1,6 +1,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { MeshView } from '../catalog/types.js';
 import type { ManagedCertificateInfo } from '../certificate/manager.js';
+import type { RotationStatus } from '../certificate/rotation.js';
 import type { HealthServer } from '../health/server.js';
 import type { Exclusions } from '../injector/exclusions.js';
 import type { StaleRules } from '../injector/stale-rules.js';
@@ -22,6 +23,8 @@ export interface DebugSource {
   sentResources(streamId: string): ReadonlyMap<string, readonly EncodedResource[]> | undefined;
   podOf(identity: ProxyIdentity): PodRef | undefined;
   certificates(): ManagedCertificateInfo[];
+  /** The CA's roots and the root rotation's stage and progress (undefined before the CA is loaded). */
+  caRotation?(): RotationStatus | undefined;
   view(): MeshView;
   /** Every problem in force: invalid objects and policy problems. */
   problems(): BookEntry[];
@@ -77,7 +80,9 @@ export function mountDebugRoutes(health: HealthServer, src: DebugSource): void {
   );
   health.route(
     '/debug/certs',
-    guarded((_req, res) => json(res, 200, buildCerts(src.certificates()))),
+    guarded((_req, res) =>
+      json(res, 200, { ca: src.caRotation?.() ?? null, certificates: buildCerts(src.certificates()) }),
+    ),
   );
   health.route(
     '/debug/problems',

@@ -170,3 +170,34 @@ test('a follower rotates nothing; the leader does', async () => {
   assert.deepEqual(await rotation.tick(), { rotated: 1, failed: 0 });
   assert.equal(writes.length, 1);
 });
+
+test('a root rotation stage rewrites every connected proxy once: ca.crt only, or a new certificate in the reissue stage', async () => {
+  const f = fixture();
+  f.connected.push(
+    { identity: proxy('aaaaaaaa-0000-4000-8000-000000000001'), cert: { notBefore: 0, notAfter: 3 * HOUR } },
+    {
+      identity: proxy('aaaaaaaa-0000-4000-8000-000000000002', 'grpc'),
+      cert: { notBefore: 0, notAfter: 3 * HOUR },
+    },
+  );
+  let bundle = 'old+new';
+  f.rotation.setCaStage({ key: 'distribute', reissue: false, bundlePem: () => bundle });
+  assert.equal(f.rotation.caStageProgress().pending, 1, 'only the sidecar has a bootstrap Secret');
+  await f.rotation.tick();
+  assert.deepEqual(
+    f.writes.map((w) => w.data),
+    [{ 'ca.crt': 'old+new' }],
+  );
+  assert.deepEqual(f.rotation.caStageProgress(), { pending: 0, lastWriteAt: 0 });
+  await f.rotation.tick();
+  assert.equal(f.writes.length, 1, 'once per stage');
+  bundle = 'new+old';
+  f.advance(1000);
+  f.rotation.setCaStage({ key: 'reissue', reissue: true, bundlePem: () => bundle });
+  assert.equal(f.rotation.caStageProgress().pending, 1, 'a new stage starts over');
+  await f.rotation.tick();
+  assert.deepEqual(Object.keys(f.writes[1]?.data ?? {}).sort(), ['ca.crt', 'tls.crt', 'tls.key']);
+  assert.deepEqual(f.rotation.caStageProgress(), { pending: 0, lastWriteAt: 1000 });
+  f.rotation.setCaStage(undefined);
+  assert.deepEqual(f.rotation.caStageProgress(), { pending: 0 });
+});

@@ -59,6 +59,18 @@ export function renewAt(cert: { notBefore: number; notAfter: number }): number {
   return cert.notBefore + ((cert.notAfter - cert.notBefore) * 2) / 3;
 }
 
+/**
+ * A root CA rotation stage (pkg/controller/ca-rotation.ts): every connected
+ * proxy's Secret gets the stage's trust bundle in `ca.crt` (Envoy validates
+ * the ADS server with it), and in the reissue stage a client certificate from
+ * the new root as well. `key` names the stage; a new key starts over.
+ */
+export interface CaStage {
+  key: string;
+  reissue: boolean;
+  bundlePem: () => string;
+}
+
 export interface RotationCounts {
   rotated: number;
   failed: number;
@@ -77,6 +89,10 @@ export class BootstrapCertRotation {
   #stopped = true;
   #running: Promise<RotationCounts> | undefined;
   readonly totals: RotationCounts = { rotated: 0, failed: 0 };
+  #caStage: CaStage | undefined;
+  /** Proxy UUIDs whose Secret holds the current CA stage's content. */
+  readonly #stageWritten = new Set<string>();
+  #stageLastWriteAt: number | undefined;
 
   constructor(o: BootstrapRotationOptions) {
     this.#o = o;
@@ -94,6 +110,26 @@ export class BootstrapCertRotation {
     this.#stopped = true;
     if (this.#timer) clearTimeout(this.#timer);
     this.#timer = undefined;
+  }
+
+  /** Follows a root rotation stage (undefined: none); writes start at once. */
+  setCaStage(stage: CaStage | undefined): void {
+    if (stage?.key === this.#caStage?.key) return;
+    this.#caStage = stage;
+    this.#stageWritten.clear();
+    this.#stageLastWriteAt = undefined;
+    if (stage !== undefined && !this.#stopped) void this.tick();
+  }
+
+  /** Connected proxies whose Secret does not hold the current CA stage yet, and when the last one was written. */
+  caStageProgress(): { pending: number; lastWriteAt?: number } {
+    let pending = 0;
+    if (this.#caStage !== undefined)
+      for (const { identity } of this.#o.connected())
+        if (BOOTSTRAPPED.has(identity.kind) && !this.#stageWritten.has(identity.uuid)) pending++;
+    return this.#stageLastWriteAt === undefined
+      ? { pending }
+      : { pending, lastWriteAt: this.#stageLastWriteAt };
   }
 
   #schedule(): void {
@@ -138,13 +174,71 @@ export class BootstrapCertRotation {
     // Forget proxies that left: what they need is decided again if they come back.
     for (const uuid of this.#written.keys()) if (!seen.has(uuid)) this.#written.delete(uuid);
     for (const uuid of this.#backoff.keys()) if (!seen.has(uuid)) this.#backoff.delete(uuid);
+    const stage = this.#caStage;
+    const rebundle: ProxyIdentity[] = [];
+    if (stage !== undefined) {
+      const dueNow = new Set(due.map((d) => d.uuid));
+      for (const { identity } of this.#o.connected()) {
+        if (!BOOTSTRAPPED.has(identity.kind) || this.#stageWritten.has(identity.uuid)) continue;
+        if (dueNow.has(identity.uuid)) continue;
+        const wait = this.#backoff.get(identity.uuid);
+        if (wait !== undefined && now < wait.until) continue;
+        // The reissue stage replaces the client certificate too; the others only the bundle.
+        if (stage.reissue) due.push(identity);
+        else rebundle.push(identity);
+      }
+    }
     for (const identity of due) {
-      if (await this.#rotate(identity)) counts.rotated++;
+      if (await this.#rotate(identity)) {
+        counts.rotated++;
+        this.#stageDone(stage, identity);
+      } else counts.failed++;
+    }
+    for (const identity of rebundle) {
+      if (stage !== undefined && (await this.#rebundle(identity, stage))) this.#stageDone(stage, identity);
       else counts.failed++;
     }
     this.totals.rotated += counts.rotated;
     this.totals.failed += counts.failed;
     return counts;
+  }
+
+  #stageDone(stage: CaStage | undefined, identity: ProxyIdentity): void {
+    if (stage === undefined || stage !== this.#caStage || this.#stageWritten.has(identity.uuid)) return;
+    this.#stageWritten.add(identity.uuid);
+    this.#stageLastWriteAt = this.#now();
+  }
+
+  /** Only `ca.crt`: the proxy's client certificate stays (a merge patch leaves the other keys). */
+  async #rebundle(identity: ProxyIdentity, stage: CaStage): Promise<boolean> {
+    const name = bootstrapSecretName(identity.uuid);
+    try {
+      await this.#o.writer.replace(identity.namespace, name, { [SecretKey.ca]: stage.bundlePem() });
+      this.#log.info(
+        { secret: `${identity.namespace}/${name}`, stage: stage.key },
+        'bootstrap trust bundle rewritten',
+      );
+      return true;
+    } catch (err) {
+      this.#failed(
+        identity,
+        { secret: `${identity.namespace}/${name}` },
+        err,
+        'bootstrap trust bundle not rewritten',
+      );
+      return false;
+    }
+  }
+
+  /** 10 s, 20 s, … up to 5 min between tries for one proxy; the others go on. */
+  #failed(identity: ProxyIdentity, fields: Record<string, string>, err: unknown, msg: string): void {
+    const failures = (this.#backoff.get(identity.uuid)?.failures ?? 0) + 1;
+    const delay = Math.min(10_000 * 2 ** (failures - 1), 300_000);
+    this.#backoff.set(identity.uuid, { until: this.#now() + delay, failures });
+    this.#log.warn(
+      { ...fields, err: err instanceof Error ? err.message : String(err), retryInMs: delay },
+      msg,
+    );
   }
 
   async #rotate(identity: ProxyIdentity): Promise<boolean> {
@@ -168,14 +262,7 @@ export class BootstrapCertRotation {
       );
       return true;
     } catch (err) {
-      const failures = (this.#backoff.get(identity.uuid)?.failures ?? 0) + 1;
-      // 10 s, 20 s, … up to 5 min between tries for one proxy; the others go on.
-      const delay = Math.min(10_000 * 2 ** (failures - 1), 300_000);
-      this.#backoff.set(identity.uuid, { until: this.#now() + delay, failures });
-      this.#log.warn(
-        { ...fields, err: err instanceof Error ? err.message : String(err), retryInMs: delay },
-        'bootstrap client certificate not rotated',
-      );
+      this.#failed(identity, fields, err, 'bootstrap client certificate not rotated');
       return false;
     }
   }

@@ -62,6 +62,7 @@ export function staleWebhooks(config: unknown, want: string): string[] {
 }
 
 export class CaBundleSync {
+  #currentFor: string | undefined;
   readonly #o: CaBundleSyncOptions;
   readonly #log: Logger;
   readonly #backoff: Backoff;
@@ -81,6 +82,15 @@ export class CaBundleSync {
 
   get state(): CaBundleState {
     return this.#state;
+  }
+
+  /**
+   * Whether the webhook configuration was last seen holding `pem` (a root
+   * rotation waits for it). No configuration to keep ('missing') holds nothing
+   * that could go stale, so it counts as holding it.
+   */
+  holds(pem: string): boolean {
+    return this.#state === 'missing' || this.#currentFor === Buffer.from(pem).toString('base64');
   }
 
   /** PATCH requests that succeeded (tests). */
@@ -210,6 +220,7 @@ export class CaBundleSync {
     }
     if (this.#state !== 'current') this.#log.info('webhook configuration trusts the current CA');
     this.#state = 'current';
+    this.#currentFor = want;
     this.#lastProblem = '';
   }
 

@@ -1,4 +1,5 @@
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
+import { type RotationStage, stageNumber } from '../certificate/rotation.js';
 import type { AdmissionResult, WebhookObserver } from '../injector/webhook.js';
 import type { ProxyKind } from '../mesh/constants.js';
 import type { XdsObserver } from '../xds/server/observer.js';
@@ -46,6 +47,10 @@ export class MeshMetrics {
   readonly certificateSoonestExpiry: Gauge;
   readonly webhookAdmissions: Counter<'result'>;
   private soonestExpiry: () => Date | undefined = () => undefined;
+  private caRotation: () => { stage: RotationStage | undefined; pending: number } = () => ({
+    stage: undefined,
+    pending: 0,
+  });
   readonly invalidObjects: Gauge;
   readonly policyProblems: Gauge;
   readonly edgeRequestRate: Gauge<'source' | 'destination'>;
@@ -149,6 +154,23 @@ export class MeshMetrics {
         this.set(at === undefined ? 0 : at.getTime() / 1000);
       },
     });
+    const rotation = () => this.caRotation();
+    new Gauge({
+      name: 'skein_ca_rotation_stage',
+      help: 'Root CA rotation stage: 0 none, 1 distribute the new root, 2 reissue every leaf from it, 3 retire the old root.',
+      registers,
+      collect() {
+        this.set(stageNumber(rotation().stage));
+      },
+    });
+    new Gauge({
+      name: 'skein_ca_rotation_pending',
+      help: 'Consumers (proxies, leaves, bootstrap Secrets and files) not yet holding the current root rotation stage; 0 when none runs.',
+      registers,
+      collect() {
+        this.set(rotation().pending);
+      },
+    });
     const problemGauge = (name: string, help: string, type: 'invalid-object' | 'policy') =>
       new Gauge({
         name,
@@ -238,6 +260,11 @@ export class MeshMetrics {
   /** Where the problem counts come from (read at every scrape), by problem type and object kind. */
   watchProblems(counts: (type: 'invalid-object' | 'policy') => ReadonlyMap<string, number>): void {
     this.problemCounts = counts;
+  }
+
+  /** Where the root rotation's stage and pending count come from (read at every scrape). */
+  watchCaRotation(state: () => { stage: RotationStage | undefined; pending: number }): void {
+    this.caRotation = state;
   }
 
   /** Where the soonest certificate expiry comes from (read at every scrape). */

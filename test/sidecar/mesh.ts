@@ -412,6 +412,12 @@ export class SidecarMesh {
     return (await this.debug('proxies')) as { pod?: { name: string }; protocol?: string }[];
   }
 
+  /** The controller's `/metrics` (Prometheus text). */
+  async metrics(): Promise<string> {
+    const port = Number(this.controller.ready['http']);
+    return (await fetch(`http://${this.network.gatewayIp}:${port}/metrics`)).text();
+  }
+
   /** One of the controller's `/debug/<page>` JSON pages (problems, policies, …). */
   async debug(page: string): Promise<unknown> {
     const port = Number(this.controller.ready['http']);

@@ -17,7 +17,7 @@ export interface RestXdsTlsOptions {
  */
 export class RestXdsServer {
   private readonly server: Server;
-  private readonly caPem: string;
+  private caPem: string;
 
   constructor(rest: RestXds, tls: RestXdsTlsOptions) {
     this.caPem = tls.caPem;
@@ -35,7 +35,9 @@ export class RestXdsServer {
   }
 
   /** Renews the serving certificate; new handshakes present it. */
-  setServingCertificate(cert: { certPem: string; keyPem: string }): void {
+  setServingCertificate(cert: { certPem: string; keyPem: string; caPem?: string }): void {
+    // A root rotation moves the bundle client certificates are checked against.
+    if (cert.caPem !== undefined) this.caPem = cert.caPem;
     this.server.setSecureContext({ ca: this.caPem, cert: cert.certPem, key: cert.keyPem });
   }
 

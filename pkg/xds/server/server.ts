@@ -158,9 +158,13 @@ export class AdsServer {
     }
   }
 
-  /** Renews the mTLS port's certificate: new handshakes present it, open streams carry on. */
-  setServingCertificate(cert: { certPem: string; keyPem: string }): void {
-    this.serving.update(cert);
+  /** Renews the mTLS port's certificate (and the client CA bundle, when given): new handshakes use them, open streams carry on. */
+  setServingCertificate(cert: { certPem: string; keyPem: string; caPem?: string }): void {
+    this.serving.update(
+      cert.caPem === undefined
+        ? { certPem: cert.certPem, keyPem: cert.keyPem }
+        : { ...cert, caPem: cert.caPem },
+    );
   }
 
   /** Ends every stream (proxies reconnect elsewhere or later) and stops listening. */
