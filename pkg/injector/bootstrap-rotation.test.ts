@@ -182,21 +182,24 @@ test('a root rotation stage rewrites every connected proxy once: ca.crt only, or
   );
   let bundle = 'old+new';
   f.rotation.setCaStage({ key: 'distribute', reissue: false, bundlePem: () => bundle });
-  assert.equal(f.rotation.caStageProgress().pending, 1, 'only the sidecar has a bootstrap Secret');
+  // Both kinds hold a bootstrap Secret: the sidecar's Envoy and the proxyless pod's skein-agent.
+  assert.equal(f.rotation.caStageProgress().pending, 2);
   await f.rotation.tick();
   assert.deepEqual(
     f.writes.map((w) => w.data),
-    [{ 'ca.crt': 'old+new' }],
+    [{ 'ca.crt': 'old+new' }, { 'ca.crt': 'old+new' }],
   );
   assert.deepEqual(f.rotation.caStageProgress(), { pending: 0, lastWriteAt: 0 });
   await f.rotation.tick();
-  assert.equal(f.writes.length, 1, 'once per stage');
+  assert.equal(f.writes.length, 2, 'once per stage');
   bundle = 'new+old';
   f.advance(1000);
   f.rotation.setCaStage({ key: 'reissue', reissue: true, bundlePem: () => bundle });
-  assert.equal(f.rotation.caStageProgress().pending, 1, 'a new stage starts over');
+  assert.equal(f.rotation.caStageProgress().pending, 2, 'a new stage starts over');
   await f.rotation.tick();
-  assert.deepEqual(Object.keys(f.writes[1]?.data ?? {}).sort(), ['ca.crt', 'tls.crt', 'tls.key']);
+  for (const w of f.writes.slice(2))
+    assert.deepEqual(Object.keys(w.data).sort(), ['ca.crt', 'tls.crt', 'tls.key']);
+  assert.equal(f.writes.length, 4);
   assert.deepEqual(f.rotation.caStageProgress(), { pending: 0, lastWriteAt: 1000 });
   f.rotation.setCaStage(undefined);
   assert.deepEqual(f.rotation.caStageProgress(), { pending: 0 });
