@@ -2,7 +2,6 @@
 // (rds/gateway.ts), with the same mTLS as a sidecar's upstream clusters: the
 // gateway presents its own identity's certificate and pins the backend's.
 import { gatewayPlan, upstreamSettingOf } from '../../catalog/view.js';
-import { identityKey } from '../../mesh/identity.js';
 import type { Cluster } from '../api/envoy.js';
 import { IdentityMemo, NONE } from '../common/memo.js';
 import { byName, proxyOutboundPlan } from '../common/outbound.js';
@@ -20,7 +19,6 @@ export const gatewayCdsGenerator: ResourceGenerator = {
   generate(proxy, ctx): Resource[] {
     if (proxy.identity.kind !== 'gateway') return [];
     const plan = proxyOutboundPlan(ctx.mesh, proxy);
-    const own = identityKey(proxy.identity);
     const names = new Set<string>();
     for (const h of gatewayPlan(ctx.mesh).hosts)
       for (const r of h.routes) for (const t of gatewayTarget(plan, r)?.targets ?? []) names.add(t.cluster);
@@ -29,8 +27,8 @@ export const gatewayCdsGenerator: ResourceGenerator = {
       const up = plan.clusters.get(name);
       if (!up) continue;
       const setting = upstreamSettingOf(ctx.mesh, up.service.key);
-      const message = clusters.get([up.service, up.port, setting ?? NONE], own, () =>
-        upstreamCluster(proxy.identity, up, setting),
+      const message = clusters.get([up.service, up.port, setting ?? NONE], '', () =>
+        upstreamCluster(up, setting),
       );
       out.push({ name, typeUrl: TypeUrl.Cluster, message });
     }
