@@ -149,12 +149,18 @@ describe('ADS stream protocol (xDS rules)', () => {
     assert.deepEqual(r3.names, ['b']); // 'a' is held as it is (rule 7: EDS may be partial)
   });
 
-  it('SotW EDS/RDS/SDS: a push carries only what changed, under the version of the whole set (rule 7)', async () => {
-    const names = ['a', 'b', 'c'];
+  /** Sets the fake source's ClusterLoadAssignments (name → endpoint IP) and pushes. */
+  const pushEndpoints = (ips: Record<string, string>) => {
     f.source.set(
       TypeUrl.ClusterLoadAssignment,
-      names.map((n) => endpoints(n, '10.0.0.1')),
+      Object.entries(ips).map(([n, ip]) => endpoints(n, ip)),
     );
+    f.source.push();
+  };
+
+  it('SotW EDS/RDS/SDS: a push carries only what changed, under the version of the whole set (rule 7)', async () => {
+    const names = ['a', 'b', 'c'];
+    pushEndpoints({ a: '10.0.0.1', b: '10.0.0.1', c: '10.0.0.1' });
     c = await proxy();
     c.send({
       typeUrl: TypeUrl.ClusterLoadAssignment,
@@ -165,12 +171,7 @@ describe('ADS stream protocol (xDS rules)', () => {
     assert.deepEqual(r1.names, names); // the stream's first response: everything
     c.ack(r1, names);
     await acked(TypeUrl.ClusterLoadAssignment, r1.versionInfo);
-    f.source.set(TypeUrl.ClusterLoadAssignment, [
-      endpoints('a', '10.0.0.1'),
-      endpoints('b', '10.0.0.2'),
-      endpoints('c', '10.0.0.1'),
-    ]);
-    f.source.push();
+    pushEndpoints({ a: '10.0.0.1', b: '10.0.0.2', c: '10.0.0.1' });
     const r2 = await c.next();
     assert.deepEqual(r2.names, ['b']);
     assert.notEqual(r2.versionInfo, r1.versionInfo);
@@ -192,39 +193,27 @@ describe('ADS stream protocol (xDS rules)', () => {
       fresh.close();
     }
     // A name that no longer exists leaves nothing to send (the proxy keeps it; SotW cannot delete it).
-    f.source.set(TypeUrl.ClusterLoadAssignment, [endpoints('a', '10.0.0.1'), endpoints('b', '10.0.0.2')]);
-    f.source.push();
+    pushEndpoints({ a: '10.0.0.1', b: '10.0.0.2' });
     assert.deepEqual(await c.drain(), []);
   });
 
   it('SotW: after a NACK the next response carries the full set again; CDS always does', async () => {
     const names = ['a', 'b', 'c'];
-    f.source.set(
-      TypeUrl.ClusterLoadAssignment,
-      names.map((n) => endpoints(n, '10.0.0.1')),
-    );
+    pushEndpoints({ a: '10.0.0.1', b: '10.0.0.1', c: '10.0.0.1' });
     f.source.set(TypeUrl.Cluster, [cluster('a'), cluster('b')]);
     c = await proxy();
     c.send({ typeUrl: TypeUrl.Cluster, node: { id: cn(seq), cluster: 'x' } });
-    const cds1 = await c.next();
-    c.ack(cds1);
+    c.ack(await c.next());
     c.send({ typeUrl: TypeUrl.ClusterLoadAssignment, resourceNames: names });
     const r1 = await c.next();
     c.ack(r1, names);
     await acked(TypeUrl.ClusterLoadAssignment, r1.versionInfo);
-    f.source.set(TypeUrl.ClusterLoadAssignment, [
-      endpoints('a', '10.0.0.2'),
-      endpoints('b', '10.0.0.1'),
-      endpoints('c', '10.0.0.1'),
-    ]);
     f.source.set(TypeUrl.Cluster, [cluster('a', 2), cluster('b')]);
-    f.source.push();
-    const pushed = [await c.next(), await c.next()];
-    const cds2 = pushed.find((r) => r.typeUrl === TypeUrl.Cluster);
-    const r2 = pushed.find((r) => r.typeUrl === TypeUrl.ClusterLoadAssignment);
-    assert.deepEqual(cds2?.names, ['a', 'b']); // CDS: the full set, b unchanged included
-    assert.deepEqual(r2?.names, ['a']);
-    assert.ok(r2);
+    pushEndpoints({ a: '10.0.0.2', b: '10.0.0.1', c: '10.0.0.1' });
+    const cds2 = await c.next();
+    const r2 = await c.next();
+    assert.deepEqual(cds2.names, ['a', 'b']); // CDS: the full set, b unchanged included
+    assert.deepEqual(r2.names, ['a']);
     c.send({
       typeUrl: TypeUrl.ClusterLoadAssignment,
       versionInfo: r1.versionInfo,
@@ -237,23 +226,13 @@ describe('ADS stream protocol (xDS rules)', () => {
     f.source.push();
     assert.deepEqual(await c.drain(), []);
     // ...but the next change sends the full set: the proxy may hold part of what it rejected.
-    f.source.set(TypeUrl.ClusterLoadAssignment, [
-      endpoints('a', '10.0.0.2'),
-      endpoints('b', '10.0.0.1'),
-      endpoints('c', '10.0.0.3'),
-    ]);
-    f.source.push();
+    pushEndpoints({ a: '10.0.0.2', b: '10.0.0.1', c: '10.0.0.3' });
     const r3 = await c.next();
     assert.deepEqual(r3.names, names);
     c.ack(r3, names);
     await acked(TypeUrl.ClusterLoadAssignment, r3.versionInfo);
     // Accepted: partial again.
-    f.source.set(TypeUrl.ClusterLoadAssignment, [
-      endpoints('a', '10.0.0.2'),
-      endpoints('b', '10.0.0.4'),
-      endpoints('c', '10.0.0.3'),
-    ]);
-    f.source.push();
+    pushEndpoints({ a: '10.0.0.2', b: '10.0.0.4', c: '10.0.0.3' });
     assert.deepEqual((await c.next()).names, ['b']);
   });
 
