@@ -40,6 +40,16 @@ export function upstreamClusterName(svc: MeshService, port: number): string {
 export function localClusterName(svc: MeshService, targetPort: number): string {
   return `${svc.key}|${targetPort}|local`;
 }
+/**
+ * The proxy's own service certificate, under one name in every proxy: each
+ * holds exactly one identity (its client certificate's), and the server
+ * answers the name with that identity's key. Clusters and listeners naming it
+ * are therefore the same for every caller, so one encoded Cluster serves every
+ * identity (OSM named it `service-cert:<ns>/<sa>`, which made each identity's
+ * ~1,000 clusters its own in permissive mode).
+ */
+export const OWN_SERVICE_CERT = 'service-cert:self';
+/** OSM's name for an identity's certificate: still answered for the proxy's own identity, referenced by nothing. */
 export function serviceCertSecretName(identityKey: string): string {
   return `service-cert:${identityKey}`;
 }

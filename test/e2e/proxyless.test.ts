@@ -3,6 +3,10 @@
 import assert from 'node:assert/strict';
 import { access } from 'node:fs/promises';
 import { after, before, describe, test } from 'node:test';
+import * as grpc from '@grpc/grpc-js';
+import { TypeUrl } from '../../pkg/envoy/types.js';
+import { proxyCommonName } from '../../pkg/mesh/identity.js';
+import { RawAdsClient } from '../../pkg/xds/server/test-client.js';
 import { LocalMesh, tally } from '../support/local-mesh.js';
 import type { JsonLineProcess } from '../support/processes.js';
 import { freePorts, sleep } from '../support/processes.js';
@@ -159,7 +163,7 @@ spec:
     }
   });
 
-  test('an endpoint added and removed is followed without restarting the client', async () => {
+  test('an endpoint added and removed is followed without restarting the client; the other backend, left out of the EDS responses, keeps serving', async () => {
     const [extraPort] = await freePorts(1);
     assert.ok(extraPort);
     const pod = `apiVersion: v1
@@ -179,12 +183,47 @@ status:
       '--interval-ms',
       '5',
     ]);
+    // Beside the caller, a raw stream of the same identity subscribed to both
+    // backends' endpoints shows what the SotW EDS pushes carry.
+    const clusters = ['v1', 'v2'].map((v) => `bookstore/bookstore-${v}|${mesh.port(14001)}`);
+    const eds = new RawAdsClient({
+      address: `127.0.0.1:${mesh.ports.insecureAds}`,
+      credentials: grpc.credentials.createInsecure(),
+    });
+    const nodeId = proxyCommonName({
+      uuid: '00000000-0000-4000-8000-000000000011',
+      kind: 'grpc',
+      serviceAccount: 'bookbuyer',
+      namespace: 'bookbuyer',
+      trustDomain: 'cluster.local',
+    });
+    const pushed: string[][] = [];
     try {
-      await until(buyer, 'bookstore-v1 answering', (t) => (t.ok['bookstore-v1'] ?? 0) > 0);
+      eds.send({
+        typeUrl: TypeUrl.ClusterLoadAssignment,
+        resourceNames: clusters,
+        node: { id: nodeId, cluster: 'x' },
+      });
+      const first = await eds.next(10_000);
+      assert.deepEqual(first.names, clusters, 'the first response carries both');
+      eds.ack(first, clusters);
+      await until(
+        buyer,
+        'both backends answering',
+        (t) => (t.ok['bookstore-v1'] ?? 0) > 0 && (t.ok['bookstore-v2'] ?? 0) > 0,
+      );
       await mesh.writeManifest('bookstore-v1b.yaml', pod);
       await waitForFile(mesh.bootstrap('bookstore', 'bookstore-v1b'));
       await mesh.startServer('bookstore', 'bookstore-v1b', '127.0.0.23', extraPort, true);
-      await until(buyer, 'the new endpoint answering', (t) => (t.ok['bookstore-v1b'] ?? 0) > 0);
+      await until(
+        buyer,
+        'the new endpoint answering, and bookstore-v2 still',
+        (t) => (t.ok['bookstore-v1b'] ?? 0) > 0 && (t.ok['bookstore-v2'] ?? 0) > 0,
+      );
+      for (const r of await eds.drain(500)) {
+        pushed.push(r.names);
+        eds.ack(r, clusters);
+      }
       // Remove the pod but keep its server running: once the change has
       // converged, no call may reach it any more.
       await mesh.removeManifest('bookstore-v1b.yaml');
@@ -201,8 +240,16 @@ status:
         0,
         `calls still reach the removed pod: ${JSON.stringify(after)}`,
       );
+      assert.ok((after.ok['bookstore-v2'] ?? 0) > 0, `bookstore-v2 keeps serving: ${JSON.stringify(after)}`);
       assert.deepEqual(after.errors, {});
+      for (const r of await eds.drain(500)) pushed.push(r.names);
+      // Only bookstore-v1's ClusterLoadAssignment moved: the pushes carried it alone
+      // (xds_protocol, "Grouping Resources into Responses"), and grpc-js-xds kept
+      // bookstore-v2's, which the calls above reached throughout.
+      assert.ok(pushed.length >= 2, `EDS pushes: ${JSON.stringify(pushed)}`);
+      for (const names of pushed) assert.deepEqual(names, [clusters[0]]);
     } finally {
+      eds.close();
       await buyer.stop();
     }
   });

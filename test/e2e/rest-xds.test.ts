@@ -139,7 +139,7 @@ describe('REST xDS on a local-mode controller', { timeout: 60_000 }, () => {
 
     const sds = await viaRest('secrets');
     const keyed = sds.resources.filter((r) => r['tls_certificate'] !== undefined).map((r) => r['name']);
-    assert.deepEqual(keyed, ['service-cert:bookbuyer/bookbuyer'], 'the only private key is the caller’s');
+    assert.deepEqual(keyed, ['service-cert:self'], 'the only private key is the caller’s');
     const refusedBefore = await refusedSecrets();
     const stolen = await viaRest('secrets', ['service-cert:bookthief/bookthief', 'skein-ca']);
     assert.deepEqual(stolen.resources, []);

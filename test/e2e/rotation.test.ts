@@ -43,7 +43,7 @@ describe('certificate rotation', () => {
   test('a rotated service certificate is pushed over SDS before the old one expires', async () => {
     const { credentials, cn } = await proxyCredentials(mesh.stateDir, BUYER);
     const client = adsClient(mesh.ports.ads, credentials);
-    const name = 'service-cert:bookbuyer/bookbuyer';
+    const name = 'service-cert:self';
     try {
       client.send({ typeUrl: TypeUrl.Secret, node: { id: cn, cluster: 'x' }, resourceNames: [name] });
       const serials: { serial: string; at: number; notAfter: number }[] = [];

@@ -39,7 +39,7 @@ test("ingress gateway listeners, routes, clusters and secrets pass Envoy's valid
     'bookwarehouse/bookwarehouse|14001',
     'ingress-tls:bookstore/shop-tls',
     'ingress-tls:bookwarehouse/warehouse-tls',
-    'service-cert:skein-system/skein-ingress-gateway',
+    'service-cert:self',
   ])
     assert.ok(seen.has(n), `${n} missing: ${[...seen].join()}`);
   assert.deepEqual(await validateWithEnvoy(encoded), []);

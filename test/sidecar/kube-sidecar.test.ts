@@ -576,6 +576,57 @@ describe('real Envoy sidecars through the real admission chain', { skip, timeout
     await split(50, 50);
   });
 
+  test('state-of-the-world EDS sends only what changed: a pod added to bookstore-v1 reaches bookbuyer, and bookstore-v2, left out of the response, still routes', async () => {
+    // bookbuyer (Envoy 1.40, SotW) holds a ClusterLoadAssignment per cluster. A
+    // response that leaves one out must not drop it (xds_protocol, "Grouping
+    // Resources into Responses"); its cluster's update_attempt counts every
+    // response that carried it.
+    const url = (v: string) => `http://bookstore-${v}.${mesh.namespace}.svc.cluster.local:${HTTP_PORT}/books`;
+    const attempts = async () => {
+      const stats = await pod('bookbuyer').envoyStats('update_attempt');
+      const of = (v: string) =>
+        stats.get(`cluster.${mesh.namespace}/bookstore-${v}|${HTTP_PORT}.update_attempt`);
+      return { v1: of('v1'), v2: of('v2') };
+    };
+    for (const v of ['v1', 'v2'])
+      await eventually(`bookbuyer reaches bookstore-${v}`, async () => {
+        const r = await buyer.http(url(v), 5);
+        assert.deepEqual(r.counts, { [`200 bookstore-${v}`]: 5 });
+      });
+    const before = await attempts();
+    assert.ok(before.v1 !== undefined && before.v2 !== undefined, JSON.stringify(before));
+    const extra = await mesh.startPod({
+      name: 'bookstore-v1b',
+      serviceAccount: 'bookstore',
+      labels: { app: 'bookstore', version: 'v1' },
+      serve: SERVE,
+    });
+    try {
+      await mesh.waitReady(extra);
+      await eventually('the new pod answers through bookstore-v1', async () => {
+        const r = await buyer.http(url('v1'), 20);
+        assert.equal(sum(r.counts, '200 bookstore-v1'), 20, JSON.stringify(r.counts));
+        assert.ok((r.counts['200 bookstore-v1b'] ?? 0) > 0, JSON.stringify(r.counts));
+      });
+      const after = await attempts();
+      assert.ok(
+        (after.v1 ?? 0) > (before.v1 ?? 0),
+        `bookstore-v1's EDS: ${JSON.stringify({ before, after })}`,
+      );
+      assert.equal(after.v2, before.v2, 'bookstore-v2’s ClusterLoadAssignment was not sent again');
+      const r = await buyer.http(url('v2'), 20);
+      assert.deepEqual(r.counts, { '200 bookstore-v2': 20 });
+    } finally {
+      await mesh.deletePod('bookstore-v1b');
+    }
+    await eventually('bookstore-v1 no longer sends to the deleted pod', async () => {
+      const r = await buyer.http(url('v1'), 20);
+      assert.deepEqual(r.counts, { '200 bookstore-v1': 20 });
+    });
+    const r = await buyer.http(url('v2'), 20);
+    assert.deepEqual(r.counts, { '200 bookstore-v2': 20 });
+  });
+
   test('the pods annotated for Delta xDS hold Delta streams, the others state-of-the-world ones', async () => {
     const streams = await mesh.debugProxies();
     const protocolOf = (name: string) =>

@@ -54,13 +54,33 @@ function toEncoded(r: ReceivedResponse): EncodedResource[] {
 }
 
 /**
+ * What the client holds of a type after a response: LDS and CDS responses are
+ * the full set; RDS, EDS and SDS ones may carry only what changed (xDS
+ * "Grouping Resources into Responses"), so they add to or replace what is
+ * held, as Envoy does, kept to the subscribed names.
+ */
+function held<T>(
+  typeUrl: string,
+  before: Map<string, T> | undefined,
+  incoming: readonly [string, T][],
+  subscribed: readonly string[] | undefined,
+): Map<string, T> {
+  if (typeUrl === TypeUrl.Listener || typeUrl === TypeUrl.Cluster || before === undefined)
+    return new Map(incoming);
+  const keep = new Set(subscribed ?? []);
+  const out = new Map([...before].filter(([n]) => keep.has(n)));
+  for (const [n, v] of incoming) out.set(n, v);
+  return out;
+}
+
+/**
  * Subscribes the way Envoy does — LDS and CDS as wildcards, then RDS, EDS and
  * SDS by the names those reference — ACKing every response, and returns the
  * latest resources of each type.
  */
 export async function fetchLikeEnvoy(client: RawAdsClient, nodeId: string): Promise<EnvoyLikeResources> {
-  const latest = new Map<string, Resource[]>();
-  const latestEncoded = new Map<string, EncodedResource[]>();
+  const latest = new Map<string, Map<string, Resource>>();
+  const latestEncoded = new Map<string, Map<string, EncodedResource>>();
   const responses = new Map<string, ReceivedResponse>();
   const node = { id: nodeId, cluster: 'skein-test' };
   client.send({ typeUrl: TypeUrl.Cluster, node });
@@ -83,11 +103,29 @@ export async function fetchLikeEnvoy(client: RawAdsClient, nodeId: string): Prom
     } catch {
       break; // quiet: everything requested has arrived
     }
-    latest.set(res.typeUrl, toResources(res));
-    latestEncoded.set(res.typeUrl, toEncoded(res));
+    const names = subscribed.get(res.typeUrl);
+    const resources = toResources(res);
+    latest.set(
+      res.typeUrl,
+      held(
+        res.typeUrl,
+        latest.get(res.typeUrl),
+        resources.map((r) => [r.name, r]),
+        names,
+      ),
+    );
+    latestEncoded.set(
+      res.typeUrl,
+      held(
+        res.typeUrl,
+        latestEncoded.get(res.typeUrl),
+        toEncoded(res).map((e, i) => [resources[i]?.name ?? '', e]),
+        names,
+      ),
+    );
     responses.set(res.typeUrl, res);
-    client.ack(res, subscribed.get(res.typeUrl) ?? []);
-    const all = [...latest.values()].flat();
+    client.ack(res, names ?? []);
+    const all = [...latest.values()].flatMap((m) => [...m.values()]);
     const refs = referencesOf(all);
     if (latest.has(TypeUrl.Listener)) want(TypeUrl.RouteConfiguration, [...refs.routes]);
     if (latest.has(TypeUrl.Cluster)) want(TypeUrl.ClusterLoadAssignment, [...refs.edsClusters]);
@@ -102,13 +140,14 @@ export async function fetchLikeEnvoy(client: RawAdsClient, nodeId: string): Prom
       pending.push(...more);
     }
   }
+  const of = (typeUrl: string) => [...(latest.get(typeUrl)?.values() ?? [])];
   return {
-    listeners: latest.get(TypeUrl.Listener) ?? [],
-    routes: latest.get(TypeUrl.RouteConfiguration) ?? [],
-    clusters: latest.get(TypeUrl.Cluster) ?? [],
-    endpoints: latest.get(TypeUrl.ClusterLoadAssignment) ?? [],
-    secrets: latest.get(TypeUrl.Secret) ?? [],
-    encoded: [...latestEncoded.values()].flat(),
+    listeners: of(TypeUrl.Listener),
+    routes: of(TypeUrl.RouteConfiguration),
+    clusters: of(TypeUrl.Cluster),
+    endpoints: of(TypeUrl.ClusterLoadAssignment),
+    secrets: of(TypeUrl.Secret),
+    encoded: [...latestEncoded.values()].flatMap((m) => [...m.values()]),
     responses,
   };
 }

@@ -46,13 +46,13 @@ test('only the clusters the routes point at, in both modes', () => {
   }
 });
 
-test("upstream mTLS under the gateway's own identity, pinned to the backend's", () => {
+test("upstream mTLS under the gateway's own identity (the fixed name), pinned to the backend's", () => {
   const { clusters } = generated(false);
   const tls = at(named(clusters, 'bookstore/bookstore-v1|14001'), 'transport_socket', 'typed_config');
   assert.equal(at(tls, 'sni'), 'bookstore-v1.bookstore.svc.cluster.local');
   assert.equal(
     at(tls, 'common_tls_context', 'tls_certificate_sds_secret_configs', 0, 'name'),
-    'service-cert:skein-system/skein-ingress-gateway',
+    'service-cert:self',
   );
   assert.equal(
     at(tls, 'common_tls_context', 'validation_context_sds_secret_config', 'name'),

@@ -3,7 +3,6 @@
 // gateway presents its own identity's certificate and pins the backend's,
 // and a Retry naming the gateway as its source puts its budget here too.
 import { gatewayPlan, retryTableOf, upstreamSettingOf } from '../../catalog/view.js';
-import { identityKey } from '../../mesh/identity.js';
 import type { Cluster } from '../api/envoy.js';
 import { IdentityMemo, NONE } from '../common/memo.js';
 import { byName, proxyOutboundPlan } from '../common/outbound.js';
@@ -21,7 +20,6 @@ export const gatewayCdsGenerator: ResourceGenerator = {
   generate(proxy, ctx): Resource[] {
     if (proxy.identity.kind !== 'gateway') return [];
     const plan = proxyOutboundPlan(ctx.mesh, proxy);
-    const own = identityKey(proxy.identity);
     const retries = retryTableOf(ctx.mesh, proxy.identity);
     const names = new Set<string>();
     for (const h of gatewayPlan(ctx.mesh).hosts)
@@ -32,8 +30,8 @@ export const gatewayCdsGenerator: ResourceGenerator = {
       if (!up) continue;
       const setting = upstreamSettingOf(ctx.mesh, up.service.key);
       const retry = retries.get(up.service.key);
-      const message = clusters.get([up.service, up.port, retry ?? NONE, setting ?? NONE], own, () =>
-        withRetryBudget(upstreamCluster(proxy.identity, up, setting), retry),
+      const message = clusters.get([up.service, up.port, retry ?? NONE, setting ?? NONE], '', () =>
+        withRetryBudget(upstreamCluster(up, setting), retry),
       );
       out.push({ name, typeUrl: TypeUrl.Cluster, message });
     }

@@ -28,7 +28,7 @@ test('bookbuyer: backend clusters of the split (even bookstore-v2), no apex clus
         '@type': 'type.googleapis.com/envoy.extensions.transport_sockets.tls.v3.UpstreamTlsContext',
         common_tls_context: {
           tls_certificate_sds_secret_configs: [
-            { name: 'service-cert:bookbuyer/bookbuyer', sds_config: { ads: {}, resource_api_version: 2 } },
+            { name: 'service-cert:self', sds_config: { ads: {}, resource_api_version: 2 } },
           ],
           validation_context_sds_secret_config: {
             name: 'root-cert-for-mtls-outbound:bookstore/bookstore-v2',

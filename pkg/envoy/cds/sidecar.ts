@@ -6,7 +6,6 @@ import type { RetryRule } from '../../catalog/retry.js';
 import type { MeshServicePort } from '../../catalog/types.js';
 import type { UpstreamSetting } from '../../catalog/upstream.js';
 import { retryTableOf, upstreamSettingOf } from '../../catalog/view.js';
-import { type Identity, identityKey } from '../../mesh/identity.js';
 import type { Cluster } from '../api/envoy.js';
 import { DiscoveryType, LbPolicy } from '../common/enums.js';
 import { inboundPorts } from '../common/inbound.js';
@@ -32,7 +31,7 @@ function withProtocol(cluster: Cluster, port: MeshServicePort): Cluster {
 }
 
 /** `setting`: the destination's UpstreamTrafficSetting (catalog/upstream.ts), if any. */
-export function upstreamCluster(own: Identity, up: UpstreamCluster, setting?: UpstreamSetting): Cluster {
+export function upstreamCluster(up: UpstreamCluster, setting?: UpstreamSetting): Cluster {
   const cluster = withProtocol(
     {
       name: up.name,
@@ -40,7 +39,7 @@ export function upstreamCluster(own: Identity, up: UpstreamCluster, setting?: Up
       // EDS over ADS; the service name defaults to the cluster name (eds/eds.ts).
       eds_cluster_config: { eds_config: adsConfigSource() },
       connect_timeout: durationSeconds(CONNECT_TIMEOUT_S),
-      transport_socket: upstreamTlsSocket(own, up.service),
+      transport_socket: upstreamTlsSocket(up.service),
     },
     up.port,
   );
@@ -82,7 +81,8 @@ export function localCluster(name: string, port: MeshServicePort): Cluster {
 
 // Messages keyed on the MeshService they describe (the same object while
 // unchanged, MeshView contract) plus the scalars they embed, so an unrelated
-// change leaves every cluster message — and its encoding — as it was.
+// change leaves every cluster message — and its encoding — as it was. Nothing
+// in them names the caller (common/tls.ts), so every proxy group shares them.
 const upstreamClusters = new IdentityMemo<Cluster>();
 const localClusters = new IdentityMemo<Cluster>();
 // Egress clusters depend on the host and port alone (their name): shared by every proxy.
@@ -121,15 +121,14 @@ export const sidecarCdsGenerator: ResourceGenerator = {
     const add = (message: Cluster, name: string): void => {
       out.push({ name, typeUrl: TypeUrl.Cluster, message });
     };
-    const own = identityKey(proxy.identity);
     const retries = retryTableOf(ctx.mesh, proxy.identity);
     for (const up of proxyOutboundPlan(ctx.mesh, proxy).clusters.values()) {
       // up.name follows from the service and port; keys are existing strings (cheap to hash).
       const retry = retries.get(up.service.key);
       // The setting is the same object while unchanged (lineage pool), so it keys the memo too.
       const setting = upstreamSettingOf(ctx.mesh, up.service.key);
-      const message = upstreamClusters.get([up.service, up.port, retry ?? NONE, setting ?? NONE], own, () =>
-        withRetryBudget(upstreamCluster(proxy.identity, up, setting), retry),
+      const message = upstreamClusters.get([up.service, up.port, retry ?? NONE, setting ?? NONE], '', () =>
+        withRetryBudget(upstreamCluster(up, setting), retry),
       );
       add(message, up.name);
     }

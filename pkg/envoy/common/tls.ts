@@ -1,22 +1,25 @@
 // mTLS transport sockets whose certificates come over SDS on the ADS stream
 // (secret names in names.ts).
 import type { MeshService } from '../../catalog/types.js';
-import { type Identity, identityKey } from '../../mesh/identity.js';
 import type { SdsSecretConfig, TransportSocket } from '../api/envoy.js';
-import { outboundRootSecretName, serviceCertSecretName } from '../names.js';
+import { OWN_SERVICE_CERT, outboundRootSecretName } from '../names.js';
 import { AnyType, adsConfigSource, ExtName, typed } from './xds.js';
 
 function sdsSecret(name: string): SdsSecretConfig {
   return { name, sds_config: adsConfigSource() };
 }
 
-/** Client side: present the proxy's own service cert, accept only the service's identities. */
-export function upstreamTlsSocket(own: Identity, service: MeshService): TransportSocket {
+/**
+ * Client side: present the proxy's own service cert, accept only the
+ * service's identities. Nothing in it depends on the caller (OWN_SERVICE_CERT),
+ * so every caller's cluster for a service is the same message.
+ */
+export function upstreamTlsSocket(service: MeshService): TransportSocket {
   return {
     name: ExtName.Tls,
     typed_config: typed(AnyType.UpstreamTlsContext, {
       common_tls_context: {
-        tls_certificate_sds_secret_configs: [sdsSecret(serviceCertSecretName(identityKey(own)))],
+        tls_certificate_sds_secret_configs: [sdsSecret(OWN_SERVICE_CERT)],
         validation_context_sds_secret_config: sdsSecret(outboundRootSecretName(service.key)),
       },
       // The server's inbound filter chains may match on it (lds/sidecar.ts).
@@ -26,13 +29,12 @@ export function upstreamTlsSocket(own: Identity, service: MeshService): Transpor
 }
 
 /** Server side: mTLS with a client certificate required, checked against the named validation context. */
-export function downstreamTlsSocket(own: Identity, validationSecret: string): TransportSocket {
-  const key = identityKey(own);
+export function downstreamTlsSocket(validationSecret: string): TransportSocket {
   return {
     name: ExtName.Tls,
     typed_config: typed(AnyType.DownstreamTlsContext, {
       common_tls_context: {
-        tls_certificate_sds_secret_configs: [sdsSecret(serviceCertSecretName(key))],
+        tls_certificate_sds_secret_configs: [sdsSecret(OWN_SERVICE_CERT)],
         validation_context_sds_secret_config: sdsSecret(validationSecret),
       },
       require_client_certificate: { value: true },

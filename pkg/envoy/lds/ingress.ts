@@ -38,7 +38,7 @@ import {
   inboundPlaintextChainName,
   ingressFilterChainName,
   ingressRootSecretName,
-  serviceCertSecretName,
+  OWN_SERVICE_CERT,
 } from '../names.js';
 import { cidrRange, ingressRbacFilter } from '../rbac/ingress.js';
 
@@ -111,10 +111,9 @@ function sds(name: string): SdsSecretConfig {
 
 /** https: the backend's certificate; the client's checked against the mesh CA unless skipped. */
 function ingressTlsSocket(own: Identity, skipClientCertValidation: boolean): TransportSocket {
-  const key = identityKey(own);
-  const common: CommonTlsContext = { tls_certificate_sds_secret_configs: [sds(serviceCertSecretName(key))] };
+  const common: CommonTlsContext = { tls_certificate_sds_secret_configs: [sds(OWN_SERVICE_CERT)] };
   if (!skipClientCertValidation)
-    common.validation_context_sds_secret_config = sds(ingressRootSecretName(key));
+    common.validation_context_sds_secret_config = sds(ingressRootSecretName(identityKey(own)));
   return {
     name: ExtName.Tls,
     typed_config: typed(AnyType.DownstreamTlsContext, {

@@ -227,7 +227,7 @@ test('bookstore inbound: mTLS chains per served service, RBAC allows bookbuyer o
   assert.deepEqual(at(tls, 'require_client_certificate'), { value: true });
   assert.equal(
     at(tls, 'common_tls_context', 'tls_certificate_sds_secret_configs', 0, 'name'),
-    'service-cert:bookstore/bookstore-v1',
+    'service-cert:self',
   );
   assert.equal(
     at(tls, 'common_tls_context', 'validation_context_sds_secret_config', 'name'),

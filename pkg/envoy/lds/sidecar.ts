@@ -289,14 +289,14 @@ function inboundChain(
     const hcm = httpConnectionManager(name, rds(inboundRouteConfigOf(p)), httpFilters, {
       local_reply_config: INBOUND_DENIED_REPLY,
     });
-    const tls = downstreamTlsSocket(own, inboundRootSecretName(identityKey(own)));
+    const tls = downstreamTlsSocket(inboundRootSecretName(identityKey(own)));
     return { name, filter_chain_match: match, transport_socket: tls, filters: [...connectionLimit, hcm] };
   }
   // TCP keeps the allowed callers pinned in the handshake: the network RBAC
   // filter only decides on the first byte from the client, while tcp_proxy
   // connects to the app at once, so a server-first app (MySQL, SMTP) would
   // greet a denied caller before RBAC closes the connection.
-  const tls = downstreamTlsSocket(own, inboundTcpRootSecretName(p.service.key, p.port.targetPort));
+  const tls = downstreamTlsSocket(inboundTcpRootSecretName(p.service.key, p.port.targetPort));
   const filters = [
     networkRbacFilter(rules, mesh.trustDomain, name),
     ...connectionLimit,

@@ -63,15 +63,19 @@ test('the gateway gets only the servable Secrets its Ingresses name', () => {
 
 test("the gateway's default secrets: its own certificate, the servable TLS Secrets, its upstreams' roots — no other identity's key", () => {
   const gw = gatewayProxy(mesh);
+  const all = sds(gw, undefined, [SHOP]);
   assert.deepEqual(
-    sds(gw, undefined, [SHOP]).map((r) => r.name),
+    all.map((r) => r.name),
     [
       'ingress-tls:bookstore/shop-tls',
       'root-cert-for-mtls-outbound:bookstore/bookstore-v1',
       'root-cert-for-mtls-outbound:bookstore/bookstore-v2',
-      'service-cert:skein-system/skein-ingress-gateway',
+      'service-cert:self',
     ],
   );
+  // The fixed name holds the gateway's own certificate.
+  const own = all.find((r) => r.name === 'service-cert:self');
+  assert.match(JSON.stringify(own?.message), /cert-of-skein-system\/skein-ingress-gateway/);
   // Another identity's key is never answered, even asked by name.
   assert.deepEqual(
     sds(gw, ['service-cert:bookstore/bookstore-v1', 'service-cert:bookbuyer/bookbuyer'], [SHOP]).map(

@@ -12,6 +12,7 @@ const gateway = parseProxyCommonName(
 
 test('its own names and names that depend on policy may be served', () => {
   for (const name of [
+    'service-cert:self',
     'service-cert:shop/bookbuyer',
     'root-cert-for-mtls-inbound:shop/bookbuyer',
     'root-cert-for-mtls-ingress:shop/bookbuyer',
@@ -20,6 +21,7 @@ test('its own names and names that depend on policy may be served', () => {
   ])
     assert.equal(secretRefusal(name, sidecar), undefined, name);
   assert.equal(secretRefusal('ingress-tls:shop/tls', gateway), undefined);
+  assert.equal(secretRefusal('service-cert:self', gateway), undefined);
 });
 
 test("another identity's key or validation context, a gateway's TLS key, and unknown names are refused with a reason", () => {

@@ -13,6 +13,7 @@ import {
   INGRESS_TLS_PREFIX,
   inboundRootSecretName,
   ingressRootSecretName,
+  OWN_SERVICE_CERT,
   outboundRootSecretName,
   serviceCertSecretName,
 } from '../names.js';
@@ -24,6 +25,8 @@ const POLICY_DEPENDENT = [outboundRootSecretName(''), INBOUND_TCP_ROOT_PREFIX];
 
 /** Why `name` can never be served to `proxy`, or undefined when it may be (now or later). */
 export function secretRefusal(name: string, proxy: ProxyIdentity): SecretRefusal | undefined {
+  // Always the stream's own identity's key (sds.ts).
+  if (name === OWN_SERVICE_CERT) return undefined;
   for (const prefix of OWN_ONLY)
     if (name.startsWith(prefix))
       return name.slice(prefix.length) === identityKey(proxy) ? undefined : 'other-identity';

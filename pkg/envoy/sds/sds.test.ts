@@ -28,44 +28,55 @@ function sds(
   return sdsGenerator.generate(proxyFor(mesh, pod), { mesh, secrets: fakeSecrets(issued) }, req);
 }
 
-test("serves the proxy's own service cert, never another identity's", () => {
+/** The Secret an identity's certificate is served as, under `name`. */
+function certSecret(name: string, identity: string) {
+  const cert = fakeSecrets('all').serviceCertificate(identity);
+  return {
+    name,
+    tls_certificate: {
+      certificate_chain: { inline_string: cert?.certPem ?? '' },
+      private_key: { inline_string: cert?.keyPem ?? '' },
+    },
+  };
+}
+
+test("serves the proxy's own service cert, under the fixed name and OSM's, never another identity's", () => {
   const out = sds(bookstoreMesh(), 'bookbuyer-1', [
+    'service-cert:self',
     'service-cert:bookbuyer/bookbuyer',
     'service-cert:bookstore/bookstore-v1',
     'service-cert:bookthief/bookthief',
     'root-cert-for-mtls-inbound:bookstore/bookstore-v1',
   ]);
   assert.deepEqual(
-    out.map((r) => r.name),
-    ['service-cert:bookbuyer/bookbuyer'],
+    out.map((r) => r.message),
+    [
+      certSecret('service-cert:bookbuyer/bookbuyer', 'bookbuyer/bookbuyer'),
+      certSecret('service-cert:self', 'bookbuyer/bookbuyer'),
+    ],
   );
-  assert.deepEqual(out[0]?.message, {
-    name: 'service-cert:bookbuyer/bookbuyer',
-    tls_certificate: {
-      certificate_chain: {
-        inline_string: fakeSecrets('all').serviceCertificate('bookbuyer/bookbuyer')?.certPem ?? '',
-      },
-      private_key: {
-        inline_string: fakeSecrets('all').serviceCertificate('bookbuyer/bookbuyer')?.keyPem ?? '',
-      },
-    },
-  });
-  // Even a wildcard-style request (all it references) never includes another identity's key.
+  // The fixed name is each caller's own key.
+  assert.deepEqual(
+    sds(bookstoreMesh(), 'bookthief-1', ['service-cert:self']).map((r) => r.message),
+    [certSecret('service-cert:self', 'bookthief/bookthief')],
+  );
+  // Even a wildcard-style request (all it references) never includes another
+  // identity's key, and references only the fixed name.
   for (const mesh of [bookstoreMesh(), bookstoreMesh({ permissive: true })]) {
     for (const pod of POD_NAMES) {
       const proxy = proxyFor(mesh, pod);
-      const own = `service-cert:${proxy.identity.namespace}/${proxy.identity.serviceAccount}`;
+      const own = `${proxy.identity.namespace}/${proxy.identity.serviceAccount}`;
       const certs = sds(mesh, pod, undefined).filter((r) => r.name.startsWith('service-cert:'));
       assert.deepEqual(
-        certs.map((r) => r.name),
-        [own],
+        certs.map((r) => r.message),
+        [certSecret('service-cert:self', own)],
       );
     }
   }
 });
 
 test('a certificate not issued yet is omitted', () => {
-  assert.deepEqual(sds(bookstoreMesh(), 'bookbuyer-1', ['service-cert:bookbuyer/bookbuyer'], []), []);
+  assert.deepEqual(sds(bookstoreMesh(), 'bookbuyer-1', ['service-cert:self'], []), []);
 });
 
 const TD_PREFIX = [{ san_type: 3, matcher: { prefix: 'spiffe://cluster.local/' } }]; // 3: URI
@@ -189,7 +200,7 @@ test('without a request, serves everything the proxy references, pinned TCP cont
         'root-cert-for-mtls-inbound:bookbuyer/bookbuyer',
         'root-cert-for-mtls-outbound:bookstore/bookstore-v1',
         'root-cert-for-mtls-outbound:bookstore/bookstore-v2',
-        'service-cert:bookbuyer/bookbuyer',
+        'service-cert:self',
       ],
     ],
     [
@@ -198,7 +209,7 @@ test('without a request, serves everything the proxy references, pinned TCP cont
         'root-cert-for-mtls-inbound-tcp:bookwarehouse/bookwarehouse|13306',
         'root-cert-for-mtls-inbound:bookwarehouse/bookwarehouse',
         'root-cert-for-mtls-outbound:bookwarehouse/mysql',
-        'service-cert:bookwarehouse/bookwarehouse',
+        'service-cert:self',
       ],
     ],
   ];

@@ -1,6 +1,7 @@
 // SDS: the proxy's own service certificate and the validation contexts its
 // inbound and outbound mTLS use (names.ts). A proxy only ever gets its own
-// identity's key: names for other identities are never answered.
+// identity's key: OWN_SERVICE_CERT is answered with the identity of the
+// stream's client certificate, and names for other identities never.
 import type { InboundRule, ProxyContext } from '../../catalog/types.js';
 import { gatewayPlan } from '../../catalog/view.js';
 import { identityKey, pinnedSans, spiffeId } from '../../mesh/identity.js';
@@ -18,6 +19,7 @@ import {
   inboundTcpRootSecretName,
   ingressRootSecretName,
   ingressTlsSecretName,
+  OWN_SERVICE_CERT,
   outboundRootSecretName,
   serviceCertSecretName,
 } from '../names.js';
@@ -128,8 +130,10 @@ class SecretBuilder {
   secret(name: string): Secret | undefined {
     const { own, bundle, ctx } = this;
     if (name.startsWith(SERVICE_CERT)) {
-      // Never another identity's key, whatever the proxy asks for.
-      if (name.slice(SERVICE_CERT.length) !== own) return undefined;
+      // Never another identity's key, whatever the proxy asks for: the fixed
+      // name stands for the stream's own identity, and OSM's per-identity name
+      // is answered for that identity only.
+      if (name !== OWN_SERVICE_CERT && name.slice(SERVICE_CERT.length) !== own) return undefined;
       const cert = ctx.secrets.serviceCertificate(own);
       if (!cert) return undefined; // not issued yet: sent once it is (xDS rule 8)
       return certSecrets.get([cert], name, () => ({
@@ -215,14 +219,14 @@ class SecretBuilder {
 function defaultNames(proxy: ProxyContext, ctx: GenerationContext): string[] {
   const own = identityKey(proxy.identity);
   if (proxy.identity.kind === 'gateway') {
-    const names = [serviceCertSecretName(own)];
+    const names = [OWN_SERVICE_CERT];
     for (const t of servableTls(gatewayPlan(ctx.mesh), ctx.secrets))
       names.push(ingressTlsSecretName(t.secret));
     for (const key of proxyOutboundPlan(ctx.mesh, proxy).upstreamServices.keys())
       names.push(outboundRootSecretName(key));
     return names;
   }
-  const names = [serviceCertSecretName(own), inboundRootSecretName(own)];
+  const names = [OWN_SERVICE_CERT, inboundRootSecretName(own)];
   const ports = inboundPorts(proxy);
   for (const p of ports) {
     if (!isHttpLike(p.port)) names.push(inboundTcpRootSecretName(p.service.key, p.port.targetPort));

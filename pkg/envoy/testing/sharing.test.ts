@@ -179,6 +179,27 @@ test('a split weight change re-encodes the routes that carry the weights; cluste
   assert.ok(JSON.stringify(route).includes('"weight":{"value":50}'));
 });
 
+test('permissive: every caller identity gets the same Cluster message for a service (one encoding for all)', () => {
+  const all = everything(viewOf(storeOf(bookstoreObjects({ permissive: true }))));
+  const byName = new Map<string, Set<object>>();
+  const callers = new Map<string, Set<string>>();
+  for (const [key, r] of all) {
+    if (r.typeUrl !== TypeUrl.Cluster || r.name.endsWith('|local') || !r.name.includes('|')) continue;
+    byName.set(r.name, (byName.get(r.name) ?? new Set()).add(r.message));
+    callers.set(r.name, (callers.get(r.name) ?? new Set()).add(key.split(' ')[0] ?? ''));
+  }
+  // bookstore-v1 is called by (at least) bookbuyer's, bookthief's and bookstore-v2's proxies.
+  assert.ok((callers.get('bookstore/bookstore-v1|14001')?.size ?? 0) >= 3, JSON.stringify([...callers]));
+  for (const [name, messages] of byName)
+    assert.equal(messages.size, 1, `${name}: one message for every caller`);
+  const interner = new ResourceInterner();
+  internAll(
+    interner,
+    [...all.values()].filter((r) => r.typeUrl === TypeUrl.Cluster && byName.has(r.name)),
+  );
+  assert.equal(interner.encodes, byName.size);
+});
+
 test('GenerationCache: a new view version with unchanged output reuses the set and encodes nothing', () => {
   const mesh = evolving({ permissive: true });
   const interner = new ResourceInterner();

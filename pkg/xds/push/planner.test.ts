@@ -295,7 +295,7 @@ describe('targeted pushes (PushPlanner + DependencyTracker)', () => {
     assert.deepEqual([...pushed.keys()], ['mysql']);
     assert.deepEqual([...generated.keys()], ['mysql']);
     const sds = got.get('mysql-1')?.find((r) => r.typeUrl === TypeUrl.Secret);
-    assert.ok(sds?.names.includes('service-cert:bookwarehouse/mysql'), 'mysql got its certificate');
+    assert.ok(sds?.names.includes('service-cert:self'), 'mysql got its certificate');
     for (const name of ['bookbuyer-1', 'bookthief-1', 'bookstore-v1-1', 'bookwarehouse-1'] as const)
       assert.deepEqual(got.get(name), []);
   });

@@ -241,10 +241,10 @@ describe('REST xDS over mTLS', () => {
     // SDS: asking for everything still yields only the caller's own identity.
     const restSds = await viaRest(TypeUrl.Secret, '/v3/discovery:secrets');
     const sdsNames = restSds.resources.map(nameOf);
-    assert.ok(sdsNames.includes('service-cert:bookbuyer/bookbuyer'), sdsNames.join());
+    assert.ok(sdsNames.includes('service-cert:self'), sdsNames.join());
     // Other names are validation contexts (CA + SANs); the only private key is the caller's.
     assert.deepEqual(restSds.resources.filter((r) => r['tls_certificate'] !== undefined).map(nameOf), [
-      'service-cert:bookbuyer/bookbuyer',
+      'service-cert:self',
     ]);
     assert.deepEqual(prepared, [buyer.cn], 'certificates prepared for the caller before SDS');
     const sds = await viaAds(TypeUrl.Secret, sdsNames);

@@ -99,7 +99,7 @@ describe('Delta ADS with the real generators', () => {
       assert.ok(res.clusters.length > 0 && res.listeners.length > 0 && res.endpoints.length > 0);
       assert.deepEqual(crossReferenceProblems(res), []);
       assert.deepEqual(resourceProblems(Object.values(res).flat()), []);
-      assert.ok(res.secrets.some((s) => s.name === 'service-cert:bookbuyer/bookbuyer'));
+      assert.ok(res.secrets.some((s) => s.name === 'service-cert:self'));
     } finally {
       c.close();
     }

@@ -12,6 +12,9 @@ import type { ProtoObject } from '../../envoy/types.js';
 import { TypeUrl } from '../../envoy/types.js';
 import { type Fixture, MeshSource, startFixture } from './testing.js';
 
+/** The name every proxy's listeners and clusters reference: the stream's own identity's key. */
+const SELF = 'service-cert:self';
+/** OSM's name for bookbuyer's key: answered to bookbuyer only, referenced by nothing. */
 const OWN = 'service-cert:bookbuyer/bookbuyer';
 /** Names bookbuyer may never have, with the reason the server gives. */
 const FORBIDDEN: [string, string][] = [
@@ -55,15 +58,15 @@ describe('the secret matrix: a proxy gets only its own identity’s secrets, how
     refused.length = 0;
     const c = await f.client(buyer.identity.cn);
     try {
-      const names = [...FORBIDDEN.map(([n]) => n), OWN];
+      const names = [...FORBIDDEN.map(([n]) => n), OWN, SELF];
       c.send({
         typeUrl: TypeUrl.Secret,
         node: { id: buyer.identity.cn, cluster: 'x' },
         resourceNames: names,
       });
       const r = await c.next();
-      assert.deepEqual(r.names, [OWN]);
-      assert.deepEqual(keysIn(r.messages), [OWN]);
+      assert.deepEqual(r.names, [OWN, SELF]);
+      assert.deepEqual(keysIn(r.messages), [OWN, SELF]);
       // An ACK repeating the same names is no new request: not counted again.
       c.ack(r, names);
       // "*" is no wildcard for SDS (xDS rule 6): a name like any other, which skein never issues.
@@ -73,11 +76,36 @@ describe('the secret matrix: a proxy gets only its own identity’s secrets, how
         responseNonce: r.nonce,
         resourceNames: [...names, '*'],
       });
-      for (const later of await c.drain()) assert.deepEqual(keysIn(later.messages), [OWN]);
+      for (const later of await c.drain()) assert.deepEqual(keysIn(later.messages), [OWN, SELF]);
       assert.deepEqual(refused.sort(), expectRefusals());
     } finally {
       c.close();
     }
+  });
+
+  it(`"${SELF}" is each caller's own key: two identities asking for it get their own certificates`, async () => {
+    const chains = new Map<string, string>();
+    for (const pod of ['bookbuyer-1', 'bookthief-1'] as const) {
+      const cn = proxyFor(mesh, pod).identity.cn;
+      for (const delta of [false, true]) {
+        const c = delta ? await f.deltaClient(cn) : await f.client(cn);
+        try {
+          const sub = delta ? { resourceNamesSubscribe: [SELF] } : { resourceNames: [SELF] };
+          c.send({ typeUrl: TypeUrl.Secret, node: { id: cn, cluster: 'x' }, ...sub });
+          const r = await c.next();
+          assert.deepEqual(r.names, [SELF]);
+          const chain = JSON.stringify(r.messages[0]?.['tls_certificate']);
+          const known = chains.get(pod);
+          if (known === undefined) chains.set(pod, chain);
+          else assert.equal(chain, known, `${pod}: the same key over SotW and Delta`);
+        } finally {
+          c.close();
+        }
+      }
+    }
+    assert.match(chains.get('bookbuyer-1') ?? '', /bookbuyer\/bookbuyer/);
+    assert.match(chains.get('bookthief-1') ?? '', /bookthief\/bookthief/);
+    assert.doesNotMatch(chains.get('bookthief-1') ?? '', /bookbuyer/);
   });
 
   it('SotW: a first request with no names gets nothing (SDS has no wildcard)', async () => {
@@ -152,9 +180,13 @@ describe('the secret matrix: a proxy gets only its own identity’s secrets, how
     const cn = buyer.identity.cn.replace('.sidecar.', '.grpc.');
     const c = await f.client(cn);
     try {
-      c.send({ typeUrl: TypeUrl.Secret, node: { id: cn, cluster: 'x' }, resourceNames: [OWN, 'ca.key'] });
+      c.send({
+        typeUrl: TypeUrl.Secret,
+        node: { id: cn, cluster: 'x' },
+        resourceNames: [OWN, SELF, 'ca.key'],
+      });
       for (const r of await c.drain()) assert.deepEqual(r.names, []);
-      assert.deepEqual(refused, [`${TypeUrl.Secret} no-sds`, `${TypeUrl.Secret} no-sds`]);
+      assert.deepEqual(refused, Array(3).fill(`${TypeUrl.Secret} no-sds`));
     } finally {
       c.close();
     }

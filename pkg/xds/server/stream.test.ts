@@ -110,7 +110,8 @@ describe('ADS stream protocol (xDS rules)', () => {
     ]);
     f.source.push();
     const r2 = await c.next();
-    assert.deepEqual(r2.names, ['a', 'x']);
+    // EDS is grouped like incremental xDS (rule 7): only what the proxy lacks.
+    assert.deepEqual(r2.names, ['x']);
   });
 
   it('filters generator output to the requested names and drops duplicates (rule 9)', async () => {
@@ -145,7 +146,94 @@ describe('ADS stream protocol (xDS rules)', () => {
     // The same with the current nonce is honoured.
     c.send({ typeUrl: TypeUrl.ClusterLoadAssignment, resourceNames: ['a', 'b'], responseNonce: r2.nonce });
     const r3 = await c.next();
-    assert.deepEqual(r3.names, ['a', 'b']);
+    assert.deepEqual(r3.names, ['b']); // 'a' is held as it is (rule 7: EDS may be partial)
+  });
+
+  /** Sets the fake source's ClusterLoadAssignments (name → endpoint IP) and pushes. */
+  const pushEndpoints = (ips: Record<string, string>) => {
+    f.source.set(
+      TypeUrl.ClusterLoadAssignment,
+      Object.entries(ips).map(([n, ip]) => endpoints(n, ip)),
+    );
+    f.source.push();
+  };
+
+  it('SotW EDS/RDS/SDS: a push carries only what changed, under the version of the whole set (rule 7)', async () => {
+    const names = ['a', 'b', 'c'];
+    pushEndpoints({ a: '10.0.0.1', b: '10.0.0.1', c: '10.0.0.1' });
+    c = await proxy();
+    c.send({
+      typeUrl: TypeUrl.ClusterLoadAssignment,
+      node: { id: cn(seq), cluster: 'x' },
+      resourceNames: names,
+    });
+    const r1 = await c.next();
+    assert.deepEqual(r1.names, names); // the stream's first response: everything
+    c.ack(r1, names);
+    await acked(TypeUrl.ClusterLoadAssignment, r1.versionInfo);
+    pushEndpoints({ a: '10.0.0.1', b: '10.0.0.2', c: '10.0.0.1' });
+    const r2 = await c.next();
+    assert.deepEqual(r2.names, ['b']);
+    assert.notEqual(r2.versionInfo, r1.versionInfo);
+    c.ack(r2, names);
+    await acked(TypeUrl.ClusterLoadAssignment, r2.versionInfo);
+    // The version names the whole set the proxy now holds: a new stream asking
+    // for the same names gets every resource under that very version.
+    const fresh = await f.client(cn(++seq));
+    try {
+      fresh.send({
+        typeUrl: TypeUrl.ClusterLoadAssignment,
+        node: { id: cn(seq), cluster: 'x' },
+        resourceNames: names,
+      });
+      const all = await fresh.next();
+      assert.deepEqual(all.names, names);
+      assert.equal(all.versionInfo, r2.versionInfo);
+    } finally {
+      fresh.close();
+    }
+    // A name that no longer exists leaves nothing to send (the proxy keeps it; SotW cannot delete it).
+    pushEndpoints({ a: '10.0.0.1', b: '10.0.0.2' });
+    assert.deepEqual(await c.drain(), []);
+  });
+
+  it('SotW: after a NACK the next response carries the full set again; CDS always does', async () => {
+    const names = ['a', 'b', 'c'];
+    pushEndpoints({ a: '10.0.0.1', b: '10.0.0.1', c: '10.0.0.1' });
+    f.source.set(TypeUrl.Cluster, [cluster('a'), cluster('b')]);
+    c = await proxy();
+    c.send({ typeUrl: TypeUrl.Cluster, node: { id: cn(seq), cluster: 'x' } });
+    c.ack(await c.next());
+    c.send({ typeUrl: TypeUrl.ClusterLoadAssignment, resourceNames: names });
+    const r1 = await c.next();
+    c.ack(r1, names);
+    await acked(TypeUrl.ClusterLoadAssignment, r1.versionInfo);
+    f.source.set(TypeUrl.Cluster, [cluster('a', 2), cluster('b')]);
+    pushEndpoints({ a: '10.0.0.2', b: '10.0.0.1', c: '10.0.0.1' });
+    const cds2 = await c.next();
+    const r2 = await c.next();
+    assert.deepEqual(cds2.names, ['a', 'b']); // CDS: the full set, b unchanged included
+    assert.deepEqual(r2.names, ['a']);
+    c.send({
+      typeUrl: TypeUrl.ClusterLoadAssignment,
+      versionInfo: r1.versionInfo,
+      responseNonce: r2.nonce,
+      resourceNames: names,
+      errorDetail: { code: 3, message: 'rejected' },
+    });
+    await eventually(() => typeStatus(TypeUrl.ClusterLoadAssignment)?.nackedVersion === r2.versionInfo);
+    // The rejected content is not sent again on its own...
+    f.source.push();
+    assert.deepEqual(await c.drain(), []);
+    // ...but the next change sends the full set: the proxy may hold part of what it rejected.
+    pushEndpoints({ a: '10.0.0.2', b: '10.0.0.1', c: '10.0.0.3' });
+    const r3 = await c.next();
+    assert.deepEqual(r3.names, names);
+    c.ack(r3, names);
+    await acked(TypeUrl.ClusterLoadAssignment, r3.versionInfo);
+    // Accepted: partial again.
+    pushEndpoints({ a: '10.0.0.2', b: '10.0.0.4', c: '10.0.0.3' });
+    assert.deepEqual((await c.next()).names, ['b']);
   });
 
   it('RDS/EDS: an empty name list unsubscribes, a later subscription resends (rule 6)', async () => {

@@ -6,6 +6,7 @@ import { type GenerationCache, subscriptionKey } from '../cache/generation.js';
 import { contentVersion } from '../cache/version.js';
 import type { Refusal } from './limits.js';
 import { encodeDiscoveryResponse } from './service.js';
+import { carriesFullSet, changedSince } from './sotw-partial.js';
 import { clip, pushOrder, StreamLifecycle, type StreamOptions, typeStatus } from './stream-lifecycle.js';
 import type { DiscoveryRequest, StreamStatus, TypeStatus } from './types.js';
 
@@ -27,6 +28,12 @@ interface TypeState {
   sentVersion?: string;
   /** What the proxy holds from us, pruned to its current subscription. */
   sent: readonly EncodedResource[];
+  /**
+   * Set by a NACK: the next response carries the full set. A client may have
+   * applied part of a rejected response (Envoy applies it watch by watch
+   * until one fails), so only a full set says again what it should hold.
+   */
+  resendAll?: boolean;
   /** contentVersion(sent); a new response is sent only when the content version differs. */
   contentVersion?: string;
   ackedVersion?: string;
@@ -152,6 +159,7 @@ export class AdsStream {
       // rejected content stays "sent", so it is not resent until it changes.
       st.nackedVersion = st.sentVersion;
       st.lastNackMessage = req.errorDetail.message;
+      st.resendAll = true;
       this.life.nacked(typeUrl, req.responseNonce);
       this.log.warn(
         { typeUrl, nonce: req.responseNonce, version: st.sentVersion, error: req.errorDetail.message },
@@ -211,10 +219,23 @@ export class AdsStream {
       this.log.warn({ typeUrl: st.typeUrl, names: set.duplicateNames }, 'generator returned duplicate names');
     // Rules 4/5 and 3: content equal to what the proxy holds (or just rejected) is not sent again.
     if (set.version === st.contentVersion) return true;
+    // Rule 7: LDS/CDS carry the full set; RDS/EDS/SDS only what the proxy lacks
+    // (sotw-partial.ts), except in the stream's first response of the type.
+    const full = st.sentVersion === undefined || st.resendAll === true || carriesFullSet(st.typeUrl);
+    const resources = full ? set.resources : changedSince(st.sent, set.resources);
+    if (!full && resources.length === 0) {
+      // Only names that no longer exist left the set: the proxy keeps them
+      // (SotW cannot delete them) and needs nothing new.
+      st.sent = set.resources;
+      st.contentVersion = set.version;
+      return true;
+    }
     const nonce = this.life.nextNonce(); // rule 1: fresh nonce per response
     const response = encodeDiscoveryResponse({
-      versionInfo: set.version, // rule 3: per type; rule 7: LDS/CDS carry the full set
-      resources: set.resources,
+      // Rule 3: per type. It names the whole set the proxy holds once it applied
+      // this response, a partial one included, so equal versions mean equal content.
+      versionInfo: set.version,
+      resources,
       typeUrl: st.typeUrl,
       nonce,
       controlPlaneId: this.opts.controlPlaneId,
@@ -223,8 +244,9 @@ export class AdsStream {
     st.sentVersion = set.version;
     st.contentVersion = set.version;
     st.sent = set.resources;
+    st.resendAll = false;
     this.life.write(response, st.typeUrl, nonce);
-    this.log.debug({ typeUrl: st.typeUrl, version: set.version, nonce, count: set.resources.length }, 'sent');
+    this.log.debug({ typeUrl: st.typeUrl, version: set.version, nonce, count: resources.length }, 'sent');
     return true;
   }
 }
