@@ -34,7 +34,7 @@ export interface AppliedChange {
 }
 
 // First pod number of the pods the changes add (far from the initial ones).
-const EXTRA_POD_BASE = 1_000_000;
+export const EXTRA_POD_BASE = 1_000_000;
 
 /** The IP of the pod the k-th endpoint change adds and removes (a block the topology never uses). */
 export function endpointChangeIp(k: number): string {
@@ -50,6 +50,13 @@ async function writeAtomic(file: string, text: string): Promise<void> {
   const tmp = path.join(path.dirname(file), `.${path.basename(file)}.${randomBytes(4).toString('hex')}`);
   await writeFile(tmp, text);
   await rename(tmp, file);
+}
+
+/** The k-th split weight for v1 (10–90%), never `previous` (a write that changes nothing pushes nothing). */
+export function nextSplitWeight(previous: number, k: number): number {
+  const weight = 10 + ((k * 17) % 81);
+  if (weight !== previous) return weight;
+  return previous === 90 ? 80 : previous + 10;
 }
 
 /** Applies the k-th repetition of each change kind, cycling over services so changes do not pile up. */
@@ -113,8 +120,7 @@ export class ChangeDriver {
         const apex = this.apexes[k % Math.max(1, this.apexes.length)];
         if (!apex) throw new Error('the topology has no TrafficSplit');
         const previous = this.weights.get(apex.name) ?? 50;
-        let weight = 10 + ((k * 17) % 81);
-        if (weight === previous) weight = previous === 90 ? 80 : previous + 10;
+        const weight = nextSplitWeight(previous, k);
         this.weights.set(apex.name, weight);
         await writeAtomic(this.topo.files.split(apex), yaml(trafficSplitDoc(apex, weight)));
         return { kind, subject: `${apex.name} v1 ${previous}% -> ${weight}%` };

@@ -1,12 +1,22 @@
 // The benchmark's measured phases. Times are epoch ms taken in the parent
 // (writes, kills) and in the workers (ACKs); both read the same host clock.
 import { CHANGE_KINDS, type ChangeDriver, type ChangeKind, endpointChangeIp } from './changes.js';
-import { ControllerProcess } from './controller.js';
+import type { ControllerProcess } from './controller.js';
 import type { Fleet } from './fleet.js';
 import { nowMs } from './protocol.js';
 import { round, type Summary, summarize } from './stats.js';
 
 const MB = 1024 * 1024;
+
+/** What a measured phase reads of a controller: its CPU seconds so far (skein's or a peer's). */
+export interface MeasuredController {
+  cpu(): number;
+}
+
+/** What applies the k-th change of a kind: manifest files (local mode) or the API server. */
+export interface ChangeApplier {
+  apply: ChangeDriver['apply'];
+}
 
 export interface InitialResult {
   /** Fleet connect → every proxy complete (all subscribed types ACKed), ms. */
@@ -22,7 +32,7 @@ export interface InitialResult {
 
 export async function measureInitial(
   fleet: Fleet,
-  controller: ControllerProcess,
+  controller: MeasuredController,
   timeoutMs: number,
 ): Promise<InitialResult> {
   const cpu0 = controller.cpu();
@@ -57,7 +67,7 @@ export interface IdleResult {
 
 export async function measureIdle(
   fleet: Fleet,
-  controller: ControllerProcess,
+  controller: MeasuredController,
   windowMs: number,
 ): Promise<IdleResult> {
   const cpu0 = controller.cpu();
@@ -137,7 +147,7 @@ export interface ChangeKindResult {
  */
 export async function waitSettled(
   fleet: Fleet,
-  controller: ControllerProcess,
+  controller: MeasuredController,
   since: number,
   quietMs: number,
   noAckMinMs: number,
@@ -167,8 +177,8 @@ export async function waitSettled(
 
 export async function measureChange(
   fleet: Fleet,
-  controller: ControllerProcess,
-  driver: ChangeDriver,
+  controller: MeasuredController,
+  driver: ChangeApplier,
   kind: ChangeKind,
   k: number,
   quietMs: number,
@@ -207,8 +217,8 @@ export async function measureChange(
 
 export async function measureChanges(
   fleet: Fleet,
-  controller: ControllerProcess,
-  driver: ChangeDriver,
+  controller: MeasuredController,
+  driver: ChangeApplier,
   repetitions: number,
   quietMs: number,
 ): Promise<{ samples: ChangeSample[]; byKind: Record<string, ChangeKindResult> }> {
@@ -255,18 +265,27 @@ export interface StormResult {
   incomplete: number;
 }
 
-export async function measureStorm(
+/** A controller the reconnect storm can kill and start again. */
+export interface CrashableController extends MeasuredController {
+  rss(): number;
+  /** SIGKILL; resolves once the process is gone. */
+  crash(): Promise<void>;
+}
+
+export async function measureStorm<C extends CrashableController>(
   fleet: Fleet,
-  controller: ControllerProcess,
+  controller: C,
   timeoutMs: number,
-): Promise<{ result: StormResult; controller: ControllerProcess }> {
+  /** Starts the controller again, resolving once it is ready. */
+  restart: () => Promise<C>,
+): Promise<{ result: StormResult; controller: C }> {
   const before = fleet.epochs();
   const ends0 = fleet.streamEnds;
   const wcpu0 = fleet.cpu();
   const tKill = nowMs();
   await controller.crash();
   const tSpawn = nowMs();
-  const next = await ControllerProcess.start(controller.launch);
+  const next = await restart();
   const tReady = nowMs();
   await fleet.waitComplete(timeoutMs, before);
   await fleet.waitQuiet(tReady, 500, 0);
