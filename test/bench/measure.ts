@@ -182,6 +182,8 @@ export async function measureChange(
   kind: ChangeKind,
   k: number,
   quietMs: number,
+  /** With no ACK at all, wait at least this long (a controller may batch changes in a window). */
+  noAckMinMs = 1500,
 ): Promise<ChangeSample> {
   const ip = kind === 'endpoint-add' || kind === 'endpoint-remove' ? endpointChangeIp(k) : undefined;
   if (ip) fleet.setMarker(ip);
@@ -189,7 +191,7 @@ export async function measureChange(
   const t0 = nowMs();
   const rec = fleet.record(t0);
   const applied = await driver.apply(kind, k);
-  await waitSettled(fleet, controller, t0, quietMs, 1500, 60_000);
+  await waitSettled(fleet, controller, t0, quietMs, noAckMinMs, 60_000);
   fleet.endRecording(rec);
   const cpu = controller.cpu() - cpu0;
   const acks = rec.acks;
@@ -221,11 +223,12 @@ export async function measureChanges(
   driver: ChangeApplier,
   repetitions: number,
   quietMs: number,
+  noAckMinMs = 1500,
 ): Promise<{ samples: ChangeSample[]; byKind: Record<string, ChangeKindResult> }> {
   const samples: ChangeSample[] = [];
   for (let k = 0; k < repetitions; k++) {
     for (const kind of CHANGE_KINDS)
-      samples.push(await measureChange(fleet, controller, driver, kind, k, quietMs));
+      samples.push(await measureChange(fleet, controller, driver, kind, k, quietMs, noAckMinMs));
   }
   const byKind: Record<string, ChangeKindResult> = {};
   for (const kind of CHANGE_KINDS) {

@@ -40,6 +40,7 @@ import { round } from './stats.js';
 import { BENCH_MESH, planTopology, type Topology } from './topology.js';
 
 const MB = 1024 * 1024;
+const NO_ACK_MIN_MS = 6000;
 
 export interface PeerBenchOptions {
   proxies: number;
@@ -143,7 +144,9 @@ async function runOne(
     const idle = await measureIdle(fleet, controller, o.idleMs);
     const convergedRss = controller.rss();
     progress(`${setup.name}: ${o.changes} x 5 changes`);
-    const changes = await measureChanges(fleet, controller, driver, o.changes, o.quietMs);
+    // OSM coalesces proxy updates over a window of seconds (pkg/messaging/broker.go): a change
+    // that pushed nothing within 1.5 s may still push, so both get 6 s before "no push".
+    const changes = await measureChanges(fleet, controller, driver, o.changes, o.quietMs, NO_ACK_MIN_MS);
     let storm: StormResult | undefined;
     if (!o.skipStorm) {
       progress(`${setup.name}: reconnect storm (SIGKILL and restart)`);
