@@ -3,9 +3,16 @@
 // namespaces joined to both meshes, pods carrying both proxy-UUID labels, bound
 // to a Node and reported Running/Ready as a kubelet would (the EndpointSlice and
 // Endpoints controllers then publish them), and the changes as API writes.
-import { KubeApiError, type KubeClient } from '../../pkg/registry/kube/client.js';
+
 import { LABEL_MONITORED_BY } from '../../pkg/mesh/constants.js';
-import { type AppliedChange, type ChangeKind, EXTRA_POD_BASE, endpointChangeIp, nextSplitWeight } from './changes.js';
+import { KubeApiError, type KubeClient } from '../../pkg/registry/kube/client.js';
+import {
+  type AppliedChange,
+  type ChangeKind,
+  EXTRA_POD_BASE,
+  endpointChangeIp,
+  nextSplitWeight,
+} from './changes.js';
 import {
   BENCH_MESH,
   type BenchService,
@@ -77,7 +84,11 @@ async function remove(api: KubeClient, doc: Doc): Promise<void> {
 }
 
 /** Runs `fn` over `items` with at most `limit` in flight. */
-async function eachLimited<T>(items: readonly T[], limit: number, fn: (x: T) => Promise<void>): Promise<void> {
+async function eachLimited<T>(
+  items: readonly T[],
+  limit: number,
+  fn: (x: T) => Promise<void>,
+): Promise<void> {
   let next = 0;
   const run = async () => {
     for (;;) {
@@ -208,7 +219,8 @@ export async function waitForEndpoints(api: KubeClient, topo: Topology, timeoutM
     // Every pod backs its service; a split apex's pods back one backend service too.
     const want = topo.proxies.reduce((n, p) => n + (topo.services[p.service]?.split ? 2 : 1), 0);
     if (ready >= want) return;
-    if (Date.now() > deadline) throw new Error(`endpoints: ${ready} of ${want} addresses ready after ${timeoutMs} ms`);
+    if (Date.now() > deadline)
+      throw new Error(`endpoints: ${ready} of ${want} addresses ready after ${timeoutMs} ms`);
     await new Promise((r) => setTimeout(r, 250));
   }
 }

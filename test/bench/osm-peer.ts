@@ -17,8 +17,8 @@
 import { execFileSync } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { mkdir, mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
-import { createConnection } from 'node:net';
 import { request } from 'node:http';
+import { createConnection } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -26,8 +26,8 @@ import { KubeApiError, type KubeClient } from '../../pkg/registry/kube/client.js
 import type { ClusterEndpoint } from '../support/cluster.js';
 import { type Component, spawnComponent } from '../support/component.js';
 import { sleep } from '../support/processes.js';
-import { cpuSeconds, rssBytes } from './proc.js';
 import type { PeerLabels } from './kube-topology.js';
+import { cpuSeconds, rssBytes } from './proc.js';
 
 const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..', '..');
 export const OSM_DIR = path.join(repoRoot, 'test', 'osm');
@@ -83,11 +83,15 @@ export function osmVersion(): string {
 
 /** The module's directory in the Go module cache (downloaded when missing; go.sum checks it). */
 export function osmModuleDir(): string {
-  const out = execFileSync('go', ['mod', 'download', '-json', `github.com/openservicemesh/osm@${osmVersion()}`], {
-    cwd: OSM_DIR,
-    encoding: 'utf8',
-    env: { ...process.env, GOFLAGS: '-mod=mod' },
-  });
+  const out = execFileSync(
+    'go',
+    ['mod', 'download', '-json', `github.com/openservicemesh/osm@${osmVersion()}`],
+    {
+      cwd: OSM_DIR,
+      encoding: 'utf8',
+      env: { ...process.env, GOFLAGS: '-mod=mod' },
+    },
+  );
   const dir: unknown = JSON.parse(out).Dir;
   if (typeof dir !== 'string' || !existsSync(dir)) throw new Error(`go mod download: no directory in ${out}`);
   return dir;
@@ -190,9 +194,18 @@ function httpStatus(port: number, urlPath: string): Promise<number> {
   });
 }
 
+/** The first of OSM's fixed ports something on this machine already listens on, if any. */
+export async function busyOsmPort(): Promise<number | undefined> {
+  for (const port of Object.values(OSM_PORTS)) if (await portInUse(port)) return port;
+  return undefined;
+}
+
 /** Writes Secret osm-ca-bundle's root into `dir` as ca.crt/ca.key (what the fleet's BuiltinCA loads). */
 export async function exportOsmCa(api: KubeClient, dir: string): Promise<void> {
-  const secret = (await api.request('GET', `/api/v1/namespaces/${OSM_NAMESPACE}/secrets/${OSM_CA_SECRET}`)) as {
+  const secret = (await api.request(
+    'GET',
+    `/api/v1/namespaces/${OSM_NAMESPACE}/secrets/${OSM_CA_SECRET}`,
+  )) as {
     data?: Record<string, string>;
   };
   const crt = secret.data?.['ca.crt'];
@@ -219,7 +232,9 @@ export class OsmProcess {
     if (!existsSync(OSM_BIN)) throw new Error(`${OSM_BIN} is missing: run \`make osm-bin\` first`);
     for (const port of Object.values(OSM_PORTS))
       if (await portInUse(port))
-        throw new Error(`port ${port} is in use: osm-controller binds it on every interface and must run alone`);
+        throw new Error(
+          `port ${port} is in use: osm-controller binds it on every interface and must run alone`,
+        );
     if (!existsSync('/var/run/secrets'))
       throw new Error('/var/run/secrets is missing: osm-controller needs it as a mount point');
     const dir = await mkdtemp(path.join(tmpdir(), 'skein-osm-'));

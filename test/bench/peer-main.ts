@@ -28,7 +28,8 @@ Usage: node dist/test/bench/peer-main.js [flags]   (or: make bench-peer BENCH_AR
 function positiveInt(name: string, text: string | undefined, fallback: number): number {
   if (text === undefined) return fallback;
   const n = Number(text);
-  if (!Number.isInteger(n) || n < 1) throw new Error(`--${name}: ${JSON.stringify(text)} is not a positive integer`);
+  if (!Number.isInteger(n) || n < 1)
+    throw new Error(`--${name}: ${JSON.stringify(text)} is not a positive integer`);
   return n;
 }
 
@@ -58,7 +59,8 @@ export function parsePeerArgs(argv: string[]): (PeerBenchOptions & { json?: stri
   const mode = v.mode ?? 'smi';
   if (mode !== 'smi' && mode !== 'permissive') throw new Error(`--mode: ${mode} is not smi or permissive`);
   const only = v.only;
-  if (only !== undefined && only !== 'osm' && only !== 'skein') throw new Error(`--only: ${only} is not osm or skein`);
+  if (only !== undefined && only !== 'osm' && only !== 'skein')
+    throw new Error(`--only: ${only} is not osm or skein`);
   return {
     proxies,
     services,

@@ -29,7 +29,11 @@ function rows(): Row[] {
       { label: `${kind} p99 (ms)`, of: (r) => r.changes[kind]?.convergenceMs.p99 },
       { label: `${kind} CPU per change (s)`, of: (r) => r.changes[kind]?.controllerCpuS.mean, digits: 3 },
       { label: `${kind} proxies pushed`, of: (r) => r.changes[kind]?.proxies.mean },
-      { label: `${kind} bytes (KB)`, of: (r) => (r.changes[kind]?.bytes.mean ?? Number.NaN) / 1e3, digits: 1 },
+      {
+        label: `${kind} bytes (KB)`,
+        of: (r) => (r.changes[kind]?.bytes.mean ?? Number.NaN) / 1e3,
+        digits: 1,
+      },
     );
   }
   out.push(

@@ -110,7 +110,9 @@ export async function runBench(o: BenchOptions): Promise<BenchResult> {
     if (!o.skipStorm) {
       progress('reconnect storm: SIGKILL and restart');
       const launch = controller.launch;
-      const s = await measureStorm(fleet, controller, o.timeoutS * 1000, () => ControllerProcess.start(launch));
+      const s = await measureStorm(fleet, controller, o.timeoutS * 1000, () =>
+        ControllerProcess.start(launch),
+      );
       controller = s.controller;
       storm = s.result;
     }
