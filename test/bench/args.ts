@@ -63,7 +63,7 @@ Usage: node dist/test/bench/main.js [flags]   (or: make bench BENCH_ARGS="...")
   -h, --help
 `;
 
-function positiveInt(name: string, text: string | undefined, fallback: number): number {
+export function positiveInt(name: string, text: string | undefined, fallback: number): number {
   if (text === undefined) return fallback;
   const n = Number(text);
   if (!Number.isInteger(n) || n < 1)

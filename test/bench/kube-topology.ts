@@ -3,20 +3,11 @@
 // namespaces joined to both meshes, pods carrying both proxy-UUID labels, bound
 // to a Node and reported Running/Ready as a kubelet would (the EndpointSlice and
 // Endpoints controllers then publish them), and the changes as API writes.
-
-import { LABEL_MONITORED_BY } from '../../pkg/mesh/constants.js';
+import { LABEL_MONITORED_BY, LABEL_PROXY_UUID } from '../../pkg/mesh/constants.js';
 import { KubeApiError, type KubeClient } from '../../pkg/registry/kube/client.js';
-import {
-  type AppliedChange,
-  type ChangeKind,
-  EXTRA_POD_BASE,
-  endpointChangeIp,
-  nextSplitWeight,
-} from './changes.js';
+import type { ChangeSink } from './changes.js';
 import {
   BENCH_MESH,
-  type BenchService,
-  benchUuid,
   meshConfigDoc,
   podDoc,
   podVersion,
@@ -225,64 +216,25 @@ export async function waitForEndpoints(api: KubeClient, topo: Topology, timeoutM
   }
 }
 
-/** The bench's changes (changes.ts) as API writes, for controllers that read the API server. */
-export class KubeChangeDriver {
-  private readonly apexes: BenchService[];
-  private readonly weights = new Map<string, number>();
-
-  constructor(
-    private readonly api: KubeClient,
-    private readonly topo: Topology,
-    private readonly peer: PeerLabels,
-  ) {
-    this.apexes = topo.services.filter((s) => s.split);
-  }
-
-  private service(i: number): BenchService {
-    const n = this.topo.services.length;
-    const s = this.topo.services[((i % n) + n) % n];
-    if (!s) throw new Error('no services');
-    return s;
-  }
-
-  async apply(kind: ChangeKind, k: number): Promise<AppliedChange> {
-    switch (kind) {
-      case 'endpoint-add':
-      case 'endpoint-remove': {
-        const svc = this.service(k * 7 + 1);
-        const ip = endpointChangeIp(k);
-        const uuid = benchUuid(EXTRA_POD_BASE + k);
-        const pod = podDoc(svc, `${svc.name}-extra-${k}`, uuid, ip, 'v1');
-        if (kind === 'endpoint-add') await createPod(this.api, pod, this.peer, uuid);
-        else await remove(this.api, pod);
-        return {
-          kind,
-          subject: `pod ${ip} of ${svc.namespace}/${svc.name}`,
-          marker: { text: ip, present: kind === 'endpoint-add' },
-        };
-      }
-      case 'traffictarget-add':
-      case 'traffictarget-remove': {
-        const dest = this.service(k * 11 + 2);
-        const source = this.service(dest.index + Math.floor(this.topo.services.length / 2));
-        const doc = trafficTargetDoc(`bench-extra-${k}`, dest, [source]);
-        if (kind === 'traffictarget-add') await create(this.api, doc);
-        else await remove(this.api, doc);
-        return { kind, subject: `${source.name} -> ${dest.name}` };
-      }
-      case 'split-weight': {
-        const apex = this.apexes[k % Math.max(1, this.apexes.length)];
-        if (!apex) throw new Error('the topology has no TrafficSplit');
-        const previous = this.weights.get(apex.name) ?? 50;
-        const weight = nextSplitWeight(previous, k);
-        this.weights.set(apex.name, weight);
-        const doc = trafficSplitDoc(apex, weight);
-        await this.api.request('PATCH', `${collection(doc)}/${meta(doc).name}`, {
+/**
+ * The bench's changes (changes.ts ChangeDriver) as API writes, for controllers that
+ * read the API server: a pod is created and reported Ready (createPod), a
+ * TrafficSplit's spec merge-patched, anything else created; removal deletes.
+ */
+export function kubeChangeSink(api: KubeClient, peer: PeerLabels): ChangeSink {
+  return {
+    async put(_file, doc) {
+      if (doc['kind'] === 'Pod') {
+        await createPod(api, doc, peer, meta(doc).labels?.[LABEL_PROXY_UUID] ?? '');
+      } else if (doc['kind'] === 'TrafficSplit') {
+        await api.request('PATCH', `${collection(doc)}/${meta(doc).name}`, {
           contentType: 'application/merge-patch+json',
           body: { spec: doc['spec'] },
         });
-        return { kind, subject: `${apex.name} v1 ${previous}% -> ${weight}%` };
+      } else {
+        await create(api, doc);
       }
-    }
-  }
+    },
+    remove: (_file, doc) => remove(api, doc),
+  };
 }

@@ -3,6 +3,7 @@
 import { writeFile } from 'node:fs/promises';
 import { availableParallelism } from 'node:os';
 import { parseArgs } from 'node:util';
+import { positiveInt } from './args.js';
 import { type PeerBenchOptions, runPeerBench } from './peer.js';
 import { formatPeerReport } from './peer-report.js';
 
@@ -24,14 +25,6 @@ Usage: node dist/test/bench/peer-main.js [flags]   (or: make bench-peer BENCH_AR
   --json FILE          also write the results as JSON
   -h, --help
 `;
-
-function positiveInt(name: string, text: string | undefined, fallback: number): number {
-  if (text === undefined) return fallback;
-  const n = Number(text);
-  if (!Number.isInteger(n) || n < 1)
-    throw new Error(`--${name}: ${JSON.stringify(text)} is not a positive integer`);
-  return n;
-}
 
 export function parsePeerArgs(argv: string[]): (PeerBenchOptions & { json?: string }) | 'help' {
   const { values: v } = parseArgs({

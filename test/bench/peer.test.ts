@@ -9,9 +9,17 @@ import { runPeerBench } from './peer.js';
 // Kubernetes mode, one after the other, each serving the same 4 mTLS ADS clients
 // on one real API server, every change kind once. osm-controller is built by
 // `make osm-bin` (test/osm, from the Go module proxy), which `make test` does not
-// run: without the binary the test is skipped.
+// run: without the binary the test is skipped. osm-controller binds fixed ports
+// (15128, 9091, 9093) on every interface; when another process holds one, the test
+// is skipped too, saying which.
+async function skipReason(): Promise<string | false> {
+  if (!existsSync(OSM_BIN)) return `${OSM_BIN} missing (make osm-bin)`;
+  const busy = await busyOsmPort();
+  return busy === undefined ? false : `port ${busy} is in use; osm-controller needs it`;
+}
+
 test('OSM v1.2.4 and skein both converge the same fleet and push every change kind', {
-  skip: existsSync(OSM_BIN) ? false : `${OSM_BIN} missing (make osm-bin)`,
+  skip: await skipReason(),
   timeout: 240_000,
 }, async () => {
   process.env['SKEIN_BENCH_QUIET'] = '1';

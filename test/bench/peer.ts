@@ -8,9 +8,10 @@ import { KubeClient } from '../../pkg/registry/kube/client.js';
 import { DEFAULT_CONTROLLERS, TestCluster } from '../support/cluster.js';
 import { applyCrdFiles, applyCrds } from '../support/kube.js';
 import { freePorts, sleep } from '../support/processes.js';
+import { ChangeDriver } from './changes.js';
 import { ControllerProcess } from './controller.js';
 import { Fleet } from './fleet.js';
-import { applyTopology, KubeChangeDriver, waitForEndpoints } from './kube-topology.js';
+import { applyTopology, kubeChangeSink, waitForEndpoints } from './kube-topology.js';
 import {
   type ChangeKindResult,
   type CrashableController,
@@ -113,7 +114,7 @@ interface PeerSetup {
 async function runOne(
   setup: PeerSetup,
   topo: Topology,
-  driver: KubeChangeDriver,
+  driver: ChangeDriver,
   o: PeerBenchOptions,
   root: string,
 ): Promise<PeerRun> {
@@ -216,7 +217,7 @@ export async function runPeerBench(o: PeerBenchOptions): Promise<PeerBenchResult
     progress(`applying ${topo.proxies.length} pods, ${topo.services.length} services to the API server`);
     await applyTopology(api, topo, OSM_LABELS, osmObjects(o.mode === 'permissive'));
     await waitForEndpoints(api, topo, 120_000);
-    const driver = new KubeChangeDriver(api, topo, OSM_LABELS);
+    const driver = new ChangeDriver(topo, kubeChangeSink(api, OSM_LABELS));
     const [adsPort, httpPort] = await freePorts(2);
     if (adsPort === undefined || httpPort === undefined) throw new Error('no free ports');
     if (adsPort === OSM_PORTS.ads || httpPort === OSM_PORTS.http)
