@@ -1,9 +1,8 @@
 #!/usr/bin/env node
 // `make bench-peer`: OSM v1.2.4 and skein, same topology and fleet, one run (peer.ts).
 import { writeFile } from 'node:fs/promises';
-import { availableParallelism } from 'node:os';
 import { parseArgs } from 'node:util';
-import { positiveInt } from './args.js';
+import { COMMON_BENCH_FLAGS, commonBenchOptions } from './args.js';
 import { type PeerBenchOptions, runPeerBench } from './peer.js';
 import { formatPeerReport } from './peer-report.js';
 
@@ -30,40 +29,14 @@ export function parsePeerArgs(argv: string[]): (PeerBenchOptions & { json?: stri
   const { values: v } = parseArgs({
     args: argv,
     strict: true,
-    options: {
-      proxies: { type: 'string' },
-      services: { type: 'string' },
-      mode: { type: 'string' },
-      changes: { type: 'string' },
-      workers: { type: 'string' },
-      'quiet-ms': { type: 'string' },
-      'idle-ms': { type: 'string' },
-      'timeout-s': { type: 'string' },
-      'skip-storm': { type: 'boolean' },
-      only: { type: 'string' },
-      json: { type: 'string' },
-      help: { type: 'boolean', short: 'h' },
-    },
+    options: { ...COMMON_BENCH_FLAGS, only: { type: 'string' } },
   });
   if (v.help) return 'help';
-  const proxies = positiveInt('proxies', v.proxies, 400);
-  const services = positiveInt('services', v.services, Math.max(1, Math.floor(proxies / 2)));
-  if (proxies < 2 * services) throw new Error(`--services ${services}: every service needs 2 pods (2S <= N)`);
-  const mode = v.mode ?? 'smi';
-  if (mode !== 'smi' && mode !== 'permissive') throw new Error(`--mode: ${mode} is not smi or permissive`);
   const only = v.only;
   if (only !== undefined && only !== 'osm' && only !== 'skein')
     throw new Error(`--only: ${only} is not osm or skein`);
   return {
-    proxies,
-    services,
-    mode,
-    changes: positiveInt('changes', v.changes, 10),
-    workers: positiveInt('workers', v.workers, availableParallelism()),
-    quietMs: positiveInt('quiet-ms', v['quiet-ms'], 300),
-    idleMs: positiveInt('idle-ms', v['idle-ms'], 5000),
-    timeoutS: positiveInt('timeout-s', v['timeout-s'], 180),
-    skipStorm: v['skip-storm'] ?? false,
+    ...commonBenchOptions(v, { proxies: 400, timeoutS: 180 }),
     ...(only ? { only: [only] } : {}),
     ...(v.json ? { json: v.json } : {}),
   };

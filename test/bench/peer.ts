@@ -14,6 +14,7 @@ import { Fleet } from './fleet.js';
 import { applyTopology, kubeChangeSink, waitForEndpoints } from './kube-topology.js';
 import {
   type ChangeKindResult,
+  type ChangeSample,
   type CrashableController,
   type IdleResult,
   type InitialResult,
@@ -75,6 +76,8 @@ export interface PeerRun {
   initial: InitialResult;
   idle: IdleResult;
   changes: Record<string, ChangeKindResult>;
+  /** Every change measured, in order (which one pushed nothing, for instance). */
+  changeSamples: ChangeSample[];
   storm?: StormResult;
   /** 1-, 5- and 15-minute load averages when the run started and ended. */
   load: { start: number[]; end: number[] };
@@ -174,6 +177,7 @@ async function runOne(
       initial,
       idle,
       changes: changes.byKind,
+      changeSamples: changes.samples,
       ...(storm ? { storm } : {}),
       load: { start: load0.map((x) => round(x, 2)), end: loadavg().map((x) => round(x, 2)) },
       warnings: warnings.length,
