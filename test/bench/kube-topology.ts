@@ -3,6 +3,9 @@
 // namespaces joined to both meshes, pods carrying both proxy-UUID labels, bound
 // to a Node and reported Running/Ready as a kubelet would (the EndpointSlice and
 // Endpoints controllers then publish them), and the changes as API writes.
+import { mkdir, writeFile } from 'node:fs/promises';
+import path from 'node:path';
+import { CA_CERT_FILE, CA_KEY_FILE } from '../../pkg/certificate/builtin.js';
 import { LABEL_MONITORED_BY, LABEL_PROXY_UUID } from '../../pkg/mesh/constants.js';
 import { KubeApiError, type KubeClient } from '../../pkg/registry/kube/client.js';
 import type { ChangeSink } from './changes.js';
@@ -16,6 +19,28 @@ import {
   trafficSplitDoc,
   trafficTargetDoc,
 } from './topology.js';
+
+/**
+ * Writes a CA kept in a Secret into `dir` as ca.crt/ca.key, what the fleet's BuiltinCA
+ * loads: skein's `skein-ca` (keys ca.crt, ca.key) or OSM's `osm-ca-bundle` (ca.crt,
+ * private.key).
+ */
+export async function exportCaSecret(
+  api: KubeClient,
+  secret: { namespace: string; name: string; certKey: string; keyKey: string },
+  dir: string,
+): Promise<void> {
+  const s = (await api.request('GET', `/api/v1/namespaces/${secret.namespace}/secrets/${secret.name}`)) as {
+    data?: Record<string, string>;
+  };
+  const crt = s.data?.[secret.certKey];
+  const key = s.data?.[secret.keyKey];
+  if (!crt || !key)
+    throw new Error(`Secret ${secret.namespace}/${secret.name} has no ${secret.certKey} or ${secret.keyKey}`);
+  await mkdir(dir, { recursive: true });
+  await writeFile(path.join(dir, CA_CERT_FILE), Buffer.from(crt, 'base64'));
+  await writeFile(path.join(dir, CA_KEY_FILE), Buffer.from(key, 'base64'), { mode: 0o600 });
+}
 
 /** The Node every bench pod is bound to (no kubelet behind it). */
 export const BENCH_NODE = 'bench-node';

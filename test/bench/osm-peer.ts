@@ -200,22 +200,6 @@ export async function busyOsmPort(): Promise<number | undefined> {
   return undefined;
 }
 
-/** Writes Secret osm-ca-bundle's root into `dir` as ca.crt/ca.key (what the fleet's BuiltinCA loads). */
-export async function exportOsmCa(api: KubeClient, dir: string): Promise<void> {
-  const secret = (await api.request(
-    'GET',
-    `/api/v1/namespaces/${OSM_NAMESPACE}/secrets/${OSM_CA_SECRET}`,
-  )) as {
-    data?: Record<string, string>;
-  };
-  const crt = secret.data?.['ca.crt'];
-  const key = secret.data?.['private.key'];
-  if (!crt || !key) throw new Error(`Secret ${OSM_NAMESPACE}/${OSM_CA_SECRET} has no ca.crt or private.key`);
-  await mkdir(dir, { recursive: true });
-  await writeFile(path.join(dir, 'ca.crt'), Buffer.from(crt, 'base64'));
-  await writeFile(path.join(dir, 'ca.key'), Buffer.from(key, 'base64'), { mode: 0o600 });
-}
-
 /** A running osm-controller; cpu() and rss() read its own /proc entries. */
 export class OsmProcess {
   private constructor(

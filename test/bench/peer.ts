@@ -4,6 +4,7 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { loadavg, tmpdir } from 'node:os';
 import path from 'node:path';
+import { DEFAULT_CA_SECRET } from '../../pkg/controller/options.js';
 import { KubeClient } from '../../pkg/registry/kube/client.js';
 import { DEFAULT_CONTROLLERS, TestCluster } from '../support/cluster.js';
 import { applyCrdFiles, applyCrds } from '../support/kube.js';
@@ -11,7 +12,7 @@ import { freePorts, sleep } from '../support/processes.js';
 import { ChangeDriver } from './changes.js';
 import { ControllerProcess } from './controller.js';
 import { Fleet } from './fleet.js';
-import { applyTopology, kubeChangeSink, waitForEndpoints } from './kube-topology.js';
+import { applyTopology, exportCaSecret, kubeChangeSink, waitForEndpoints } from './kube-topology.js';
 import {
   type ChangeKindResult,
   type ChangeSample,
@@ -25,10 +26,11 @@ import {
   type StormResult,
 } from './measure.js';
 import {
-  exportOsmCa,
   OSM_ADS_SERVER_NAME,
+  OSM_CA_SECRET,
   OSM_FLAGS,
   OSM_LABELS,
+  OSM_NAMESPACE,
   OSM_PORTS,
   OsmProcess,
   osmCrdFiles,
@@ -48,6 +50,8 @@ const MB = 1024 * 1024;
 // this long before counting as "no push", for both controllers (skein always pushes
 // within a second, so it never waits the full time).
 const NO_ACK_MIN_MS = 20_000;
+/** skein's control-plane namespace (its MeshConfig and CA Secret); kube-topology.ts creates it. */
+const SKEIN_NAMESPACE = 'skein-system';
 
 export interface PeerBenchOptions {
   proxies: number;
@@ -189,19 +193,6 @@ async function runOne(
   }
 }
 
-async function exportSkeinCa(api: KubeClient, dir: string): Promise<void> {
-  const { mkdir, writeFile } = await import('node:fs/promises');
-  const secret = (await api.request('GET', '/api/v1/namespaces/skein-system/secrets/skein-ca')) as {
-    data?: Record<string, string>;
-  };
-  const crt = secret.data?.['ca.crt'];
-  const key = secret.data?.['ca.key'];
-  if (!crt || !key) throw new Error('Secret skein-system/skein-ca has no ca.crt or ca.key');
-  await mkdir(dir, { recursive: true });
-  await writeFile(path.join(dir, 'ca.crt'), Buffer.from(crt, 'base64'));
-  await writeFile(path.join(dir, 'ca.key'), Buffer.from(key, 'base64'), { mode: 0o600 });
-}
-
 export async function runPeerBench(o: PeerBenchOptions): Promise<PeerBenchResult> {
   const started = nowMs();
   const root = await mkdtemp(path.join(tmpdir(), 'skein-bench-peer-'));
@@ -227,7 +218,7 @@ export async function runPeerBench(o: PeerBenchOptions): Promise<PeerBenchResult
     if (adsPort === OSM_PORTS.ads || httpPort === OSM_PORTS.http)
       throw new Error('free port clashes with OSM');
     const skeinLaunch = {
-      kube: { kubeconfigPath: cluster.kubeconfigPath, meshName: BENCH_MESH, namespace: 'skein-system' },
+      kube: { kubeconfigPath: cluster.kubeconfigPath, meshName: BENCH_MESH, namespace: SKEIN_NAMESPACE },
       stateDir: path.join(root, 'skein-state'),
       adsPort,
       httpPort,
@@ -242,7 +233,12 @@ export async function runPeerBench(o: PeerBenchOptions): Promise<PeerBenchResult
           await waitForOsmCa(api);
           return p;
         },
-        exportCa: (dir) => exportOsmCa(api, dir),
+        exportCa: (dir) =>
+          exportCaSecret(
+            api,
+            { namespace: OSM_NAMESPACE, name: OSM_CA_SECRET, certKey: 'ca.crt', keyKey: 'private.key' },
+            dir,
+          ),
         address: `127.0.0.1:${OSM_PORTS.ads}`,
         serverName: OSM_ADS_SERVER_NAME,
         warnings: (c) => (c instanceof OsmProcess ? c.problems() : []),
@@ -256,12 +252,17 @@ export async function runPeerBench(o: PeerBenchOptions): Promise<PeerBenchResult
           '--mesh-name',
           BENCH_MESH,
           '--namespace',
-          'skein-system',
+          SKEIN_NAMESPACE,
           '--log-level',
           'warn',
         ],
         start: () => ControllerProcess.start(skeinLaunch, 60_000),
-        exportCa: (dir) => exportSkeinCa(api, dir),
+        exportCa: (dir) =>
+          exportCaSecret(
+            api,
+            { namespace: SKEIN_NAMESPACE, name: DEFAULT_CA_SECRET, certKey: 'ca.crt', keyKey: 'ca.key' },
+            dir,
+          ),
         address: `127.0.0.1:${adsPort}`,
         warnings: (c) => (c instanceof ControllerProcess ? c.problems().map((l) => String(l['msg'])) : []),
       },
