@@ -3,7 +3,7 @@ SHELL := /bin/bash
 NODE ?= node
 STATE ?= .state
 
-.PHONY: all deps build cluster-bin envoyvalidate-bin envoy-bin netns-tools node-tools browser helm-bin image-tools image test-images start demo test test-unit test-e2e oracle lint format bench clean
+.PHONY: all deps build cluster-bin envoyvalidate-bin envoy-bin netns-tools node-tools browser helm-bin image-tools image test-images start demo test test-unit test-e2e oracle lint format bench osm-bin bench-peer clean
 
 all: build
 
@@ -144,6 +144,20 @@ format: deps
 
 bench: build
 	$(NODE) dist/test/bench/main.js $(BENCH_ARGS)
+
+# Open Service Mesh's osm-controller, unmodified, at the version test/osm/go.mod pins,
+# built from the Go module proxy as the benchmark's peer (not part of `make test`).
+# Rebuilt only when missing or re-pinned.
+OSM_BIN := test/osm/bin/osm-controller
+$(OSM_BIN): test/osm/go.mod test/osm/go.sum test/osm/build.sh
+	test/osm/build.sh
+
+osm-bin: $(OSM_BIN)
+
+# The same topology and proxy fleet against OSM and skein (Kubernetes mode) on one real
+# API server, in one run: docs/performance.md "Side by side with OSM".
+bench-peer: build cluster-bin osm-bin
+	$(NODE) dist/test/bench/peer-main.js $(BENCH_ARGS)
 
 clean:
 	rm -rf dist

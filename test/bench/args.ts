@@ -63,7 +63,7 @@ Usage: node dist/test/bench/main.js [flags]   (or: make bench BENCH_ARGS="...")
   -h, --help
 `;
 
-function positiveInt(name: string, text: string | undefined, fallback: number): number {
+export function positiveInt(name: string, text: string | undefined, fallback: number): number {
   if (text === undefined) return fallback;
   const n = Number(text);
   if (!Number.isInteger(n) || n < 1)
@@ -71,40 +71,43 @@ function positiveInt(name: string, text: string | undefined, fallback: number): 
   return n;
 }
 
-export function parseBenchArgs(argv: string[]): BenchOptions | 'help' {
-  const { values: v } = parseArgs({
-    args: argv,
-    strict: true,
-    options: {
-      proxies: { type: 'string' },
-      services: { type: 'string' },
-      mode: { type: 'string' },
-      changes: { type: 'string' },
-      workers: { type: 'string' },
-      json: { type: 'string' },
-      'min-push-interval': { type: 'string' },
-      'quiet-ms': { type: 'string' },
-      'idle-ms': { type: 'string' },
-      'cpu-prof': { type: 'string' },
-      'skip-storm': { type: 'boolean' },
-      'skip-tick': { type: 'boolean' },
-      keep: { type: 'boolean' },
-      delta: { type: 'boolean' },
-      'minimal-node': { type: 'boolean' },
-      hostile: { type: 'boolean' },
-      'egress-policies': { type: 'string' },
-      'ingress-backends': { type: 'string' },
-      'timeout-s': { type: 'string' },
-      help: { type: 'boolean', short: 'h' },
-    },
-  });
-  if (v.help) return 'help';
-  const proxies = positiveInt('proxies', v.proxies, 500);
+/** The flags `make bench` and `make bench-peer` share: size, mode and the measured phases. */
+export const COMMON_BENCH_FLAGS = {
+  proxies: { type: 'string' },
+  services: { type: 'string' },
+  mode: { type: 'string' },
+  changes: { type: 'string' },
+  workers: { type: 'string' },
+  json: { type: 'string' },
+  'quiet-ms': { type: 'string' },
+  'idle-ms': { type: 'string' },
+  'skip-storm': { type: 'boolean' },
+  'timeout-s': { type: 'string' },
+  help: { type: 'boolean', short: 'h' },
+} as const;
+
+type CommonValues = {
+  [K in keyof typeof COMMON_BENCH_FLAGS]?: (typeof COMMON_BENCH_FLAGS)[K]['type'] extends 'boolean'
+    ? boolean
+    : string;
+};
+
+export type CommonBenchOptions = Pick<
+  BenchOptions,
+  'proxies' | 'services' | 'mode' | 'changes' | 'workers' | 'quietMs' | 'idleMs' | 'skipStorm' | 'timeoutS'
+>;
+
+/** The shared flags' values, checked, with the defaults that differ between the two given. */
+export function commonBenchOptions(
+  v: CommonValues,
+  defaults: { proxies: number; timeoutS: number },
+): CommonBenchOptions {
+  const proxies = positiveInt('proxies', v.proxies, defaults.proxies);
   const services = positiveInt('services', v.services, Math.max(1, Math.floor(proxies / 2)));
   if (proxies < 2 * services) throw new Error(`--services ${services}: every service needs 2 pods (2S <= N)`);
   const mode = v.mode ?? 'smi';
   if (mode !== 'smi' && mode !== 'permissive') throw new Error(`--mode: ${mode} is not smi or permissive`);
-  const opts: BenchOptions = {
+  return {
     proxies,
     services,
     mode,
@@ -115,9 +118,34 @@ export function parseBenchArgs(argv: string[]): BenchOptions | 'help' {
     quietMs: positiveInt('quiet-ms', v['quiet-ms'], 300),
     idleMs: positiveInt('idle-ms', v['idle-ms'], 5000),
     skipStorm: v['skip-storm'] ?? false,
+    timeoutS: positiveInt('timeout-s', v['timeout-s'], defaults.timeoutS),
+  };
+}
+
+export function parseBenchArgs(argv: string[]): BenchOptions | 'help' {
+  const { values: v } = parseArgs({
+    args: argv,
+    strict: true,
+    options: {
+      ...COMMON_BENCH_FLAGS,
+      'min-push-interval': { type: 'string' },
+      'cpu-prof': { type: 'string' },
+      'skip-tick': { type: 'boolean' },
+      keep: { type: 'boolean' },
+      delta: { type: 'boolean' },
+      'minimal-node': { type: 'boolean' },
+      hostile: { type: 'boolean' },
+      'egress-policies': { type: 'string' },
+      'ingress-backends': { type: 'string' },
+    },
+  });
+  if (v.help) return 'help';
+  const common = commonBenchOptions(v, { proxies: 500, timeoutS: 120 });
+  const services = common.services;
+  const opts: BenchOptions = {
+    ...common,
     skipTick: v['skip-tick'] ?? false,
     keep: v.keep ?? false,
-    timeoutS: positiveInt('timeout-s', v['timeout-s'], 120),
   };
   if (v.delta) opts.delta = true;
   if (v['minimal-node']) opts.minimalNode = true;

@@ -1,5 +1,6 @@
 // The configuration changes the benchmark times: each is one manifest write
-// (or removal) in the watched directory, the way an operator would apply it.
+// (or removal) in the watched directory, the way an operator would apply it, or
+// (Kubernetes mode, kube-topology.ts) one write to the API server.
 import { randomBytes } from 'node:crypto';
 import { rename, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
@@ -34,7 +35,7 @@ export interface AppliedChange {
 }
 
 // First pod number of the pods the changes add (far from the initial ones).
-const EXTRA_POD_BASE = 1_000_000;
+export const EXTRA_POD_BASE = 1_000_000;
 
 /** The IP of the pod the k-th endpoint change adds and removes (a block the topology never uses). */
 export function endpointChangeIp(k: number): string {
@@ -52,12 +53,36 @@ async function writeAtomic(file: string, text: string): Promise<void> {
   await rename(tmp, file);
 }
 
+/** The k-th split weight for v1 (10–90%), never `previous` (a write that changes nothing pushes nothing). */
+export function nextSplitWeight(previous: number, k: number): number {
+  const weight = 10 + ((k * 17) % 81);
+  if (weight !== previous) return weight;
+  return previous === 90 ? 80 : previous + 10;
+}
+
+/** Where the driver's writes go: manifest files (local mode) or the API server. */
+export interface ChangeSink {
+  /** Creates or replaces `doc`; `file` is its manifest in the watched directory. */
+  put(file: string, doc: Record<string, unknown>): Promise<void>;
+  /** Deletes what `put` created (idempotent). */
+  remove(file: string, doc: Record<string, unknown>): Promise<void>;
+}
+
+/** Manifest files in the controller's watched directory. */
+export const manifestSink: ChangeSink = {
+  put: (file, doc) => writeAtomic(file, yaml(doc)),
+  remove: (file) => rm(file, { force: true }),
+};
+
 /** Applies the k-th repetition of each change kind, cycling over services so changes do not pile up. */
 export class ChangeDriver {
   private readonly apexes: BenchService[];
   private readonly weights = new Map<string, number>();
 
-  constructor(private readonly topo: Topology) {
+  constructor(
+    private readonly topo: Topology,
+    private readonly sink: ChangeSink = manifestSink,
+  ) {
     this.apexes = topo.services.filter((s) => s.split);
   }
 
@@ -84,12 +109,9 @@ export class ChangeDriver {
       case 'endpoint-remove': {
         const svc = this.service(k * 7 + 1);
         const ip = endpointChangeIp(k);
-        if (kind === 'endpoint-add') {
-          const pod = podDoc(svc, `${svc.name}-extra-${k}`, benchUuid(EXTRA_POD_BASE + k), ip, 'v1');
-          await writeAtomic(this.podFile(k), yaml(pod));
-        } else {
-          await rm(this.podFile(k), { force: true });
-        }
+        const pod = podDoc(svc, `${svc.name}-extra-${k}`, benchUuid(EXTRA_POD_BASE + k), ip, 'v1');
+        if (kind === 'endpoint-add') await this.sink.put(this.podFile(k), pod);
+        else await this.sink.remove(this.podFile(k), pod);
         return {
           kind,
           subject: `pod ${ip} of ${svc.namespace}/${svc.name}`,
@@ -101,22 +123,18 @@ export class ChangeDriver {
         const dest = this.service(k * 11 + 2);
         // Half-way round the ring: never one of the sources the topology already admits.
         const source = this.service(dest.index + Math.floor(this.topo.services.length / 2));
-        if (kind === 'traffictarget-add') {
-          const doc = trafficTargetDoc(`bench-extra-${k}`, dest, [source]);
-          await writeAtomic(this.targetFile(k), yaml(doc));
-        } else {
-          await rm(this.targetFile(k), { force: true });
-        }
+        const doc = trafficTargetDoc(`bench-extra-${k}`, dest, [source]);
+        if (kind === 'traffictarget-add') await this.sink.put(this.targetFile(k), doc);
+        else await this.sink.remove(this.targetFile(k), doc);
         return { kind, subject: `${source.name} -> ${dest.name}` };
       }
       case 'split-weight': {
         const apex = this.apexes[k % Math.max(1, this.apexes.length)];
         if (!apex) throw new Error('the topology has no TrafficSplit');
         const previous = this.weights.get(apex.name) ?? 50;
-        let weight = 10 + ((k * 17) % 81);
-        if (weight === previous) weight = previous === 90 ? 80 : previous + 10;
+        const weight = nextSplitWeight(previous, k);
         this.weights.set(apex.name, weight);
-        await writeAtomic(this.topo.files.split(apex), yaml(trafficSplitDoc(apex, weight)));
+        await this.sink.put(this.topo.files.split(apex), trafficSplitDoc(apex, weight));
         return { kind, subject: `${apex.name} v1 ${previous}% -> ${weight}%` };
       }
     }

@@ -10,7 +10,10 @@ const distRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..'
 export const CONTROLLER_SCRIPT = path.join(distRoot, 'cmd', 'skein-controller', 'main.js');
 
 export interface ControllerLaunch {
-  manifestsDir: string;
+  /** Local mode: the manifests directory; or Kubernetes mode with `kube`. */
+  manifestsDir?: string;
+  /** Kubernetes mode: the kubeconfig, mesh name and control-plane namespace. */
+  kube?: { kubeconfigPath: string; meshName: string; namespace: string };
   stateDir: string;
   adsPort: number;
   httpPort: number;
@@ -42,9 +45,16 @@ export class ControllerProcess {
 
   /** Spawns the controller and resolves once /readyz answers 200. */
   static async start(launch: ControllerLaunch, timeoutMs = 30_000): Promise<ControllerProcess> {
+    const source = launch.kube
+      ? [
+          ...['--kubeconfig', launch.kube.kubeconfigPath, '--mesh-name', launch.kube.meshName],
+          ...['--namespace', launch.kube.namespace],
+          // Ephemeral: Kubernetes mode binds these on fixed ports otherwise.
+          ...['--rest-xds-port', '0', '--webhook-port', '0'],
+        ]
+      : ['--local', launch.manifestsDir ?? '.'];
     const args = [
-      '--local',
-      launch.manifestsDir,
+      ...source,
       '--state-dir',
       launch.stateDir,
       '--host',

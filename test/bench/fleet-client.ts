@@ -41,6 +41,8 @@ export interface FleetClientOptions {
    * sharedNodeBytes); empty for a node of id and cluster only.
    */
   sharedNode: Uint8Array;
+  /** A name the ADS serving certificate carries (default localhost). */
+  serverName?: string;
 }
 
 /**
@@ -55,8 +57,9 @@ export function fleetChannel(opts: FleetClientOptions): grpc.Client {
     'grpc.initial_reconnect_backoff_ms': ADS_RETRY_BACKOFF.baseMs,
     'grpc.max_reconnect_backoff_ms': ADS_RETRY_BACKOFF.maxMs,
     'grpc.max_receive_message_length': 64 * 1024 * 1024,
-    // The server certificate names localhost too; an IP as TLS server name is deprecated (RFC 6066).
-    'grpc.ssl_target_name_override': 'localhost',
+    // skein's certificate names localhost too (OSM's only ads.<trust-domain>); an IP as TLS
+    // server name is deprecated (RFC 6066).
+    'grpc.ssl_target_name_override': opts.serverName ?? 'localhost',
     // Neither is Envoy behaviour, and both cost the shared cores per call and connection:
     // channelz bookkeeping, and buffering every request for a gRPC-level retry (an xDS client
     // recovers by opening a new stream, as this one does).

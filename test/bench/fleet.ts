@@ -20,6 +20,8 @@ export interface FleetOptions {
   proxies: FleetProxySpec[];
   address: string;
   caDir: string;
+  /** TLS server name the ADS serving certificate carries (default localhost). */
+  serverName?: string;
   /** Worker → parent batching interval (default 25 ms). */
   flushMs?: number;
   /** Proxies speak Delta ADS instead of SotW. */
@@ -102,6 +104,7 @@ export class Fleet {
         type: 'init',
         address: opts.address,
         caDir: opts.caDir,
+        ...(opts.serverName ? { serverName: opts.serverName } : {}),
         proxies: slice,
         flushMs: fleet.flushMs,
         delta: opts.delta ?? false,

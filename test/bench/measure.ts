@@ -1,12 +1,22 @@
 // The benchmark's measured phases. Times are epoch ms taken in the parent
 // (writes, kills) and in the workers (ACKs); both read the same host clock.
 import { CHANGE_KINDS, type ChangeDriver, type ChangeKind, endpointChangeIp } from './changes.js';
-import { ControllerProcess } from './controller.js';
+import type { ControllerProcess } from './controller.js';
 import type { Fleet } from './fleet.js';
 import { nowMs } from './protocol.js';
 import { round, type Summary, summarize } from './stats.js';
 
 const MB = 1024 * 1024;
+
+/** What a measured phase reads of a controller: its CPU seconds so far (skein's or a peer's). */
+export interface MeasuredController {
+  cpu(): number;
+}
+
+/** What applies the k-th change of a kind: manifest files (local mode) or the API server. */
+export interface ChangeApplier {
+  apply: ChangeDriver['apply'];
+}
 
 export interface InitialResult {
   /** Fleet connect → every proxy complete (all subscribed types ACKed), ms. */
@@ -22,7 +32,7 @@ export interface InitialResult {
 
 export async function measureInitial(
   fleet: Fleet,
-  controller: ControllerProcess,
+  controller: MeasuredController,
   timeoutMs: number,
 ): Promise<InitialResult> {
   const cpu0 = controller.cpu();
@@ -57,7 +67,7 @@ export interface IdleResult {
 
 export async function measureIdle(
   fleet: Fleet,
-  controller: ControllerProcess,
+  controller: MeasuredController,
   windowMs: number,
 ): Promise<IdleResult> {
   const cpu0 = controller.cpu();
@@ -137,7 +147,7 @@ export interface ChangeKindResult {
  */
 export async function waitSettled(
   fleet: Fleet,
-  controller: ControllerProcess,
+  controller: MeasuredController,
   since: number,
   quietMs: number,
   noAckMinMs: number,
@@ -167,11 +177,13 @@ export async function waitSettled(
 
 export async function measureChange(
   fleet: Fleet,
-  controller: ControllerProcess,
-  driver: ChangeDriver,
+  controller: MeasuredController,
+  driver: ChangeApplier,
   kind: ChangeKind,
   k: number,
   quietMs: number,
+  /** With no ACK at all, wait at least this long (a controller may batch changes in a window). */
+  noAckMinMs = 1500,
 ): Promise<ChangeSample> {
   const ip = kind === 'endpoint-add' || kind === 'endpoint-remove' ? endpointChangeIp(k) : undefined;
   if (ip) fleet.setMarker(ip);
@@ -179,7 +191,7 @@ export async function measureChange(
   const t0 = nowMs();
   const rec = fleet.record(t0);
   const applied = await driver.apply(kind, k);
-  await waitSettled(fleet, controller, t0, quietMs, 1500, 60_000);
+  await waitSettled(fleet, controller, t0, quietMs, noAckMinMs, 60_000);
   fleet.endRecording(rec);
   const cpu = controller.cpu() - cpu0;
   const acks = rec.acks;
@@ -207,15 +219,16 @@ export async function measureChange(
 
 export async function measureChanges(
   fleet: Fleet,
-  controller: ControllerProcess,
-  driver: ChangeDriver,
+  controller: MeasuredController,
+  driver: ChangeApplier,
   repetitions: number,
   quietMs: number,
+  noAckMinMs = 1500,
 ): Promise<{ samples: ChangeSample[]; byKind: Record<string, ChangeKindResult> }> {
   const samples: ChangeSample[] = [];
   for (let k = 0; k < repetitions; k++) {
     for (const kind of CHANGE_KINDS)
-      samples.push(await measureChange(fleet, controller, driver, kind, k, quietMs));
+      samples.push(await measureChange(fleet, controller, driver, kind, k, quietMs, noAckMinMs));
   }
   const byKind: Record<string, ChangeKindResult> = {};
   for (const kind of CHANGE_KINDS) {
@@ -255,18 +268,27 @@ export interface StormResult {
   incomplete: number;
 }
 
-export async function measureStorm(
+/** A controller the reconnect storm can kill and start again. */
+export interface CrashableController extends MeasuredController {
+  rss(): number;
+  /** SIGKILL; resolves once the process is gone. */
+  crash(): Promise<void>;
+}
+
+export async function measureStorm<C extends CrashableController>(
   fleet: Fleet,
-  controller: ControllerProcess,
+  controller: C,
   timeoutMs: number,
-): Promise<{ result: StormResult; controller: ControllerProcess }> {
+  /** Starts the controller again, resolving once it is ready. */
+  restart: () => Promise<C>,
+): Promise<{ result: StormResult; controller: C }> {
   const before = fleet.epochs();
   const ends0 = fleet.streamEnds;
   const wcpu0 = fleet.cpu();
   const tKill = nowMs();
   await controller.crash();
   const tSpawn = nowMs();
-  const next = await ControllerProcess.start(controller.launch);
+  const next = await restart();
   const tReady = nowMs();
   await fleet.waitComplete(timeoutMs, before);
   await fleet.waitQuiet(tReady, 500, 0);

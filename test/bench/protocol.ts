@@ -11,6 +11,8 @@ export type ParentMessage =
       type: 'init';
       address: string;
       caDir: string;
+      /** TLS server name the ADS serving certificate carries (default localhost). */
+      serverName?: string;
       proxies: FleetProxySpec[];
       /** How often buffered events go to the parent, in ms. */
       flushMs: number;

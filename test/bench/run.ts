@@ -109,7 +109,10 @@ export async function runBench(o: BenchOptions): Promise<BenchResult> {
     let storm: BenchResult['storm'];
     if (!o.skipStorm) {
       progress('reconnect storm: SIGKILL and restart');
-      const s = await measureStorm(fleet, controller, o.timeoutS * 1000);
+      const launch = controller.launch;
+      const s = await measureStorm(fleet, controller, o.timeoutS * 1000, () =>
+        ControllerProcess.start(launch),
+      );
       controller = s.controller;
       storm = s.result;
     }

@@ -65,11 +65,12 @@ export function benchUuid(n: number): string {
 }
 
 /**
- * A fake pod IP in 127.0.0.0/8 for pod number `n` (only data: nothing dials it).
- * `block` separates the initial pods (0) from ones the changes add (1+).
+ * A fake pod IP in 10.0.0.0/8 for pod number `n` (only data: nothing dials it; the API
+ * server refuses loopback pod IPs in Endpoints). `block` separates the initial pods (0)
+ * from ones the changes add (1+).
  */
 export function benchIp(n: number, block = 0): string {
-  return `127.${10 + block}.${(n >> 8) & 255}.${n & 255}`;
+  return `10.${10 + block}.${(n >> 8) & 255}.${n & 255}`;
 }
 
 function nsName(i: number): string {
@@ -81,7 +82,7 @@ function svcName(i: number): string {
 }
 
 /** Which pod versions a service's pods carry: apexes alternate v1/v2 so each backend has pods. */
-function podVersion(svc: BenchService, ordinal: number): string {
+export function podVersion(svc: BenchService, ordinal: number): string {
   return svc.split ? `v${(ordinal % 2) + 1}` : 'v1';
 }
 

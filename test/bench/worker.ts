@@ -68,6 +68,7 @@ async function init(msg: Extract<ParentMessage, { type: 'init' }>): Promise<void
       onStreamEnd: (ev) => ends.push(ev),
       marker: () => marker,
       sharedNode,
+      ...(msg.serverName ? { serverName: msg.serverName } : {}),
     };
     clients.push(msg.delta ? new DeltaFleetClient(options) : new FleetClient(options));
   }

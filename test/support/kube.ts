@@ -179,11 +179,21 @@ function isRecord(v: unknown): v is Record<string, unknown> {
  * Established. CRDs that exist already (a shared cluster) are fine.
  */
 export async function applyCrds(kc: KubeConfig): Promise<void> {
+  const dir = crdDirectory();
+  await applyCrdFiles(
+    kc,
+    readdirSync(dir)
+      .filter((f) => f.endsWith('.yaml'))
+      .map((f) => path.join(dir, f)),
+  );
+}
+
+/** applyCrds for any CRD files (another mesh's, for the benchmark's peer). */
+export async function applyCrdFiles(kc: KubeConfig, files: readonly string[]): Promise<void> {
   const client = new KubeClient({ kubeConfig: kc });
   const base = '/apis/apiextensions.k8s.io/v1/customresourcedefinitions';
-  const dir = crdDirectory();
-  for (const file of readdirSync(dir).filter((f) => f.endsWith('.yaml'))) {
-    const body: unknown = parse(readFileSync(path.join(dir, file), 'utf8'));
+  for (const file of files) {
+    const body: unknown = parse(readFileSync(file, 'utf8'));
     if (!isRecord(body) || !isRecord(body['metadata'])) throw new Error(`${file}: not a CRD`);
     const name = String(body['metadata']['name']);
     try {

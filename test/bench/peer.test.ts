@@ -1,0 +1,54 @@
+import assert from 'node:assert/strict';
+import { existsSync } from 'node:fs';
+import { test } from 'node:test';
+import { CHANGE_KINDS } from './changes.js';
+import { busyOsmPort, OSM_BIN } from './osm-peer.js';
+import { runPeerBench } from './peer.js';
+
+// The peer comparison in miniature: the real osm-controller v1.2.4 and skein in
+// Kubernetes mode, one after the other, each serving the same 4 mTLS ADS clients
+// on one real API server, every change kind once. osm-controller is built by
+// `make osm-bin` (test/osm, from the Go module proxy), which `make test` does not
+// run: without the binary the test is skipped. osm-controller binds fixed ports
+// (15128, 9091, 9093) on every interface; when another process holds one, the test
+// is skipped too, saying which.
+async function skipReason(): Promise<string | false> {
+  if (!existsSync(OSM_BIN)) return `${OSM_BIN} missing (make osm-bin)`;
+  const busy = await busyOsmPort();
+  return busy === undefined ? false : `port ${busy} is in use; osm-controller needs it`;
+}
+
+test('OSM v1.2.4 and skein both converge the same fleet and push every change kind', {
+  skip: await skipReason(),
+  timeout: 240_000,
+}, async () => {
+  process.env['SKEIN_BENCH_QUIET'] = '1';
+  const r = await runPeerBench({
+    proxies: 4,
+    services: 2,
+    mode: 'smi',
+    changes: 1,
+    workers: 1,
+    quietMs: 200,
+    idleMs: 300,
+    timeoutS: 60,
+    skipStorm: true,
+  });
+  assert.deepEqual(
+    r.runs.map((run) => run.name),
+    ['osm', 'skein'],
+  );
+  for (const run of r.runs) {
+    assert.equal(run.initial.incomplete, 0, `${run.name}: every proxy complete`);
+    // CDS, LDS, EDS, RDS and SDS at least, each ACKed by every proxy.
+    assert.ok(run.initial.responses >= 4 * 5, `${run.name}: ${run.initial.responses} responses`);
+    assert.ok(run.baselineRssMB > 0, `${run.name}: RSS read from /proc`);
+    for (const kind of CHANGE_KINDS) {
+      const k = run.changes[kind];
+      assert.ok(k, `${run.name} ${kind}`);
+      assert.equal(k.noPush, 0, `${run.name}: ${kind} reached no proxy`);
+    }
+    // The new pod's address reached some proxy's EDS (checked by content, not by ACK alone).
+    assert.ok((run.changes['endpoint-add']?.contentMs?.n ?? 0) > 0, `${run.name}: no EDS showed the new pod`);
+  }
+});
