@@ -173,6 +173,31 @@ describe('Delta ADS stream protocol (xDS rule 11)', () => {
     assert.equal(r5.versions.get('a'), r4.versions.get('a'));
   });
 
+  it('a Cluster updated in place gets its unchanged ClusterLoadAssignment again (cluster warming), once', async () => {
+    f.source.set(TypeUrl.Cluster, [cluster('a'), cluster('b')]);
+    f.source.set(TypeUrl.ClusterLoadAssignment, [endpoints('a', '10.0.0.1'), endpoints('b', '10.0.0.2')]);
+    c = await proxy();
+    c.send({ typeUrl: TypeUrl.Cluster, node: { id: cn(seq), cluster: 'x' } });
+    const cds = await c.next();
+    c.ack(cds);
+    c.send({ typeUrl: TypeUrl.ClusterLoadAssignment, resourceNamesSubscribe: ['a', 'b'] });
+    const eds = await c.next();
+    c.ack(eds);
+    await acked(TypeUrl.ClusterLoadAssignment, eds.systemVersionInfo);
+    f.source.set(TypeUrl.Cluster, [cluster('a'), cluster('b', 7), cluster('n')]);
+    f.source.push();
+    const cds2 = await c.next();
+    assert.deepEqual(cds2.names, ['b', 'n']);
+    const eds2 = await c.next();
+    assert.equal(eds2.typeUrl, TypeUrl.ClusterLoadAssignment);
+    assert.deepEqual(eds2.names, ['b']); // the new cluster n has its own, new subscription
+    assert.equal(eds2.versions.get('b'), eds.versions.get('b'));
+    c.ack(cds2);
+    c.ack(eds2);
+    f.source.push();
+    assert.deepEqual(await c.drain(), []);
+  });
+
   it('wildcard only for LDS/CDS (rule 6): RDS with no names gets nothing, "*" is ignored for EDS', async () => {
     f.source.set(TypeUrl.RouteConfiguration, [route('r1', 'a')]);
     f.source.set(TypeUrl.ClusterLoadAssignment, [endpoints('a', '10.0.0.1')]);

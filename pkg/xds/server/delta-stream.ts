@@ -1,5 +1,5 @@
 import type { ProxyContext } from '../../catalog/types.js';
-import { type GenerationContext, isWildcardType } from '../../envoy/types.js';
+import { type GenerationContext, isWildcardType, TypeUrl } from '../../envoy/types.js';
 import type { Logger } from '../../logger/logger.js';
 import type { EncodedResource } from '../cache/encoded.js';
 import { type GeneratedSet, subscriptionKey } from '../cache/generation.js';
@@ -70,6 +70,8 @@ function sameSets(a: readonly GeneratedSet[] | undefined, b: readonly GeneratedS
 export class DeltaAdsStream {
   readonly id: string;
   private readonly types = new Map<string, DeltaTypeState>();
+  /** Clusters updated in place by the last CDS response; their endpoints go out again (cluster-rewarm.ts). */
+  private readonly rewarm = new Set<string>();
   /** Connection, cleanup and back-pressure (unflushed bytes, at most one owed push), as in AdsStream. */
   private readonly life: StreamLifecycle<DeltaDiscoveryRequest>;
 
@@ -367,8 +369,18 @@ export class DeltaAdsStream {
    * removals remain to be sent (only for part 'updates').
    */
   private respond(st: DeltaTypeState, sets: readonly GeneratedSet[], part: Part): boolean {
-    if (part !== 'first' && sameSets(st.synced, sets)) return false; // rule 4: an unchanged push costs no diff
+    // A changed Cluster warms until its endpoints arrive again (cluster-rewarm.ts):
+    // forgetting them makes the diff resend them.
+    const rewarming =
+      st.typeUrl === TypeUrl.ClusterLoadAssignment && part !== 'removals' && this.rewarm.size > 0;
+    if (rewarming) {
+      for (const name of this.rewarm) st.known.delete(name);
+      this.rewarm.clear();
+    }
+    if (part !== 'first' && !rewarming && sameSets(st.synced, sets)) return false; // rule 4: an unchanged push costs no diff
     const d = this.diff(st, sets);
+    if (st.typeUrl === TypeUrl.Cluster && part !== 'removals')
+      for (const r of d.updates) if (st.known.has(r.name)) this.rewarm.add(r.name);
     const updates = part === 'removals' ? [] : d.updates;
     const removed = part === 'updates' ? [] : d.removed;
     const removalsLeft = part === 'updates' && d.removed.length > 0;

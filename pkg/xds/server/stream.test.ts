@@ -197,6 +197,33 @@ describe('ADS stream protocol (xDS rules)', () => {
     assert.deepEqual(await c.drain(), []);
   });
 
+  it("SotW: a Cluster changed in place gets its unchanged ClusterLoadAssignment again, so Envoy's rebuilt cluster warms at once", async () => {
+    f.source.set(TypeUrl.Cluster, [cluster('a'), cluster('b')]);
+    f.source.set(TypeUrl.ClusterLoadAssignment, [endpoints('a', '10.0.0.1'), endpoints('b', '10.0.0.2')]);
+    c = await proxy();
+    c.send({ typeUrl: TypeUrl.Cluster, node: { id: cn(seq), cluster: 'x' } });
+    const cds = await c.next();
+    c.ack(cds);
+    c.send({ typeUrl: TypeUrl.ClusterLoadAssignment, resourceNames: ['a', 'b'] });
+    const eds = await c.next();
+    c.ack(eds, ['a', 'b']);
+    await acked(TypeUrl.ClusterLoadAssignment, eds.versionInfo);
+    // b's cluster changes (say, a new outlier setting); no endpoint does.
+    f.source.set(TypeUrl.Cluster, [cluster('a'), cluster('b', 7)]);
+    f.source.push();
+    const cds2 = await c.next();
+    assert.equal(cds2.typeUrl, TypeUrl.Cluster);
+    const eds2 = await c.next();
+    assert.equal(eds2.typeUrl, TypeUrl.ClusterLoadAssignment);
+    assert.deepEqual(eds2.names, ['b']); // only the rebuilt cluster's
+    assert.equal(eds2.versionInfo, eds.versionInfo); // the same set the proxy holds
+    c.ack(cds2);
+    c.ack(eds2, ['a', 'b']);
+    // Once: an unchanged push sends nothing more.
+    f.source.push();
+    assert.deepEqual(await c.drain(), []);
+  });
+
   it('SotW: after a NACK the next response carries the full set again; CDS always does', async () => {
     const names = ['a', 'b', 'c'];
     pushEndpoints({ a: '10.0.0.1', b: '10.0.0.1', c: '10.0.0.1' });

@@ -1,9 +1,10 @@
 import type { ProxyContext } from '../../catalog/types.js';
-import { type GenerationContext, isWildcardType } from '../../envoy/types.js';
+import { type GenerationContext, isWildcardType, TypeUrl } from '../../envoy/types.js';
 import type { Logger } from '../../logger/logger.js';
 import type { EncodedResource } from '../cache/encoded.js';
 import { type GenerationCache, subscriptionKey } from '../cache/generation.js';
 import { contentVersion } from '../cache/version.js';
+import { changedClusters, takeRewarmed, withRewarmed } from './cluster-rewarm.js';
 import type { Refusal } from './limits.js';
 import { encodeDiscoveryResponse } from './service.js';
 import { carriesFullSet, changedSince } from './sotw-partial.js';
@@ -63,6 +64,11 @@ function sameNames(requested: readonly string[], names: ReadonlySet<string>): bo
 export class AdsStream {
   readonly id: string;
   private readonly types = new Map<string, TypeState>();
+  /**
+   * Clusters whose content changed in the last CDS response, so their
+   * ClusterLoadAssignments go out again even though unchanged (cluster-rewarm.ts).
+   */
+  private readonly rewarm = new Set<string>();
   /** Connection, cleanup and back-pressure, shared with DeltaAdsStream. */
   private readonly life: StreamLifecycle<DiscoveryRequest>;
 
@@ -217,12 +223,16 @@ export class AdsStream {
     }
     if (set.duplicateNames.length > 0)
       this.log.warn({ typeUrl: st.typeUrl, names: set.duplicateNames }, 'generator returned duplicate names');
+    const rewarmed =
+      st.typeUrl === TypeUrl.ClusterLoadAssignment ? takeRewarmed(this.rewarm, set.resources) : [];
     // Rules 4/5 and 3: content equal to what the proxy holds (or just rejected) is not sent again.
-    if (set.version === st.contentVersion) return true;
+    if (set.version === st.contentVersion && rewarmed.length === 0) return true;
     // Rule 7: LDS/CDS carry the full set; RDS/EDS/SDS only what the proxy lacks
     // (sotw-partial.ts), except in the stream's first response of the type.
     const full = st.sentVersion === undefined || st.resendAll === true || carriesFullSet(st.typeUrl);
-    const resources = full ? set.resources : changedSince(st.sent, set.resources);
+    const resources = full ? set.resources : withRewarmed(changedSince(st.sent, set.resources), rewarmed);
+    if (st.typeUrl === TypeUrl.Cluster && st.sentVersion !== undefined)
+      for (const name of changedClusters(st.sent, set.resources)) this.rewarm.add(name);
     if (!full && resources.length === 0) {
       // Only names that no longer exist left the set: the proxy keeps them
       // (SotW cannot delete them) and needs nothing new.
