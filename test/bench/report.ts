@@ -89,7 +89,8 @@ function table(header: string[], rows: string[][]): string {
 /** `ms` as a multiple of the time `bytes` take at loopback speed. */
 function times(msTaken: number, bytes: number, t: LoopbackThroughput): string {
   const b = boundMs(bytes, t);
-  return b > 0 && Number.isFinite(msTaken) ? `${round(msTaken / b, 1)}x` : '-';
+  const x = msTaken / b;
+  return b > 0 && Number.isFinite(x) ? `${round(x, x >= 100 ? 0 : 1)}x` : '-';
 }
 
 function triple(s: Summary): string[] {
