@@ -7,7 +7,14 @@ import { type JsonLineProcess, sleep, spawnNode } from '../support/processes.js'
 import { cpuSeconds, rssBytes } from './proc.js';
 
 const distRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
-export const CONTROLLER_SCRIPT = path.join(distRoot, 'cmd', 'skein-controller', 'main.js');
+// SKEIN_BENCH_CONTROLLER_DIST runs another build's controller under this bench
+// (bisecting a regression with the same fleet and report).
+export const CONTROLLER_SCRIPT = path.join(
+  process.env['SKEIN_BENCH_CONTROLLER_DIST'] ?? distRoot,
+  'cmd',
+  'skein-controller',
+  'main.js',
+);
 
 export interface ControllerLaunch {
   /** Local mode: the manifests directory; or Kubernetes mode with `kube`. */

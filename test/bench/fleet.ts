@@ -10,6 +10,7 @@ import {
   isWorkerMessage,
   nowMs,
   type ParentMessage,
+  type TypeCode,
   type WorkerMessage,
 } from './protocol.js';
 
@@ -64,6 +65,8 @@ export class Fleet {
   lastAckAt = 0;
   acks = 0;
   ackBytes = 0;
+  /** Bytes ACKed per resource type, over the whole run. */
+  readonly ackBytesByType: Record<TypeCode, number> = { CDS: 0, EDS: 0, LDS: 0, RDS: 0, SDS: 0 };
   streamEnds = 0;
 
   private constructor(opts: FleetOptions) {
@@ -164,6 +167,7 @@ export class Fleet {
   private onAck(ev: AckEvent): void {
     this.acks++;
     this.ackBytes += ev.b;
+    this.ackBytesByType[ev.t] += ev.b;
     if (ev.at > this.lastAckAt) this.lastAckAt = ev.at;
     const st = this.state[ev.p];
     if (st) {

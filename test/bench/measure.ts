@@ -3,7 +3,7 @@
 import { CHANGE_KINDS, type ChangeDriver, type ChangeKind, endpointChangeIp } from './changes.js';
 import type { ControllerProcess } from './controller.js';
 import type { Fleet } from './fleet.js';
-import { nowMs } from './protocol.js';
+import { nowMs, TYPE_CODES, type TypeCode } from './protocol.js';
 import { round, type Summary, summarize } from './stats.js';
 
 const MB = 1024 * 1024;
@@ -27,6 +27,8 @@ export interface InitialResult {
   workerCpuS: number;
   responses: number;
   bytes: number;
+  /** Of which per resource type. */
+  bytesByType: Record<TypeCode, number>;
   incomplete: number;
 }
 
@@ -39,6 +41,7 @@ export async function measureInitial(
   const wcpu0 = fleet.cpu();
   const acks0 = fleet.acks;
   const bytes0 = fleet.ackBytes;
+  const byType0 = { ...fleet.ackBytesByType };
   const t0 = nowMs();
   fleet.connect();
   await fleet.waitComplete(timeoutMs);
@@ -53,8 +56,15 @@ export async function measureInitial(
     workerCpuS: fleet.cpu() - wcpu0,
     responses: fleet.acks - acks0,
     bytes: fleet.ackBytes - bytes0,
+    bytesByType: bytesSince(fleet, byType0),
     incomplete,
   };
+}
+
+function bytesSince(fleet: Fleet, before: Record<TypeCode, number>): Record<TypeCode, number> {
+  const out = { ...before };
+  for (const t of TYPE_CODES) out[t] = fleet.ackBytesByType[t] - before[t];
+  return out;
 }
 
 export interface IdleResult {
@@ -264,6 +274,8 @@ export interface StormResult {
   /** CPU of the fleet workers from the kill until the fleet is complete and quiet (they share the cores). */
   workerCpuS: number;
   rssAfterMB: number;
+  /** Bytes the fleet received from the kill until complete and quiet. */
+  bytes: number;
   streamEnds: number;
   incomplete: number;
 }
@@ -285,6 +297,7 @@ export async function measureStorm<C extends CrashableController>(
   const before = fleet.epochs();
   const ends0 = fleet.streamEnds;
   const wcpu0 = fleet.cpu();
+  const bytes0 = fleet.ackBytes;
   const tKill = nowMs();
   await controller.crash();
   const tSpawn = nowMs();
@@ -307,6 +320,7 @@ export async function measureStorm<C extends CrashableController>(
       controllerCpuS,
       workerCpuS,
       rssAfterMB: round(next.rss() / MB),
+      bytes: fleet.ackBytes - bytes0,
       streamEnds: fleet.streamEnds - ends0,
       incomplete: fleet.size - times.length,
     },

@@ -3,6 +3,7 @@ import { cpus, totalmem } from 'node:os';
 import type { BenchOptions } from './args.js';
 import { NODE_FIXTURE_VERSION } from './envoy-node.js';
 import type { HostileResult } from './hostile.js';
+import { boundMs, type LoopbackThroughput } from './loopback.js';
 import type {
   ChangeKindResult,
   ChangeSample,
@@ -11,6 +12,7 @@ import type {
   StormResult,
   TickResult,
 } from './measure.js';
+import { TYPE_CODES } from './protocol.js';
 import { round, type Summary } from './stats.js';
 
 export interface Machine {
@@ -55,6 +57,8 @@ export interface BenchResult {
     warningSamples: string[];
   };
   fleet: { certIssueMs: number; workers: number; decodedResources: number; responses: number };
+  /** Loopback TLS throughput measured in this run: the physical bound beside each figure. */
+  loopback: LoopbackThroughput;
   initial: InitialResult;
   idle: IdleResult;
   changes: Record<string, ChangeKindResult>;
@@ -80,6 +84,13 @@ function table(header: string[], rows: string[][]): string {
     widths.map((w) => '-'.repeat(w)).join('  '),
     ...rows.map((r) => pad(r, widths)),
   ].join('\n');
+}
+
+/** `ms` as a multiple of the time `bytes` take at loopback speed. */
+function times(msTaken: number, bytes: number, t: LoopbackThroughput): string {
+  const b = boundMs(bytes, t);
+  const x = msTaken / b;
+  return b > 0 && Number.isFinite(x) ? `${round(x, x >= 100 ? 0 : 1)}x` : '-';
 }
 
 function triple(s: Summary): string[] {
@@ -114,7 +125,16 @@ export function formatReport(r: BenchResult): string {
         ['  controller CPU (s)', `${round(i.controllerCpuS, 2)}`],
         ['  fleet workers CPU (s)', `${round(i.workerCpuS, 2)}`],
         ['  responses / MB sent', `${i.responses} / ${round(i.bytes / 1048576, 1)}`],
+        [
+          '  KB per proxy by type',
+          TYPE_CODES.map(
+            (t) => `${t} ${round(i.bytesByType[t] / 1024 / Math.max(1, r.options.proxies), 1)}`,
+          ).join(' '),
+        ],
         ['  proxies incomplete', `${i.incomplete}`],
+        ['loopback TLS 1.3 (MB/s, best of rounds)', `${round(r.loopback.mbPerS)}`],
+        ['  bytes sent at that speed (ms)', ms(boundMs(i.bytes, r.loopback))],
+        ['  initial convergence / that bound', times(i.convergenceMs, i.bytes, r.loopback)],
         [`idle ${r.idle.windowS} s: controller CPU (s)`, `${round(r.idle.controllerCpuS, 2)}`],
         [`idle ${r.idle.windowS} s: pushes`, `${r.idle.pushes}`],
         ['controller warnings logged', `${c.warnings}`],
@@ -134,6 +154,8 @@ export function formatReport(r: BenchResult): string {
         'content max',
         'proxies',
         'KB sent',
+        'bound ms',
+        'p50/bound',
         'CPU ms',
         'no push',
       ],
@@ -145,6 +167,8 @@ export function formatReport(r: BenchResult): string {
         k.contentMs ? ms(k.contentMs.max) : '',
         `${round(k.proxies.mean, 1)}`,
         `${round(k.bytes.mean / 1024, 1)}`,
+        `${round(boundMs(k.bytes.mean, r.loopback), 2)}`,
+        times(k.convergenceMs.p50, k.bytes.mean, r.loopback),
         `${Math.round(k.controllerCpuS.mean * 1000)}`,
         `${k.noPush}`,
       ]),
@@ -153,7 +177,8 @@ export function formatReport(r: BenchResult): string {
   lines.push(
     '(p50/p99/max: manifest write -> last ACK of the burst, burst ends after ' +
       `${o.quietMs} ms of fleet silence; content: write -> last proxy whose EDS shows the pod IP change; ` +
-      'proxies/KB/CPU: mean per change)',
+      'proxies/KB/CPU: mean per change; bound: the KB sent, written to the proxies that got them, ' +
+      'at the loopback TLS speed above)',
   );
   if (r.hostile) {
     const h = r.hostile;
@@ -211,6 +236,11 @@ export function formatReport(r: BenchResult): string {
           ['  restarted controller CPU (s)', `${round(s.controllerCpuS, 2)}`],
           ['  fleet workers CPU meanwhile (s)', `${round(s.workerCpuS, 2)}`],
           ['  RSS after (MB)', `${s.rssAfterMB}`],
+          [
+            '  MB sent / at loopback speed (ms)',
+            `${round(s.bytes / 1048576, 1)} / ${ms(boundMs(s.bytes, r.loopback))}`,
+          ],
+          ['  ready -> all complete / that bound', times(s.fromReadyMs, s.bytes, r.loopback)],
           ['  proxies incomplete', `${s.incomplete}`],
         ],
       ),

@@ -8,6 +8,7 @@ import { ChangeDriver } from './changes.js';
 import { ControllerProcess } from './controller.js';
 import { Fleet } from './fleet.js';
 import { measureHostile } from './hostile.js';
+import { measureLoopbackTls } from './loopback.js';
 import { measureChanges, measureIdle, measureInitial, measureStorm, measureTick } from './measure.js';
 import { nowMs } from './protocol.js';
 import { type BenchResult, machine } from './report.js';
@@ -39,6 +40,9 @@ export async function runBench(o: BenchOptions): Promise<BenchResult> {
       dir,
     );
     progress(`topology in ${dir}: ${topo.proxies.length} proxies, ${topo.services.length} services`);
+    // Once per run, before the controller starts: the bound every figure is read against.
+    const loopback = await measureLoopbackTls();
+    progress(`loopback TLS 1.3: ${round(loopback.mbPerS)} MB/s (best of ${loopback.roundsMbPerS.length})`);
     const [adsPort, httpPort] = await freePorts(2);
     if (adsPort === undefined || httpPort === undefined) throw new Error('no free ports');
     const tSpawn = nowMs();
@@ -147,6 +151,7 @@ export async function runBench(o: BenchOptions): Promise<BenchResult> {
         decodedResources: fleetStats.decoded,
         responses: fleetStats.responses,
       },
+      loopback,
       initial,
       idle,
       changes: changes.byKind,

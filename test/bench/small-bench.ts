@@ -43,4 +43,10 @@ export function assertSmallBenchHealthy(r: BenchResult): void {
   const add = r.changeSamples.find((s) => s.kind === 'endpoint-add');
   assert.ok(add?.reflecting !== undefined && add.reflecting > 0, 'some EDS carried the new pod IP');
   assert.equal(r.storm?.incomplete, 0);
+  // The bound: a measured loopback speed, and bytes by type that add up to the bytes sent.
+  assert.ok(r.loopback.mbPerS > 0 && r.loopback.roundsMbPerS.length > 0);
+  const byType = Object.values(r.initial.bytesByType).reduce((a, b) => a + b, 0);
+  assert.equal(byType, r.initial.bytes);
+  assert.ok(r.initial.bytesByType.LDS > 0 && r.initial.bytesByType.SDS > 0);
+  assert.ok((r.storm?.bytes ?? 0) > 0, 'the restarted controller sent the fleet its configuration again');
 }
