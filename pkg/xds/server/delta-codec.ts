@@ -1,11 +1,11 @@
 // Codecs of the Delta xDS messages (envoy.service.discovery.v3
-// DeltaDiscoveryRequest / DeltaDiscoveryResponse). Requests are decoded with
-// protobufjs; responses are framed by hand around the resources the interner
+// DeltaDiscoveryRequest / DeltaDiscoveryResponse). Requests are decoded by hand
+// (request-decode.ts); responses are framed by hand around the resources the interner
 // already encoded, so a resource is never re-encoded per stream.
 import protobuf from 'protobufjs';
 import type { EncodedResource } from '../cache/encoded.js';
 import { messageType } from '../proto/root.js';
-import { readCommonFields, record, str, strings, writeCommonFields } from './request-fields.js';
+import { record, str, strings, writeCommonFields } from './request-fields.js';
 import type { DeltaDiscoveryRequest } from './types.js';
 
 const REQUEST_TYPE = 'envoy.service.discovery.v3.DeltaDiscoveryRequest';
@@ -25,24 +25,7 @@ const TAG_RESOURCE_VERSION = (1 << 3) | LEN;
 const TAG_RESOURCE_NAME = (3 << 3) | LEN;
 const TAG_CONTROL_PLANE_ID = (1 << 3) | LEN;
 
-/** Decodes a DeltaDiscoveryRequest; throws on malformed bytes. */
-export function decodeDeltaDiscoveryRequest(bytes: Uint8Array): DeltaDiscoveryRequest {
-  const type = messageType(REQUEST_TYPE);
-  const obj = record(type.toObject(type.decode(bytes), { longs: Number, arrays: true, objects: true }));
-  if (obj === undefined) throw new Error('DeltaDiscoveryRequest did not decode to an object');
-  const initial = new Map<string, string>();
-  for (const [name, version] of Object.entries(record(obj['initial_resource_versions']) ?? {}))
-    initial.set(name, str(version));
-  const req: DeltaDiscoveryRequest = {
-    typeUrl: str(obj['type_url']),
-    resourceNamesSubscribe: strings(obj['resource_names_subscribe']),
-    resourceNamesUnsubscribe: strings(obj['resource_names_unsubscribe']),
-    initialResourceVersions: initial,
-    responseNonce: str(obj['response_nonce']),
-  };
-  readCommonFields(obj, req);
-  return req;
-}
+export { decodeDeltaDiscoveryRequest } from './request-decode.js';
 
 /** Encodes a DeltaDiscoveryRequest (test clients and the benchmark). */
 export function encodeDeltaDiscoveryRequest(req: DeltaDiscoveryRequest): Uint8Array {

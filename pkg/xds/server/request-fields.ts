@@ -22,18 +22,6 @@ export function strings(v: unknown): string[] {
   return Array.isArray(v) ? v.map(str) : [];
 }
 
-/** Copies node and error_detail from a decoded request object, when present. */
-export function readCommonFields(obj: Record<string, unknown>, req: CommonRequestFields): void {
-  const node = record(obj['node']);
-  if (node) req.node = { id: str(node['id']), cluster: str(node['cluster']) };
-  const err = record(obj['error_detail']);
-  if (err)
-    req.errorDetail = {
-      code: typeof err['code'] === 'number' ? err['code'] : 0,
-      message: str(err['message']),
-    };
-}
-
 /** Adds node and error_detail to a request object about to be encoded, when set. */
 export function writeCommonFields(req: CommonRequestFields, msg: Record<string, unknown>): void {
   if (req.node) msg['node'] = { id: req.node.id, cluster: req.node.cluster };

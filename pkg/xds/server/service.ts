@@ -4,8 +4,12 @@ import type { EncodedResource } from '../cache/encoded.js';
 import { messageType } from '../proto/root.js';
 import { decodeDeltaDiscoveryRequest, encodeDeltaDiscoveryRequest } from './delta-codec.js';
 import { DELTA_NAME_FIELDS, decodeWithin, SOTW_NAME_FIELDS, type StreamLimits } from './limits.js';
-import { readCommonFields, record, str, writeCommonFields } from './request-fields.js';
+import { decodeDiscoveryRequest } from './request-decode.js';
+import { record, str, writeCommonFields } from './request-fields.js';
 import type { DeltaDiscoveryRequest, DiscoveryRequest } from './types.js';
+
+// Requests are decoded by hand, reading only what the server uses (request-decode.ts).
+export { decodeDiscoveryRequest };
 
 export const ADS_SERVICE = 'envoy.service.discovery.v3.AggregatedDiscoveryService';
 export const ADS_SOTW_PATH = `/${ADS_SERVICE}/StreamAggregatedResources`;
@@ -13,22 +17,6 @@ export const ADS_DELTA_PATH = `/${ADS_SERVICE}/DeltaAggregatedResources`;
 
 const REQUEST_TYPE = 'envoy.service.discovery.v3.DiscoveryRequest';
 const RESPONSE_TYPE = 'envoy.service.discovery.v3.DiscoveryResponse';
-
-/** Decodes a DiscoveryRequest; throws on malformed bytes. */
-export function decodeDiscoveryRequest(bytes: Uint8Array): DiscoveryRequest {
-  const type = messageType(REQUEST_TYPE);
-  const obj = record(type.toObject(type.decode(bytes), { longs: Number, arrays: true }));
-  if (obj === undefined) throw new Error('DiscoveryRequest did not decode to an object');
-  const names = obj['resource_names'];
-  const req: DiscoveryRequest = {
-    versionInfo: str(obj['version_info']),
-    resourceNames: Array.isArray(names) ? names.map(str) : [],
-    typeUrl: str(obj['type_url']),
-    responseNonce: str(obj['response_nonce']),
-  };
-  readCommonFields(obj, req);
-  return req;
-}
 
 /** Encodes a DiscoveryRequest (used by test clients and tools). */
 export function encodeDiscoveryRequest(req: DiscoveryRequest): Uint8Array {
