@@ -47,6 +47,11 @@ export interface EnvoyLikeResources extends ProxyResources {
   encoded: EncodedResource[];
   /** The latest response of each type as received (version, nonce, names, Any values), by type URL. */
   responses: Map<string, ReceivedResponse>;
+  /**
+   * What the client holds, by type URL then name, as received: the latest
+   * response of a type may carry only what changed (RDS, EDS, SDS).
+   */
+  held: Map<string, Map<string, EncodedResource>>;
 }
 
 function toEncoded(r: ReceivedResponse): EncodedResource[] {
@@ -140,14 +145,20 @@ export async function fetchLikeEnvoy(client: RawAdsClient, nodeId: string): Prom
       pending.push(...more);
     }
   }
-  const of = (typeUrl: string) => [...(latest.get(typeUrl)?.values() ?? [])];
+  // In name order, as a generator emits them and a config dump shows them; a
+  // partial response's new names arrive after the ones already held.
+  const byName = <T>(m: Map<string, T> | undefined): Map<string, T> =>
+    new Map([...(m ?? new Map<string, T>()).entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)));
+  const of = (typeUrl: string) => [...byName(latest.get(typeUrl)).values()];
+  const holding = new Map([...latestEncoded].map(([typeUrl, m]) => [typeUrl, byName(m)]));
   return {
     listeners: of(TypeUrl.Listener),
     routes: of(TypeUrl.RouteConfiguration),
     clusters: of(TypeUrl.Cluster),
     endpoints: of(TypeUrl.ClusterLoadAssignment),
     secrets: of(TypeUrl.Secret),
-    encoded: [...latestEncoded.values()].flatMap((m) => [...m.values()]),
+    encoded: [...holding.values()].flatMap((m) => [...m.values()]),
     responses,
+    held: holding,
   };
 }
