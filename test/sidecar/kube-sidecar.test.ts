@@ -422,7 +422,7 @@ describe('real Envoy sidecars through the real admission chain', { skip, timeout
     await split(50, 50);
   });
 
-  test('the ADS client certificate in each bootstrap Secret rotates under load; Envoy reconnects with the swapped files; no request fails', async () => {
+  test("the ADS client certificate in each bootstrap Secret rotates under load; the controller ends each connection at its certificate's expiry and Envoy reconnects with the swapped files; no request fails", async () => {
     const names = ['bookstore-v1', 'bookstore-v2', 'bookbuyer', 'bookthief'];
     const uuidOf = (name: string) => {
       const labels = (pod(name).pod['metadata'] as { labels?: Record<string, string> }).labels ?? {};
@@ -439,15 +439,37 @@ describe('real Envoy sidecars through the real admission chain', { skip, timeout
       return new X509Certificate(Buffer.from(secret.data?.['tls.crt'] ?? '', 'base64')).serialNumber;
     };
     const seen = new Map<string, Set<string>>(names.map((n) => [n, new Set<string>()]));
+    // What each sidecar's ADS stream was opened with, sampled meanwhile: the controller ends a
+    // connection when its client certificate expires, so the streams move to the renewed ones.
+    const onStream = new Map<string, Set<string>>(names.map((n) => [n, new Set<string>()]));
+    const expiredOnStream: string[] = [];
+    const sampleStreams = async () => {
+      const streams = (await mesh.debugProxies()) as {
+        pod?: { name: string };
+        clientCert?: { serial: string; notAfter: string };
+      }[];
+      for (const s of streams) {
+        const n = s.pod?.name;
+        if (n === undefined || !names.includes(n) || s.clientCert === undefined) continue;
+        onStream.get(n)?.add(s.clientCert.serial.replace(/^0+/, '').toUpperCase());
+        // Sampling may land in the instant between expiry and the close: allow 2 s.
+        if (Date.parse(s.clientCert.notAfter) < Date.now() - 2_000)
+          expiredOnStream.push(`${n} ${s.clientCert.serial} (notAfter ${s.clientCert.notAfter})`);
+      }
+    };
     await buyer.send({ kind: 'load-start', call: { kind: 'http', url: `${store()}/books` }, intervalMs: 20 });
     await eventually(
-      'every bootstrap Secret held three certificates in turn',
+      'every bootstrap Secret held three certificates in turn, and every stream moved to a renewed one',
       async () => {
+        await sampleStreams();
         for (const n of names) seen.get(n)?.add(await secretSerial(n));
         for (const n of names) assert.ok((seen.get(n)?.size ?? 0) >= 3, `${n}: ${[...(seen.get(n) ?? [])]}`);
+        for (const n of names)
+          assert.ok((onStream.get(n)?.size ?? 0) >= 2, `${n}'s streams: ${[...(onStream.get(n) ?? [])]}`);
       },
-      90_000,
+      120_000,
     );
+    assert.deepEqual(expiredOnStream, [], 'no ADS stream outlived its client certificate');
     // A new connection presents what the files hold now: the certificate each pod was admitted
     // with expired long ago, so a proxy still reading it could not connect at all.
     await mesh.stopController();
@@ -476,7 +498,7 @@ describe('real Envoy sidecars through the real admission chain', { skip, timeout
     );
     const load = await buyer.send({ kind: 'load-stop' });
     process.stderr.write(
-      `bootstrap rotation: ${[...seen].map(([n, v]) => `${n} ${v.size} certificates`).join(', ')}; ${total(load.counts)} calls\n`,
+      `bootstrap rotation: ${[...seen].map(([n, v]) => `${n} ${v.size} certificates, ${onStream.get(n)?.size ?? 0} on streams`).join(', ')}; ${total(load.counts)} calls\n`,
     );
     assert.ok(total(load.counts) > 300, JSON.stringify(load.counts));
     assert.equal(sum(load.counts, '200 '), total(load.counts), `failures: ${JSON.stringify(load.counts)}`);

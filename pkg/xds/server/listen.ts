@@ -12,7 +12,8 @@ export const ADS_LISTEN_BACKLOG = 4096;
  * restart) the kernel drops the connections beyond it (ListenOverflows); each
  * of those proxies then waits out TCP's SYN retransmission (1 s, 3 s, 7 s, ...)
  * while the controller sits idle. Resolves with the listening socket and its
- * bound port (port 0 picks a free one).
+ * bound port (port 0 picks a free one). `onConnection` sees each accepted
+ * socket before TLS starts on it (see ConnectionTable).
  */
 export async function listenWithBacklog(
   server: grpc.Server,
@@ -20,8 +21,12 @@ export async function listenWithBacklog(
   port: number,
   credentials: grpc.ServerCredentials,
   backlog = ADS_LISTEN_BACKLOG,
+  onConnection?: (socket: net.Socket) => void,
 ): Promise<{ tcp: net.Server; port: number }> {
   const injector = server.createConnectionInjector(credentials);
-  const tcp = net.createServer((socket) => injector.injectConnection(socket));
+  const tcp = net.createServer((socket) => {
+    onConnection?.(socket);
+    injector.injectConnection(socket);
+  });
   return { tcp, port: await listenTcp(tcp, port, host, backlog) };
 }

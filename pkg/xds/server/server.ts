@@ -8,6 +8,7 @@ import { type EncodedResource, ResourceInterner } from '../cache/encoded.js';
 import { GenerationCache } from '../cache/generation.js';
 import { AuthenticationError, identityFromNodeId, identityFromPeerCertificate } from './auth.js';
 import { type ClientCertificate, clientCertificateOf } from './client-cert.js';
+import { ConnectionTable } from './connections.js';
 import { DeltaAdsStream } from './delta-stream.js';
 import {
   isRefused,
@@ -17,7 +18,7 @@ import {
   streamLimits,
   YIELD_ABOVE_NAMES,
 } from './limits.js';
-import { listenWithBacklog } from './listen.js';
+import { ADS_LISTEN_BACKLOG, listenWithBacklog } from './listen.js';
 import { adsServerDefinition } from './service.js';
 import { ServingCredentials } from './serving-credentials.js';
 import { AdsStream, type StreamTransport } from './stream.js';
@@ -82,8 +83,16 @@ async function bind(
   server: grpc.Server,
   address: { host: string; port: number },
   creds: grpc.ServerCredentials,
+  onConnection?: (socket: net.Socket) => void,
 ): Promise<number> {
-  const { tcp, port } = await listenWithBacklog(server, address.host, address.port, creds);
+  const { tcp, port } = await listenWithBacklog(
+    server,
+    address.host,
+    address.port,
+    creds,
+    ADS_LISTEN_BACKLOG,
+    onConnection,
+  );
   listeners.set(server, [...(listeners.get(server) ?? []), tcp]);
   return port;
 }
@@ -113,12 +122,25 @@ export class AdsServer {
   readonly interner = new ResourceInterner();
   private started = false;
   private readonly serving: ServingCredentials;
+  /** The mTLS port's connections, ended when their client certificate expires or loses its root. */
+  private readonly connections: ConnectionTable;
+  /** The bundle client certificates are verified against now. */
+  private trustedPem: string;
   readonly limits: StreamLimits;
 
   constructor(private readonly opts: AdsServerOptions) {
     this.log = opts.logger.child({ component: 'ads' });
     this.limits = streamLimits(opts.limits);
     this.serving = new ServingCredentials(opts.tls);
+    this.trustedPem = opts.tls.caPem;
+    this.connections = new ConnectionTable((peer, reason) =>
+      this.log.info(
+        { remote: peer, reason },
+        reason === 'certificate-expired'
+          ? 'closing ADS connection: its client certificate expired (the proxy reconnects with its renewed one)'
+          : 'closing ADS connection: no trusted root issued its client certificate any more',
+      ),
+    );
     this.cache = new GenerationCache(
       this.interner,
       opts.secretDependentTypes ?? [TypeUrl.Secret],
@@ -136,6 +158,7 @@ export class AdsServer {
         this.createServer('mtls'),
         hostPort(host, this.opts.port),
         this.serving.credentials,
+        (socket) => this.connections.add(socket),
       );
       const result: { port: number; insecurePort?: number } = { port };
       if (this.opts.insecurePort !== undefined) {
@@ -165,6 +188,13 @@ export class AdsServer {
         ? { certPem: cert.certPem, keyPem: cert.keyPem }
         : { ...cert, caPem: cert.caPem },
     );
+    // A root left the bundle (rotation stage 3): sessions it alone vouched for end now.
+    if (cert.caPem !== undefined && cert.caPem !== this.trustedPem) {
+      this.trustedPem = cert.caPem;
+      const closed = this.connections.closeUntrusted(cert.caPem);
+      if (closed > 0)
+        this.log.info({ closed }, 'ended ADS connections whose client certificate lost its root');
+    }
   }
 
   /** Ends every stream (proxies reconnect elsewhere or later) and stops listening. */
@@ -317,10 +347,12 @@ export class AdsServer {
       },
     });
     this.active.set(id, stream);
-    // TLS checks validity only at the handshake: a connection outlives its certificate, and the
-    // proxy presents the renewed one (pkg/injector/bootstrap-rotation.ts) when it next connects.
-    // Ending the stream would not help: Envoy opens the next one on the same HTTP/2 connection.
-    if (cert !== undefined) this.clientCerts.set(id, cert);
+    if (cert !== undefined) {
+      this.clientCerts.set(id, cert);
+      // TLS checks validity only at the handshake, so the connection is ended when the certificate
+      // expires; the proxy then presents the renewed one (pkg/injector/bootstrap-rotation.ts).
+      this.connections.certify(remote, call.getAuthContext().sslPeerCertificate?.raw, cert.notAfter);
+    }
 
     const budget = new RequestBudget(this.limits);
     call.on('data', (req: Req | RefusedRequest) => {
