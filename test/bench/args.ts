@@ -31,6 +31,8 @@ export interface BenchOptions {
   egressPolicies?: number;
   /** The first N services each get an IngressBackend admitting 10.0.0.0/8 over http on their target port. */
   ingressBackends?: number;
+  /** Controller replicas sharing the CA and the manifests; > 1 measures a failover instead of the storm. */
+  replicas?: number;
 }
 
 export const BENCH_USAGE = `skein benchmark — a controller and N real mTLS ADS clients on this machine
@@ -58,6 +60,11 @@ Usage: node dist/test/bench/main.js [flags]   (or: make bench BENCH_ARGS="...")
                            one HTTP host on port 80 and one HTTPS host on 443 (default 0)
   --ingress-backends N     the first N services (at most S) each get an IngressBackend admitting
                            10.0.0.0/8 over http on their target port (default 0)
+  --replicas N             run N controllers sharing the CA and the manifests; each proxy connects
+                           to a replica drawn at random (fixed per proxy), the others in a random
+                           order when it is lost; instead of the storm,
+                           replica 0 is SIGKILLed (not restarted) and its proxies' move to the
+                           survivors is timed (default 1)
   --keep                   keep the temporary manifests and state directory
   --timeout-s S            wait at most S s for initial convergence and for the storm (default 120)
   -h, --help
@@ -137,6 +144,7 @@ export function parseBenchArgs(argv: string[]): BenchOptions | 'help' {
       hostile: { type: 'boolean' },
       'egress-policies': { type: 'string' },
       'ingress-backends': { type: 'string' },
+      replicas: { type: 'string' },
     },
   });
   if (v.help) return 'help';
@@ -164,6 +172,8 @@ export function parseBenchArgs(argv: string[]): BenchOptions | 'help' {
       );
     if (n > 0) opts[key] = n;
   }
+  const replicas = positiveInt('replicas', v.replicas, 1);
+  if (replicas > 1) opts.replicas = replicas;
   if (v.json !== undefined) opts.json = v.json;
   if (v['min-push-interval'] !== undefined) opts.minPushInterval = v['min-push-interval'];
   if (v['cpu-prof'] !== undefined) opts.cpuProfDir = v['cpu-prof'];

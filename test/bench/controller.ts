@@ -130,3 +130,20 @@ export class ControllerProcess {
     await this.proc.stop();
   }
 }
+
+/** Several replicas measured as one: CPU and RSS summed, warnings of all. */
+export class ControllerGroup {
+  constructor(readonly members: readonly ControllerProcess[]) {}
+
+  cpu(): number {
+    return this.members.reduce((sum, c) => sum + c.cpu(), 0);
+  }
+
+  rss(): number {
+    return this.members.reduce((sum, c) => sum + c.rss(), 0);
+  }
+
+  problems(): Record<string, unknown>[] {
+    return this.members.flatMap((c) => c.problems());
+  }
+}

@@ -30,6 +30,12 @@ export const REQUEST_ORDER: readonly string[] = [
 export interface FleetClientOptions {
   spec: FleetProxySpec;
   address: string;
+  /**
+   * Other replicas of the controller, in the order this proxy tries them when
+   * its stream is lost (a Service spreading new connections over the
+   * survivors); empty or absent with one controller.
+   */
+  fallbacks?: readonly string[];
   credentials: grpc.ChannelCredentials;
   facts: FactsCache;
   onAck(ev: AckEvent): void;
@@ -49,8 +55,8 @@ export interface FleetClientOptions {
  * One connection per proxy, as with real sidecars: a local subchannel pool
  * keeps grpc-js from sharing a TCP connection between channels.
  */
-export function fleetChannel(opts: FleetClientOptions): grpc.Client {
-  return new grpc.Client(opts.address, opts.credentials, {
+export function fleetChannel(opts: FleetClientOptions, address = opts.address): grpc.Client {
+  return new grpc.Client(address, opts.credentials, {
     'grpc.use_local_subchannel_pool': 1,
     // The sidecar bootstrap's ADS retry bounds (grpc-js jitters each step by ±20 % and grows it
     // 1.6× where Envoy draws uniformly below a doubling interval; both are capped at maxMs).
@@ -74,7 +80,10 @@ export function fleetChannel(opts: FleetClientOptions): grpc.Client {
  */
 export abstract class FleetStreamClient<Req, S> {
   protected readonly types = new Map<string, S>();
-  private readonly client: grpc.Client;
+  private client: grpc.Client;
+  /** The controller addresses this proxy tries, its own first; `at` indexes the one in use. */
+  private readonly addresses: readonly string[];
+  private at = 0;
   private call: grpc.ClientDuplexStream<Buffer, Buffer> | undefined;
   /** The current stream's number (1 = first stream). */
   protected epoch = 0;
@@ -91,6 +100,7 @@ export abstract class FleetStreamClient<Req, S> {
     private readonly nodeFieldNumber: number,
     newState: () => S,
   ) {
+    this.addresses = [opts.address, ...(opts.fallbacks ?? [])];
     this.client = fleetChannel(opts);
     for (const t of REQUEST_ORDER) this.types.set(t, newState());
   }
@@ -182,6 +192,9 @@ export abstract class FleetStreamClient<Req, S> {
       if (epoch !== this.epoch) return;
       this.opts.onStreamEnd({ p: this.opts.spec.index, e: epoch, code: s.code, at: nowMs() });
       if (this.stopped) return;
+      // A lost connection with replicas to spare: the next stream goes to the next replica (with
+      // one controller the channel waits for it to come back, as Envoy's retries do).
+      if (s.code === grpc.status.UNAVAILABLE && this.addresses.length > 1) this.nextReplica();
       // As Envoy on the injected bootstrap (pkg/injector/bootstrap.ts ADS_RETRY_BACKOFF): a
       // uniformly random wait below an interval doubling from 250 ms up to 2 s.
       this.failures++;
@@ -192,5 +205,11 @@ export abstract class FleetStreamClient<Req, S> {
       this.retryTimer = setTimeout(() => this.openStream(), Math.random() * interval);
     });
     this.onStreamOpen();
+  }
+
+  private nextReplica(): void {
+    this.client.close();
+    this.at = (this.at + 1) % this.addresses.length;
+    this.client = fleetChannel(this.opts, this.addresses[this.at]);
   }
 }

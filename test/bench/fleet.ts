@@ -20,6 +20,8 @@ export interface FleetOptions {
   workers: number;
   proxies: FleetProxySpec[];
   address: string;
+  /** Several controller replicas (see ParentMessage init): proxy i's own is replicaOf(i, n). */
+  replicas?: string[];
   caDir: string;
   /** TLS server name the ADS serving certificate carries (default localhost). */
   serverName?: string;
@@ -106,6 +108,7 @@ export class Fleet {
       fleet.send(child, {
         type: 'init',
         address: opts.address,
+        ...(opts.replicas ? { replicas: opts.replicas } : {}),
         caDir: opts.caDir,
         ...(opts.serverName ? { serverName: opts.serverName } : {}),
         proxies: slice,

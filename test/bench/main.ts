@@ -20,7 +20,11 @@ async function main(argv: string[]): Promise<number> {
   const result = await runBench(opts);
   process.stdout.write(`${formatReport(result)}\n`);
   if (opts.json) await writeFile(opts.json, `${JSON.stringify(result, null, 2)}\n`);
-  return result.initial.incomplete > 0 || (result.storm?.incomplete ?? 0) > 0 ? 1 : 0;
+  return result.initial.incomplete > 0 ||
+    (result.storm?.incomplete ?? 0) > 0 ||
+    (result.failover?.incomplete ?? 0) > 0
+    ? 1
+    : 0;
 }
 
 main(process.argv.slice(2)).then(

@@ -326,3 +326,54 @@ export async function measureStorm<C extends CrashableController>(
     },
   };
 }
+
+export interface FailoverResult {
+  replicas: number;
+  /** Proxies the killed replica held, which moved to the survivors. */
+  moved: number;
+  /** SIGKILL of one replica → every proxy it held complete on a survivor, ms. */
+  fromKillMs: number;
+  perProxyFromKillMs: Summary;
+  /** CPU the surviving replicas used from the kill until the fleet was complete and quiet. */
+  survivorsCpuS: number;
+  workerCpuS: number;
+  bytes: number;
+  streamEnds: number;
+  incomplete: number;
+}
+
+/**
+ * Kills one of several replicas (not restarted) and times its proxies'
+ * move to the survivors; the other proxies' streams are left alone.
+ */
+export async function measureFailover(
+  fleet: Fleet,
+  victim: CrashableController,
+  survivors: readonly MeasuredController[],
+  held: ReadonlySet<number>,
+  timeoutMs: number,
+): Promise<FailoverResult> {
+  // Proxies the victim did not hold count as complete already (-1 < any stream).
+  const before = fleet.epochs().map((e, p) => (held.has(p) ? e : -1));
+  const ends0 = fleet.streamEnds;
+  const wcpu0 = fleet.cpu();
+  const bytes0 = fleet.ackBytes;
+  const cpu0 = survivors.map((c) => c.cpu());
+  const tKill = nowMs();
+  await victim.crash();
+  await fleet.waitComplete(timeoutMs, before);
+  await fleet.waitQuiet(tKill, 500, 0);
+  const times = fleet.completionTimes(before.map((e) => (e < 0 ? Number.POSITIVE_INFINITY : e)));
+  const last = times.length > 0 ? Math.max(...times) : Number.NaN;
+  return {
+    replicas: survivors.length + 1,
+    moved: held.size,
+    fromKillMs: last - tKill,
+    perProxyFromKillMs: summarize(times.map((t) => t - tKill)),
+    survivorsCpuS: survivors.reduce((sum, c, i) => sum + c.cpu() - (cpu0[i] ?? 0), 0),
+    workerCpuS: fleet.cpu() - wcpu0,
+    bytes: fleet.ackBytes - bytes0,
+    streamEnds: fleet.streamEnds - ends0,
+    incomplete: held.size - times.length,
+  };
+}

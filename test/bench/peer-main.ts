@@ -21,6 +21,8 @@ Usage: node dist/test/bench/peer-main.js [flags]   (or: make bench-peer BENCH_AR
   --timeout-s S        wait at most S s for initial convergence and the storm (default 180)
   --skip-storm         skip the SIGKILL/restart phase
   --only osm|skein     run one controller only
+  --cpu-prof DIR       run skein under node --cpu-prof, its profile in DIR (use with --skip-storm:
+                       a SIGKILLed controller writes none)
   --json FILE          also write the results as JSON
   -h, --help
 `;
@@ -29,7 +31,7 @@ export function parsePeerArgs(argv: string[]): (PeerBenchOptions & { json?: stri
   const { values: v } = parseArgs({
     args: argv,
     strict: true,
-    options: { ...COMMON_BENCH_FLAGS, only: { type: 'string' } },
+    options: { ...COMMON_BENCH_FLAGS, only: { type: 'string' }, 'cpu-prof': { type: 'string' } },
   });
   if (v.help) return 'help';
   const only = v.only;
@@ -39,6 +41,7 @@ export function parsePeerArgs(argv: string[]): (PeerBenchOptions & { json?: stri
     ...commonBenchOptions(v, { proxies: 400, timeoutS: 180 }),
     ...(only ? { only: [only] } : {}),
     ...(v.json ? { json: v.json } : {}),
+    ...(v['cpu-prof'] ? { cpuProfDir: v['cpu-prof'] } : {}),
   };
 }
 

@@ -62,6 +62,8 @@ export interface PeerBenchOptions {
   workers: number;
   quietMs: number;
   idleMs: number;
+  /** skein runs under `node --cpu-prof`, its profile written here when it stops cleanly. */
+  cpuProfDir?: string;
   timeoutS: number;
   skipStorm: boolean;
   /** Which controllers, in order (default osm, then skein). */
@@ -210,7 +212,13 @@ export async function runPeerBench(o: PeerBenchOptions): Promise<PeerBenchResult
       root,
     );
     progress(`applying ${topo.proxies.length} pods, ${topo.services.length} services to the API server`);
-    await applyTopology(api, topo, OSM_LABELS, osmObjects(o.mode === 'permissive'));
+    // OSM's MeshConfig needs its CRDs, applied only when OSM runs.
+    await applyTopology(
+      api,
+      topo,
+      OSM_LABELS,
+      only.includes('osm') ? osmObjects(o.mode === 'permissive') : [],
+    );
     await waitForEndpoints(api, topo, 120_000);
     const driver = new ChangeDriver(topo, kubeChangeSink(api, OSM_LABELS));
     const [adsPort, httpPort] = await freePorts(2);
@@ -222,6 +230,7 @@ export async function runPeerBench(o: PeerBenchOptions): Promise<PeerBenchResult
       stateDir: path.join(root, 'skein-state'),
       adsPort,
       httpPort,
+      ...(o.cpuProfDir ? { cpuProfDir: path.resolve(o.cpuProfDir) } : {}),
     };
     const setups: Record<PeerRun['name'], PeerSetup> = {
       osm: {

@@ -10,6 +10,8 @@ export type ParentMessage =
   | {
       type: 'init';
       address: string;
+      /** All controller replicas' addresses when there are several: proxy i's own is replicaOf(i, n). */
+      replicas?: string[];
       caDir: string;
       /** TLS server name the ADS serving certificate carries (default localhost). */
       serverName?: string;
@@ -82,4 +84,20 @@ export function isWorkerMessage(x: unknown): x is WorkerMessage {
 /** Epoch milliseconds with sub-millisecond resolution, comparable across processes on one host. */
 export function nowMs(): number {
   return performance.timeOrigin + performance.now();
+}
+
+/**
+ * The replica (of n) proxy `index` connects to first: a fixed pseudo-random
+ * draw, as a Service spreads connections over its endpoints. Not `index mod
+ * n`: the topology puts service s's pods at s, s + S, s + 2S…, so with an even
+ * S every pod of a service would land on one replica, and a failover would
+ * move whole groups, none of which the survivors had generated.
+ */
+export function replicaOf(index: number, n: number): number {
+  // splitmix32-style mixing of the index.
+  let x = (index + 0x9e3779b9) | 0;
+  x = Math.imul(x ^ (x >>> 16), 0x85ebca6b);
+  x = Math.imul(x ^ (x >>> 13), 0xc2b2ae35);
+  x ^= x >>> 16;
+  return (x >>> 0) % n;
 }

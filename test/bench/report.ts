@@ -7,6 +7,7 @@ import { boundMs, type LoopbackThroughput } from './loopback.js';
 import type {
   ChangeKindResult,
   ChangeSample,
+  FailoverResult,
   IdleResult,
   InitialResult,
   StormResult,
@@ -66,6 +67,7 @@ export interface BenchResult {
   tick?: TickResult;
   hostile?: HostileResult;
   storm?: StormResult;
+  failover?: FailoverResult;
   totalS: number;
 }
 
@@ -242,6 +244,32 @@ export function formatReport(r: BenchResult): string {
           ],
           ['  ready -> all complete / that bound', times(s.fromReadyMs, s.bytes, r.loopback)],
           ['  proxies incomplete', `${s.incomplete}`],
+        ],
+      ),
+    );
+  }
+  if (r.failover) {
+    const f = r.failover;
+    lines.push('');
+    lines.push(
+      table(
+        [`failover (SIGKILL of 1 of ${f.replicas} replicas, not restarted)`, 'value'],
+        [
+          ['proxies it held, moved to the survivors', `${f.moved}`],
+          ['kill -> all of them complete (ms)', ms(f.fromKillMs)],
+          [
+            '  per proxy from kill p50 / p99 (ms)',
+            `${ms(f.perProxyFromKillMs.p50)} / ${ms(f.perProxyFromKillMs.p99)}`,
+          ],
+          ['  survivors CPU (s)', `${round(f.survivorsCpuS, 2)}`],
+          ['  fleet workers CPU meanwhile (s)', `${round(f.workerCpuS, 2)}`],
+          [
+            '  MB sent / at loopback speed (ms)',
+            `${round(f.bytes / 1048576, 1)} / ${ms(boundMs(f.bytes, r.loopback))}`,
+          ],
+          ['  kill -> all complete / that bound', times(f.fromKillMs, f.bytes, r.loopback)],
+          ['  stream ends', `${f.streamEnds}`],
+          ['  proxies incomplete', `${f.incomplete}`],
         ],
       ),
     );

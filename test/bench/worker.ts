@@ -11,6 +11,7 @@ import {
   type AckEvent,
   isParentMessage,
   type ParentMessage,
+  replicaOf,
   type StreamEndEvent,
   type WorkerMessage,
 } from './protocol.js';
@@ -41,6 +42,26 @@ function flush(): void {
   ends = [];
 }
 
+/**
+ * Proxy i connects to replica replicaOf(i, n) and, once that one is lost, to the
+ * others in a random order of its own, so a dead replica's proxies spread
+ * over the survivors as a Service's connections would.
+ */
+function replicaOrder(
+  index: number,
+  single: string,
+  replicas?: string[],
+): { address: string; fallbacks?: string[] } {
+  if (replicas === undefined || replicas.length < 2) return { address: single };
+  const own = replicaOf(index, replicas.length);
+  const others = replicas.filter((_, i) => i !== own);
+  for (let i = others.length - 1; i > 0; i--) {
+    const j = Math.floor(Math.random() * (i + 1));
+    [others[i], others[j]] = [others[j] as string, others[i] as string];
+  }
+  return { address: replicas[own] as string, fallbacks: others };
+}
+
 async function init(msg: Extract<ParentMessage, { type: 'init' }>): Promise<void> {
   const started = performance.now();
   const ca = await BuiltinCA.loadOrCreate(msg.caDir);
@@ -61,7 +82,7 @@ async function init(msg: Extract<ParentMessage, { type: 'init' }>): Promise<void
     );
     const options: FleetClientOptions = {
       spec,
-      address: msg.address,
+      ...replicaOrder(spec.index, msg.address, msg.replicas),
       credentials,
       facts,
       onAck: (ev) => acks.push(ev),
