@@ -218,6 +218,7 @@ export class KubeClient {
     const opts: https.RequestOptions = { method, headers: { accept: 'application/json' } };
     // Certificates, bearer token (re-read from token files), agent.
     await this.kubeConfig.applyToHTTPSOptions(opts);
+    if (opts.agent instanceof https.Agent) opts.agent = keepAliveAgent(opts.agent);
     const body = options.body === undefined ? undefined : JSON.stringify(options.body);
     const headers: http.OutgoingHttpHeaders = {};
     if (opts.headers && !isHeaderList(opts.headers)) Object.assign(headers, opts.headers);
@@ -233,6 +234,24 @@ export class KubeClient {
       req.end(body);
     });
   }
+}
+
+/** One keep-alive twin per agent client-node made (it caches one per cluster and user). */
+const keepAliveAgents = new WeakMap<https.Agent, https.Agent>();
+
+/**
+ * client-node's agent has Node's default `keepAlive: false`, so every request
+ * (a Lease renewal every few seconds, each Event and status write) paid a new
+ * TCP and TLS handshake on both ends. Its twin keeps the same TLS options and
+ * reuses idle connections; watches hold their own connection as before.
+ */
+function keepAliveAgent(agent: https.Agent): https.Agent {
+  let twin = keepAliveAgents.get(agent);
+  if (twin === undefined) {
+    twin = new https.Agent({ ...agent.options, keepAlive: true, scheduling: 'lifo' });
+    keepAliveAgents.set(agent, twin);
+  }
+  return twin;
 }
 
 // https.RequestOptions allows raw [name, value, ...] header lists; KubeConfig never produces them.
