@@ -23,7 +23,7 @@ const TAG_ANY_VALUE = (2 << 3) | 2;
 
 /** Wraps already-encoded message bytes as a framed `resources` entry. */
 export function frameAny(typeUrl: string, value: Uint8Array): Uint8Array {
-  return protobuf.Writer.create()
+  const pooled = protobuf.Writer.create()
     .uint32(TAG_RESOURCES)
     .fork()
     .uint32(TAG_ANY_TYPE_URL)
@@ -32,6 +32,10 @@ export function frameAny(typeUrl: string, value: Uint8Array): Uint8Array {
     .bytes(value)
     .ldelim()
     .finish();
+  // Under Node, protobufjs returns small results as slices of an 8 KB Buffer pool slab; a framed
+  // resource lives as long as its configuration does, and would keep the whole slab alive (the
+  // heap of a 400-proxy controller held 5.5 MB of slabs for a fraction of that in resources).
+  return new Uint8Array(pooled);
 }
 
 export function hashContent(name: string, value: Uint8Array): string {

@@ -15,7 +15,7 @@ export type CloseReason = 'certificate-expired' | 'issuer-untrusted';
 interface Connection {
   readonly socket: net.Socket;
   /** The client certificate the connection's handshake verified, once a stream has shown it. */
-  cert?: { der: Buffer; notAfter: number };
+  cert?: { der: Uint8Array; notAfter: number };
   timer?: NodeJS.Timeout;
 }
 
@@ -56,7 +56,9 @@ export class ConnectionTable {
   certify(peer: string, der: Buffer | undefined, notAfter: number, now = Date.now()): void {
     const conn = this.byPeer.get(peer);
     if (conn === undefined || conn.cert !== undefined || der === undefined) return;
-    conn.cert = { der, notAfter };
+    // A copy of exactly its size: Node hands `raw` out as a slice of an 8 KB pool slab, which
+    // keeping the slice would keep whole, per connection.
+    conn.cert = { der: new Uint8Array(der), notAfter };
     this.arm(peer, conn, now);
   }
 
