@@ -94,6 +94,11 @@ function statusText(s: RotationStatus): string {
       `pending: ${s.pending.proxies} proxies, ${s.pending.leaves} leaves, ${s.pending.files} Secrets/files`,
     );
   if (s.waitingFor) lines.push(`waiting: ${s.waitingFor}`);
+  // Several replicas: each one's own proxies (docs/certificates.md, "Several replicas").
+  for (const r of s.replicas ?? [])
+    lines.push(
+      `replica ${r.replica}${r.self ? ' (this one)' : ''}: ${r.current ? `${r.proxies} of ${r.connected} proxies behind, ${r.leaves} leaves, ${r.files} Secrets/files${r.ready ? ', ready' : ''}` : `still on ${r.stage.split('@')[0]}`}`,
+    );
   if (s.requestedAt) lines.push(`requested: ${s.requestedAt}`);
   if (s.lastError) lines.push(`error: ${s.lastError}`);
   return `${lines.join('\n')}\n`;
