@@ -10,8 +10,6 @@
 // for, only the proxies connected to it.
 import { BuiltinCA } from '../certificate/builtin.js';
 import { type CARecordStore, CAStoreError, type VersionedRecord } from '../certificate/ca-store.js';
-import type { RotatingCA } from '../certificate/rotating-ca.js';
-import type { ReplicaEvidenceBoard } from '../certificate/replica-reports.js';
 import {
   combineEvidence,
   type ReplicaStatus,
@@ -19,6 +17,8 @@ import {
   reportOf,
   stageKey,
 } from '../certificate/replica-evidence.js';
+import type { ReplicaEvidenceBoard } from '../certificate/replica-reports.js';
+import type { RotatingCA } from '../certificate/rotating-ca.js';
 import {
   advance,
   beginRotation,

@@ -14,6 +14,7 @@ import {
 } from '../certificate/ingress-gateway.js';
 import { IngressTlsSecrets } from '../certificate/ingress-tls.js';
 import { CertificateManager } from '../certificate/manager.js';
+import type { KubeReplicaReports } from '../certificate/replica-reports.js';
 import type { RotatingCA } from '../certificate/rotating-ca.js';
 import { ServingRenewal } from '../certificate/serving-renewal.js';
 import type { SecretSource } from '../certificate/types.js';
@@ -21,7 +22,6 @@ import { meshGenerators } from '../envoy/generators.js';
 import { TypeUrl } from '../envoy/types.js';
 import { HealthServer } from '../health/server.js';
 import { staleRules } from '../injector/stale-rules.js';
-import type { KubeReplicaReports } from '../certificate/replica-reports.js';
 import type { LeaseElector } from '../leader/elector.js';
 import type { Leadership } from '../leader/leadership.js';
 import type { Logger } from '../logger/logger.js';
@@ -482,15 +482,11 @@ export class Controller {
         const all = [rec.active.certPem, ...(rec.next ? [rec.next.certPem] : [])];
         const inBundle = all.filter((p) => bundle.includes(p.trim()));
         const streams = this.ads?.streams() ?? [];
-        const proxies = proxiesBehind(
-          streams,
-          (id) => this.ads?.sentResources(id)?.get(TypeUrl.Secret),
-          {
-            current: inBundle,
-            retired: all.filter((p) => !inBundle.includes(p)),
-            ownCertPem: (key) => certs.serviceCertificate(key)?.certPem,
-          },
-        );
+        const proxies = proxiesBehind(streams, (id) => this.ads?.sentResources(id)?.get(TypeUrl.Secret), {
+          current: inBundle,
+          retired: all.filter((p) => !inBundle.includes(p)),
+          ownCertPem: (key) => certs.serviceCertificate(key)?.certPem,
+        });
         const unwritten = this.writer?.unwritten() ?? 0;
         // Files count as written once every leaf is current and on disk (a renewal may not have begun yet).
         if (unwritten === 0 && leaves === 0 && filesDoneAt === undefined && this.writer)
