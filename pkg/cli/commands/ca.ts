@@ -177,6 +177,9 @@ export const caCommand: CommandSpec = {
     {
       name: 'status',
       summary: 'Show the roots, the rotation stage and what it waits for',
+      description:
+        'Reads /debug/certs of a controller. With several replicas it shows a line per replica: how many\n' +
+        'of the proxies connected to it do not hold the stage yet (each replica reports its own).',
       flags: [
         { name: 'watch', type: 'boolean', description: 'Follow until the rotation ends' },
         ...FOLLOW_FLAGS,
