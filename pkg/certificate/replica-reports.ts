@@ -75,6 +75,8 @@ export class KubeReplicaReports implements ReplicaEvidenceBoard {
   readonly #liveness: ReportLiveness;
   #written: { report: ReplicaReport; at: number } | undefined;
   #lastProblem = '';
+  /** The last renewTime written (epoch ms): each renewal must differ, or it is not seen as one. */
+  #renewedAt = 0;
 
   constructor(o: KubeReplicaReportsOptions) {
     this.#o = o;
@@ -90,12 +92,13 @@ export class KubeReplicaReports implements ReplicaEvidenceBoard {
     if (sameReport(w?.report, report) && this.#monotonic() - (w?.at ?? 0) < this.#o.leaseDurationMs / 3)
       return;
     const startedAt = this.#monotonic();
+    this.#renewedAt = Math.max(Date.now(), this.#renewedAt + 1);
     const body = {
       metadata: { labels: LABELS, annotations: { [EVIDENCE_ANNOTATION]: JSON.stringify(report) } },
       spec: {
         holderIdentity: this.replica,
         leaseDurationSeconds: Math.max(1, Math.ceil(this.#o.leaseDurationMs / 1000)),
-        renewTime: microTime(Date.now()),
+        renewTime: microTime(this.#renewedAt),
       },
     };
     try {
