@@ -468,7 +468,7 @@ export class Controller {
       leadership: this.leadership,
       ...(o.caRotationDeliveryMs !== undefined ? { deliveryMs: o.caRotationDeliveryMs } : {}),
       ...(this.replicaReports ? { replicas: this.replicaReports } : {}),
-      connected: () => this.ads?.streams().length ?? 0,
+      connected: () => this.ads?.streamCount ?? 0,
       evidence: () => {
         const bundle = ca.trustBundlePem;
         const current = (c: { certPem: string; caPem: string } | undefined) =>
