@@ -11,7 +11,9 @@
 // A stage ends only on evidence that every consumer holds what the stage gave
 // it (readyToAdvance); the record is stored after every step, so a restarted
 // controller resumes where the last one stopped. Pure: no I/O here.
+
 import type { CAKeyPair } from './ca-store.js';
+import type { ReplicaStatus } from './replica-evidence.js';
 
 export type RotationStage = 'distribute' | 'reissue' | 'retire';
 export const ROTATION_STAGES: readonly RotationStage[] = ['distribute', 'reissue', 'retire'];
@@ -91,6 +93,8 @@ export interface StageEvidence {
   files: number;
   /** Epoch ms of the last file or Secret write of this stage (what kubelet and file watchers must pick up). */
   lastWriteAt?: number;
+  /** Connected proxies the evidence covers (with several replicas: all of theirs). */
+  connected?: number;
 }
 
 /** A root of the bundle, as /debug/certs shows it. */
@@ -114,6 +118,8 @@ export interface RotationStatus {
   pending?: StageEvidence;
   waitingFor?: string;
   lastError?: string;
+  /** With several replicas: each live replica's evidence (replica-evidence.ts). */
+  replicas?: ReplicaStatus[];
 }
 
 export function pendingCount(e: StageEvidence): number {

@@ -4,8 +4,20 @@
 // requested rotation and advances a stage, and only on evidence. After a
 // restart the record says which stage runs, and the evidence is gathered
 // again from scratch (Secrets and files rewritten once more is harmless).
+// With several replicas every replica publishes its own evidence each check
+// and the leader advances only when every live replica's report holds the
+// stage too (replica-evidence.ts): each replica serves, and issues leaves
+// for, only the proxies connected to it.
 import { BuiltinCA } from '../certificate/builtin.js';
 import { type CARecordStore, CAStoreError, type VersionedRecord } from '../certificate/ca-store.js';
+import {
+  combineEvidence,
+  type ReplicaStatus,
+  replicaStatus,
+  reportOf,
+  stageKey,
+} from '../certificate/replica-evidence.js';
+import type { ReplicaEvidenceBoard } from '../certificate/replica-reports.js';
 import type { RotatingCA } from '../certificate/rotating-ca.js';
 import {
   advance,
@@ -27,6 +39,10 @@ export interface RotationDriverOptions {
   version: string;
   /** What the current stage's consumers hold now (see the controller's rotationEvidence). */
   evidence: (stage: RotationStage) => StageEvidence;
+  /** Proxies connected to this replica (its report while no rotation runs). */
+  connected?: () => number;
+  /** Several replicas: where each publishes its evidence and reads the others' (replica-reports.ts). */
+  replicas?: ReplicaEvidenceBoard;
   logger: Logger;
   leadership?: Leadership;
   /** Time for kubelet and file watchers to deliver the last write of a stage (default 90 s). */
@@ -36,6 +52,9 @@ export interface RotationDriverOptions {
   now?: () => number;
 }
 
+/** While idle the leader reads the reports this often, to collect those of gone replicas. */
+const IDLE_COLLECT_MS = 10_000;
+
 export class RotationDriver {
   readonly #o: RotationDriverOptions;
   readonly #log: Logger;
@@ -44,7 +63,9 @@ export class RotationDriver {
   #timer: NodeJS.Timeout | undefined;
   #running: Promise<void> | undefined;
   #stopped = true;
-  #last: { evidence: StageEvidence; reason: string } | undefined;
+  #last: { evidence: StageEvidence; reason: string; replicas?: ReplicaStatus[] } | undefined;
+  /** Monotonic ms the leader last read the reports while idle (it collects gone ones then). */
+  #idleReadAt = Number.NEGATIVE_INFINITY;
 
   constructor(o: RotationDriverOptions) {
     this.#o = o;
@@ -66,6 +87,11 @@ export class RotationDriver {
   stop(): void {
     this.#stopped = true;
     clearTimeout(this.#timer);
+  }
+
+  /** Resolves once no check runs (after stop(): nothing is published any more). */
+  async settled(): Promise<void> {
+    await this.#running;
   }
 
   #schedule(): void {
@@ -91,19 +117,22 @@ export class RotationDriver {
     const stored = await this.#o.store.load();
     if (!stored) return;
     await this.#follow(stored);
-    if (!(this.#o.leadership ?? ALWAYS_LEADER).isLeader) return;
+    const leading = (this.#o.leadership ?? ALWAYS_LEADER).isLeader;
     const rec = stored.record;
-    if (rec.requested && !rec.rotation) return this.#begin(stored);
     const stage = rec.rotation?.stage;
-    if (stage === undefined) {
-      this.#last = undefined;
-      return;
-    }
-    const evidence = this.#o.evidence(stage);
     const now = this.#now();
-    const verdict = readyToAdvance(evidence, now, this.deliveryMs);
-    this.#last = { evidence, reason: verdict.reason };
-    if (!verdict.ready) return;
+    const own: StageEvidence =
+      stage === undefined
+        ? { proxies: 0, leaves: 0, files: 0, connected: this.#o.connected?.() ?? 0 }
+        : this.#o.evidence(stage);
+    const ownVerdict =
+      stage === undefined ? { ready: true, reason: '' } : readyToAdvance(own, now, this.deliveryMs);
+    const combined = await this.#combine(stageKey(rec), own, ownVerdict, leading, now);
+    if (!leading) return;
+    if (rec.requested && !rec.rotation) return this.#begin(stored);
+    if (stage === undefined) return;
+    const evidence = combined.evidence;
+    if (!combined.ready) return;
     const next = advance(rec, now);
     if (await this.#save(next, stored.version, `stage ${stage} complete`)) {
       this.#log.info(
@@ -114,6 +143,45 @@ export class RotationDriver {
       );
       this.#last = undefined;
     }
+  }
+
+  /**
+   * Publishes this replica's evidence and, during a rotation (and on the
+   * leader now and then while idle, to collect gone replicas), reads the
+   * others': what status(), pending() and the leader's verdict show.
+   */
+  async #combine(
+    key: string,
+    own: StageEvidence,
+    ownVerdict: { ready: boolean; reason: string },
+    leading: boolean,
+    now: number,
+  ): Promise<{ evidence: StageEvidence; ready: boolean }> {
+    const board = this.#o.replicas;
+    const rotating = key !== 'idle';
+    if (!board) {
+      this.#last = rotating ? { evidence: own, reason: ownVerdict.reason } : undefined;
+      return { evidence: own, ready: ownVerdict.ready };
+    }
+    const mine = reportOf(board.replica, key, own, ownVerdict, now);
+    await board.publish(mine);
+    if (!rotating) {
+      this.#last = undefined;
+      const at = performance.now();
+      if (leading && at - this.#idleReadAt >= IDLE_COLLECT_MS) {
+        this.#idleReadAt = at;
+        await board.others({ collect: true });
+      }
+      return { evidence: own, ready: true };
+    }
+    const others = await board.others({ collect: leading });
+    const c = combineEvidence(own, ownVerdict, others, key);
+    this.#last = {
+      evidence: c.evidence,
+      reason: c.reason,
+      replicas: [replicaStatus(mine, key, true), ...others.map((r) => replicaStatus(r, key, false))],
+    };
+    return c;
   }
 
   async #follow(stored: VersionedRecord): Promise<void> {
@@ -169,6 +237,7 @@ export class RotationDriver {
       const last = this.#last ?? { evidence: this.#o.evidence(rec.rotation.stage), reason: '' };
       out.pending = last.evidence;
       if (last.reason !== '') out.waitingFor = last.reason;
+      if (this.#last?.replicas) out.replicas = this.#last.replicas;
     }
     if (rec.requested) out.requestedAt = new Date(rec.requested.at).toISOString();
     if (rec.lastError !== undefined) out.lastError = rec.lastError;

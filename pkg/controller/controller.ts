@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import { mkdir } from 'node:fs/promises';
 import path from 'node:path';
 import { AnnouncementBus } from '../announcements/bus.js';
@@ -13,6 +14,7 @@ import {
 } from '../certificate/ingress-gateway.js';
 import { IngressTlsSecrets } from '../certificate/ingress-tls.js';
 import { CertificateManager } from '../certificate/manager.js';
+import type { KubeReplicaReports } from '../certificate/replica-reports.js';
 import type { RotatingCA } from '../certificate/rotating-ca.js';
 import { ServingRenewal } from '../certificate/serving-renewal.js';
 import type { SecretSource } from '../certificate/types.js';
@@ -112,6 +114,8 @@ export class Controller {
   /** Kubernetes mode: writes status.conditions (Accepted) of SMI objects and the MeshConfig. */
   private statusWriter: StatusWriter | undefined;
   private elector: LeaseElector | undefined;
+  /** With leader election: this replica's root rotation evidence, and the others' (replica-reports.ts). */
+  private replicaReports: KubeReplicaReports | undefined;
   /** Kubernetes mode with --leader-elect: singleton work runs only while the Lease is ours. */
   private readonly leadership: Leadership = leadershipOf(this);
   private restXds: RestXdsServer | undefined;
@@ -463,6 +467,8 @@ export class Controller {
       logger: this.log,
       leadership: this.leadership,
       ...(o.caRotationDeliveryMs !== undefined ? { deliveryMs: o.caRotationDeliveryMs } : {}),
+      ...(this.replicaReports ? { replicas: this.replicaReports } : {}),
+      connected: () => this.ads?.streamCount ?? 0,
       evidence: () => {
         const bundle = ca.trustBundlePem;
         const current = (c: { certPem: string; caPem: string } | undefined) =>
@@ -475,15 +481,12 @@ export class Controller {
         const rec = ca.record;
         const all = [rec.active.certPem, ...(rec.next ? [rec.next.certPem] : [])];
         const inBundle = all.filter((p) => bundle.includes(p.trim()));
-        const proxies = proxiesBehind(
-          this.ads?.streams() ?? [],
-          (id) => this.ads?.sentResources(id)?.get(TypeUrl.Secret),
-          {
-            current: inBundle,
-            retired: all.filter((p) => !inBundle.includes(p)),
-            ownCertPem: (key) => certs.serviceCertificate(key)?.certPem,
-          },
-        );
+        const streams = this.ads?.streams() ?? [];
+        const proxies = proxiesBehind(streams, (id) => this.ads?.sentResources(id)?.get(TypeUrl.Secret), {
+          current: inBundle,
+          retired: all.filter((p) => !inBundle.includes(p)),
+          ownCertPem: (key) => certs.serviceCertificate(key)?.certPem,
+        });
         const unwritten = this.writer?.unwritten() ?? 0;
         // Files count as written once every leaf is current and on disk (a renewal may not have begun yet).
         if (unwritten === 0 && leaves === 0 && filesDoneAt === undefined && this.writer)
@@ -492,6 +495,7 @@ export class Controller {
         const writes = [filesDoneAt, injector.lastWriteAt].filter((t): t is number => t !== undefined);
         return {
           proxies,
+          connected: streams.length,
           leaves,
           files: unwritten + injector.pending,
           ...(writes.length > 0 ? { lastWriteAt: Math.max(...writes) } : {}),
@@ -558,6 +562,14 @@ export class Controller {
           this.statusWriter?.schedule(0);
         },
         onStoppedLeading: () => this.metrics.leader.set(0),
+      });
+      const { KubeReplicaReports, replicaName } = await import('../certificate/replica-reports.js');
+      this.replicaReports = new KubeReplicaReports({
+        client: new KubeClient({ kubeConfig: kube.kubeConfig, requestTimeoutMs: 2 * t.retryPeriodMs }),
+        namespace: o.namespace,
+        replica: replicaName(process.env['POD_NAME'], randomBytes(3).toString('hex')),
+        leaseDurationMs: t.leaseDurationMs,
+        logger: log.child({ component: 'ca-rotation' }),
       });
     }
     // Policy problems become Events on the objects too.
@@ -635,6 +647,11 @@ export class Controller {
     await this.restXds?.close();
     await this.ads?.stop();
     this.adsServing = false;
+    // Once no proxy is served here: the leader need not wait for the report to expire.
+    await this.caRotation?.settled();
+    await this.replicaReports
+      ?.withdraw()
+      .catch((err: unknown) => this.log.warn({ err }, 'could not withdraw the root rotation evidence'));
     await this.writer?.stop();
     this.certs?.stop();
     await this.registry?.stop();

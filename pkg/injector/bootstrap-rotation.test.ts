@@ -204,3 +204,25 @@ test('a root rotation stage rewrites every connected proxy once: ca.crt only, or
   f.rotation.setCaStage(undefined);
   assert.deepEqual(f.rotation.caStageProgress(), { pending: 0 });
 });
+
+test('a follower writes a root rotation stage for its own proxies, and still renews nothing', async () => {
+  const leadership = { isLeader: false };
+  const writes: Record<string, string>[] = [];
+  const rotation = new BootstrapCertRotation({
+    // A certificate past two thirds of its life: the leader would renew it; a follower must not.
+    connected: () => [
+      { identity: proxy('0b0c0d0e-0000-4000-8000-000000000006'), cert: { notBefore: 0, notAfter: 6 } },
+    ],
+    issue: async () => assert.fail('a follower issued a renewal'),
+    writer: { replace: async (_ns, _name, data) => void writes.push(data) },
+    logger: silentLogger(),
+    leadership,
+    now: () => 5,
+  });
+  assert.deepEqual(await rotation.tick(), { rotated: 0, failed: 0 });
+  assert.equal(writes.length, 0, 'no stage, no leadership: nothing written');
+  rotation.setCaStage({ key: 'distribute', reissue: false, bundlePem: () => 'old+new' });
+  await rotation.tick();
+  assert.deepEqual(writes, [{ 'ca.crt': 'old+new' }]);
+  assert.equal(rotation.caStageProgress().pending, 0);
+});

@@ -156,14 +156,18 @@ export class BootstrapCertRotation {
 
   async #pass(): Promise<RotationCounts> {
     const counts: RotationCounts = { rotated: 0, failed: 0 };
-    if (!(this.#o.leadership ?? ALWAYS_LEADER).isLeader) return counts;
+    // Renewal before expiry is the leader's; a root rotation stage is written by every replica
+    // for the proxies connected to it, since each replica's evidence counts its own proxies'
+    // Secrets (docs/certificates.md, "Several replicas").
+    const leading = (this.#o.leadership ?? ALWAYS_LEADER).isLeader;
+    if (!leading && this.#caStage === undefined) return counts;
     const now = this.#now();
     const seen = new Set<string>();
     const due: ProxyIdentity[] = [];
     for (const { identity, cert } of this.#o.connected()) {
       if (!BOOTSTRAPPED.has(identity.kind)) continue;
       seen.add(identity.uuid);
-      if (now < renewAt(cert)) continue;
+      if (!leading || now < renewAt(cert)) continue;
       // A certificate written earlier and not due yet is waiting for the proxy's next connection.
       const written = this.#written.get(identity.uuid);
       if (written !== undefined && written.notAfter > cert.notAfter && now < renewAt(written)) continue;

@@ -50,7 +50,7 @@ interface LeaseObject {
 }
 
 /** Kubernetes MicroTime: RFC 3339 with microseconds. */
-function microTime(ms: number): string {
+export function microTime(ms: number): string {
   return new Date(ms).toISOString().replace(/\.(\d{3})Z$/, '.$1000Z');
 }
 

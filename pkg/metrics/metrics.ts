@@ -165,7 +165,7 @@ export class MeshMetrics {
     });
     new Gauge({
       name: 'skein_ca_rotation_pending',
-      help: 'Consumers (proxies, leaves, bootstrap Secrets and files) not yet holding the current root rotation stage; 0 when none runs.',
+      help: 'Consumers (proxies, leaves, bootstrap Secrets and files) not yet holding the current root rotation stage, over every live controller replica; 0 when none runs.',
       registers,
       collect() {
         this.set(rotation().pending);

@@ -189,11 +189,8 @@ describe('charts/skein with helm against the real API server', () => {
     return at(review, 'status', 'allowed') === true;
   }
 
-  /**
-   * As the controller's ServiceAccount: bootstrap Secrets may be created and deleted anywhere,
-   * any other Secret neither (the admission policy), the CA Secret only in its namespace.
-   */
-  async function secretPolicyHolds(cpNamespace: string, other: string): Promise<void> {
+  /** A client acting as the controller's ServiceAccount (impersonated, as admin may). */
+  function impersonatedController(cpNamespace: string): KubeClient {
     const asController = new KubeConfig();
     asController.loadFromOptions({
       clusters: kc.clusters,
@@ -207,7 +204,26 @@ describe('charts/skein with helm against the real API server', () => {
       contexts: [{ name: 'sa', cluster: kc.getCurrentCluster()?.name ?? '', user: 'impersonated' }],
       currentContext: 'sa',
     });
-    const sa = new KubeClient({ kubeConfig: asController });
+    return new KubeClient({ kubeConfig: asController });
+  }
+
+  /** 'allowed', or why the API server refused (RBAC: 403; a ValidatingAdmissionPolicy: 422). */
+  async function refusal(p: Promise<unknown>): Promise<string> {
+    try {
+      await p;
+      return 'allowed';
+    } catch (err) {
+      if (err instanceof KubeApiError && (err.status === 403 || err.status === 422)) return err.message;
+      throw err;
+    }
+  }
+
+  /**
+   * As the controller's ServiceAccount: bootstrap Secrets may be created and deleted anywhere,
+   * any other Secret neither (the admission policy), the CA Secret only in its namespace.
+   */
+  async function secretPolicyHolds(cpNamespace: string, other: string): Promise<void> {
+    const sa = impersonatedController(cpNamespace);
     const secret = (name: string) => ({ apiVersion: 'v1', kind: 'Secret', metadata: { name } });
     const victim = `victim-${suffix}`;
     // What pkg/certificate/ingress-gateway.ts puts on the certificate's Secret.
@@ -217,16 +233,6 @@ describe('charts/skein with helm against the real API server', () => {
     };
     await client.request('POST', `/api/v1/namespaces/${other}/secrets`, { body: secret(victim) });
     cleanups.push(() => client.request('DELETE', `/api/v1/namespaces/${other}/secrets/${victim}`));
-    const refusal = async (p: Promise<unknown>): Promise<string> => {
-      try {
-        await p;
-        return 'allowed';
-      } catch (err) {
-        // RBAC refuses with 403; a ValidatingAdmissionPolicy denial is a 422.
-        if (err instanceof KubeApiError && (err.status === 403 || err.status === 422)) return err.message;
-        throw err;
-      }
-    };
     // The policy is enforced once the API server's policy informer has it (about a second):
     // probe with a create that is harmless when it still goes through.
     let probe = 0;
@@ -292,6 +298,42 @@ describe('charts/skein with helm against the real API server', () => {
     assert.ok(!(await gone(`/api/v1/namespaces/${other}/secrets/${victim}`)), 'the other Secret survived');
   }
 
+  /**
+   * As the controller's ServiceAccount: its evidence Leases `skein-replica-*` may be created,
+   * renewed and deleted, the leader's Lease renewed but not deleted, any other Lease neither.
+   */
+  async function leasePolicyHolds(cpNamespace: string): Promise<void> {
+    const sa = impersonatedController(cpNamespace);
+    const leases = `/apis/coordination.k8s.io/v1/namespaces/${cpNamespace}/leases`;
+    const lease = (name: string) => ({
+      apiVersion: 'coordination.k8s.io/v1',
+      kind: 'Lease',
+      metadata: { name },
+      spec: { holderIdentity: 'x' },
+    });
+    const renew = { body: { spec: { holderIdentity: 'y' } }, contentType: 'application/merge-patch+json' };
+    const foreign = `someone-elses-${suffix}`;
+    await client.request('POST', leases, { body: lease(foreign) });
+    await client.request('POST', leases, { body: lease('skein-controller-leader') });
+    await waitFor(
+      'the admission policy to refuse patching another Lease',
+      async () => (await refusal(sa.request('PATCH', `${leases}/${foreign}`, renew))) !== 'allowed',
+      10_000,
+    );
+    const message = /may write only its Leases skein-controller-leader and\s+skein-replica-<pod>/;
+    assert.match(await refusal(sa.request('DELETE', `${leases}/${foreign}`)), message);
+    assert.match(await refusal(sa.request('POST', leases, { body: lease(`other-${suffix}`) })), message);
+    assert.match(await refusal(sa.request('DELETE', `${leases}/skein-controller-leader`)), message);
+    await sa.request('PATCH', `${leases}/skein-controller-leader`, renew);
+    const mine = `skein-replica-${suffix}`;
+    await sa.request('POST', leases, { body: lease(mine) });
+    await sa.request('PATCH', `${leases}/${mine}`, renew);
+    assert.ok(((await sa.request('GET', leases)) as { items: unknown[] }).items.length >= 3, 'list');
+    await sa.request('DELETE', `${leases}/${mine}`);
+    assert.ok(await gone(`${leases}/${mine}`));
+    assert.ok(!(await gone(`${leases}/${foreign}`)), 'the other Lease survived');
+  }
+
   test('helm lint is clean, also with --strict', async () => {
     for (const args of [
       ['lint', CHART],
@@ -318,7 +360,9 @@ describe('charts/skein with helm against the real API server', () => {
       'RoleBinding/skein-controller',
       'Service/skein-controller',
       'ServiceAccount/skein-controller',
+      'ValidatingAdmissionPolicy/skein-controller-skein-leases',
       'ValidatingAdmissionPolicy/skein-controller-skein-secrets',
+      'ValidatingAdmissionPolicyBinding/skein-controller-skein-leases',
       'ValidatingAdmissionPolicyBinding/skein-controller-skein-secrets',
     ];
     assert.deepEqual(await kinds([]), base);
@@ -551,6 +595,14 @@ describe('charts/skein with helm against the real API server', () => {
         namespace: ns,
         name: 'skein-controller-leader',
       })),
+      // Root rotation evidence (pkg/certificate/replica-reports.ts): a Lease per replica, named
+      // per pod (the admission policy narrows the names).
+      ...['list', 'patch', 'delete'].map((verb) => ({
+        verb,
+        resource: 'leases',
+        group: 'coordination.k8s.io',
+        namespace: ns,
+      })),
       ...['patch', 'list', 'watch'].map((verb) => ({
         verb,
         resource: 'mutatingwebhookconfigurations',
@@ -577,13 +629,13 @@ describe('charts/skein with helm against the real API server', () => {
       { verb: 'update', resource: 'secrets', namespace: ns, name: 'not-the-ca' },
       { verb: 'update', resource: 'leases', group: 'coordination.k8s.io', namespace: ns, name: 'another' },
       { verb: 'create', resource: 'leases', group: 'coordination.k8s.io', namespace: other },
-      {
-        verb: 'delete',
+      ...['list', 'patch', 'delete', 'watch'].map((verb) => ({
+        verb,
         resource: 'leases',
         group: 'coordination.k8s.io',
-        namespace: ns,
-        name: 'skein-controller-leader',
-      },
+        namespace: other,
+      })),
+      { verb: 'watch', resource: 'leases', group: 'coordination.k8s.io', namespace: ns },
       { verb: 'list', resource: 'meshconfigs', group: 'config.skein.dev', namespace: other },
       { verb: 'update', resource: 'meshconfigs', group: 'config.skein.dev', namespace: ns },
       { verb: 'create', resource: 'traffictargets', group: 'access.smi-spec.io', namespace: other },
@@ -625,6 +677,7 @@ describe('charts/skein with helm against the real API server', () => {
     // RBAC cannot narrow Secret create/delete by name; the chart's ValidatingAdmissionPolicy
     // does. Requests made as the controller's ServiceAccount (impersonated, as admin may):
     await secretPolicyHolds(ns, other);
+    await leasePolicyHolds(ns);
 
     // waitForController: no kubelet and no deployment controller here, so the test
     // plays the deployment controller and reports the rollout itself.
@@ -663,7 +716,7 @@ describe('charts/skein with helm against the real API server', () => {
 
     // helm uninstall removes every object the release created.
     const manifest = docs(await helmManifest({ ...ctx, release: 'skdef', namespace: ns }));
-    assert.equal(manifest.length, 11);
+    assert.equal(manifest.length, 13);
     assert.equal(await helmUninstall({ ...ctx, release: 'skdef', namespace: ns }), true);
     for (const o of manifest) {
       const p = objectPath(o);

@@ -94,6 +94,11 @@ function statusText(s: RotationStatus): string {
       `pending: ${s.pending.proxies} proxies, ${s.pending.leaves} leaves, ${s.pending.files} Secrets/files`,
     );
   if (s.waitingFor) lines.push(`waiting: ${s.waitingFor}`);
+  // Several replicas: each one's own proxies (docs/certificates.md, "Several replicas").
+  for (const r of s.replicas ?? [])
+    lines.push(
+      `replica ${r.replica}${r.self ? ' (this one)' : ''}: ${r.current ? `${r.proxies} of ${r.connected} proxies behind, ${r.leaves} leaves, ${r.files} Secrets/files${r.ready ? ', ready' : ''}` : `still on ${r.stage.split('@')[0]}`}`,
+    );
   if (s.requestedAt) lines.push(`requested: ${s.requestedAt}`);
   if (s.lastError) lines.push(`error: ${s.lastError}`);
   return `${lines.join('\n')}\n`;
@@ -172,6 +177,9 @@ export const caCommand: CommandSpec = {
     {
       name: 'status',
       summary: 'Show the roots, the rotation stage and what it waits for',
+      description:
+        'Reads /debug/certs of a controller. With several replicas it shows a line per replica: how many\n' +
+        'of the proxies connected to it do not hold the stage yet (each replica reports its own).',
       flags: [
         { name: 'watch', type: 'boolean', description: 'Follow until the rotation ends' },
         ...FOLLOW_FLAGS,
