@@ -220,7 +220,6 @@ export class Injection {
         logger: log,
         // A tenth of the validity, at most 10 s: renewal at two thirds leaves a third to act in.
         intervalMs: () => Math.max(250, Math.min(10_000, validityMs() / 10)),
-        ...(i.leadership ? { leadership: i.leadership } : {}),
       });
       rotation.start();
     }

@@ -144,33 +144,6 @@ test('a refused write is retried after a backoff, and the other proxies are rota
   assert.deepEqual(f.rotation.totals, { rotated: 2, failed: 1 });
 });
 
-test('a follower rotates nothing; the leader does', async () => {
-  const leadership = { isLeader: false };
-  const writes: string[] = [];
-  const rotation = new BootstrapCertRotation({
-    connected: () => [
-      { identity: proxy('0b0c0d0e-0000-4000-8000-000000000005'), cert: { notBefore: 0, notAfter: 1 } },
-    ],
-    issue: async (cn) =>
-      ({
-        commonName: cn,
-        certPem: 'c',
-        keyPem: 'k',
-        caPem: 'a',
-        notBefore: new Date(0),
-        notAfter: new Date(10),
-      }) as IssuedCertificate,
-    writer: { replace: async (_ns, name) => void writes.push(name) },
-    logger: silentLogger(),
-    leadership,
-    now: () => 5,
-  });
-  assert.deepEqual(await rotation.tick(), { rotated: 0, failed: 0 });
-  leadership.isLeader = true;
-  assert.deepEqual(await rotation.tick(), { rotated: 1, failed: 0 });
-  assert.equal(writes.length, 1);
-});
-
 test('a root rotation stage rewrites every connected proxy once: ca.crt only, or a new certificate in the reissue stage', async () => {
   const f = fixture();
   f.connected.push(
@@ -205,24 +178,30 @@ test('a root rotation stage rewrites every connected proxy once: ca.crt only, or
   assert.deepEqual(f.rotation.caStageProgress(), { pending: 0 });
 });
 
-test('a follower writes a root rotation stage for its own proxies, and still renews nothing', async () => {
-  const leadership = { isLeader: false };
+test('whichever replica a proxy is connected to renews its certificate and writes the rotation stage', async () => {
   const writes: Record<string, string>[] = [];
   const rotation = new BootstrapCertRotation({
-    // A certificate past two thirds of its life: the leader would renew it; a follower must not.
+    // A certificate past two thirds of its life, on a stream only this replica sees.
     connected: () => [
       { identity: proxy('0b0c0d0e-0000-4000-8000-000000000006'), cert: { notBefore: 0, notAfter: 6 } },
     ],
-    issue: async () => assert.fail('a follower issued a renewal'),
+    issue: async (cn) =>
+      ({
+        commonName: cn,
+        certPem: 'c',
+        keyPem: 'k',
+        caPem: 'a',
+        notBefore: new Date(0),
+        notAfter: new Date(10),
+      }) as IssuedCertificate,
     writer: { replace: async (_ns, _name, data) => void writes.push(data) },
     logger: silentLogger(),
-    leadership,
     now: () => 5,
   });
-  assert.deepEqual(await rotation.tick(), { rotated: 0, failed: 0 });
-  assert.equal(writes.length, 0, 'no stage, no leadership: nothing written');
+  assert.deepEqual(await rotation.tick(), { rotated: 1, failed: 0 });
+  assert.deepEqual(Object.keys(writes[0] ?? {}).sort(), ['ca.crt', 'tls.crt', 'tls.key']);
   rotation.setCaStage({ key: 'distribute', reissue: false, bundlePem: () => 'old+new' });
   await rotation.tick();
-  assert.deepEqual(writes, [{ 'ca.crt': 'old+new' }]);
+  assert.deepEqual(writes[1], { 'ca.crt': 'old+new' });
   assert.equal(rotation.caStageProgress().pending, 0);
 });

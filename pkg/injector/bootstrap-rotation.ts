@@ -5,19 +5,17 @@
 // privilege forbids reading Secrets back, so when a certificate is due is
 // learnt from the proxy itself: every mTLS ADS stream shows the certificate it
 // was opened with (the TLS handshake proved the proxy holds its key). Once
-// two thirds of that certificate's life have passed, the leader issues a new
-// one for the same CN and replaces `tls.crt`, `tls.key` and `ca.crt` in
+// two thirds of that certificate's life have passed, the replica the proxy is
+// connected to (only it sees the stream) issues a new one for the same CN and replaces `tls.crt`, `tls.key` and `ca.crt` in
 // `skein-bootstrap-<uuid>` by a merge patch (which never creates a Secret the
 // garbage collector already deleted). Kubelet swaps the mounted files
 // atomically (`..data`), Envoy's file-based SDS watch reloads them, and its
-// next ADS connection presents the new certificate. An open connection is not
-// cut: TLS checks validity at the handshake only, and the data plane never
-// depends on the stream.
+// next ADS connection presents the new certificate; the ADS server ends the
+// open connection when the old one expires (pkg/xds/server/connections.ts).
 //
 // Nothing is stored: after a restart the connected proxies show again which
 // certificates are due, and a second issuance for one proxy is harmless.
 import type { IssuedCertificate } from '../certificate/types.js';
-import { ALWAYS_LEADER, type Leadership } from '../leader/leadership.js';
 import type { Logger } from '../logger/logger.js';
 import type { ProxyIdentity } from '../mesh/identity.js';
 import { bootstrapSecretName, SecretKey } from './constants.js';
@@ -41,7 +39,6 @@ export interface BootstrapRotationOptions {
   issue: (commonName: string) => Promise<IssuedCertificate>;
   writer: BootstrapCredentialWriter;
   logger: Logger;
-  leadership?: Leadership;
   /**
    * Milliseconds until the next check, asked after each one (default 10 s). The
    * controller passes a tenth of the mesh's validity, at most 10 s, so a short
@@ -156,18 +153,19 @@ export class BootstrapCertRotation {
 
   async #pass(): Promise<RotationCounts> {
     const counts: RotationCounts = { rotated: 0, failed: 0 };
-    // Renewal before expiry is the leader's; a root rotation stage is written by every replica
-    // for the proxies connected to it, since each replica's evidence counts its own proxies'
-    // Secrets (docs/certificates.md, "Several replicas").
-    const leading = (this.#o.leadership ?? ALWAYS_LEADER).isLeader;
-    if (!leading && this.#caStage === undefined) return counts;
+    // Every replica, leader or not, renews and writes rotation stages for the proxies connected
+    // to it: only it sees their streams (a follower's proxies would otherwise never be renewed,
+    // and lose their connection when the certificate expires), and each replica's rotation
+    // evidence counts its own proxies' Secrets (docs/certificates.md, "Several replicas").
+    // A proxy holds one stream at a time, so two replicas write one Secret only across a
+    // reconnect, and a second issuance is harmless.
     const now = this.#now();
     const seen = new Set<string>();
     const due: ProxyIdentity[] = [];
     for (const { identity, cert } of this.#o.connected()) {
       if (!BOOTSTRAPPED.has(identity.kind)) continue;
       seen.add(identity.uuid);
-      if (!leading || now < renewAt(cert)) continue;
+      if (now < renewAt(cert)) continue;
       // A certificate written earlier and not due yet is waiting for the proxy's next connection.
       const written = this.#written.get(identity.uuid);
       if (written !== undefined && written.notAfter > cert.notAfter && now < renewAt(written)) continue;
