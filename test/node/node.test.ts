@@ -3,12 +3,14 @@
 // Helm chart from the image `make image` builds, and ordinary Deployments injected by
 // its webhook, with the Envoy image `make test-images` builds. Every traffic assertion
 // is on calls that left one pod's app, crossed its Envoy (put there by the init
-// container's iptables rules), mTLS, and the destination's Envoy.
+// container's iptables rules), mTLS, and the destination's Envoy — or, for proxyless
+// pods, grpc-js-xds's own mTLS with the config its pod's skein-agent relayed.
 //
 // Topology (namespace shop): bookstore (apex) split over bookstore-v1 (native sidecar
 // layout, the default on this v1.36 cluster) and bookstore-v2 (classic layout, by
 // annotation), each serving HTTP, gRPC and TCP; callers bookbuyer (allowed by a
-// TrafficTarget on some routes) and bookthief (not).
+// TrafficTarget on some routes) and bookthief (not). Last, proxyless gRPC: grpc-store and
+// grpc-buyer (the test image's grpc-js-xds `workload`, skein-agent injected), and an impostor.
 //
 // One node per machine, so one file: the node's own checks come first.
 import assert from 'node:assert/strict';
@@ -194,7 +196,14 @@ describe('the test node', { skip, timeout: 900_000 }, () => {
       // Container restarts (a liveness probe that timed out on a loaded machine, a crash) explain
       // failed calls that the assertions alone would not.
       const restarts: Record<string, number> = {};
-      for (const app of ['bookstore-v1', 'bookstore-v2', 'bookbuyer', 'bookthief'])
+      for (const app of [
+        'bookstore-v1',
+        'bookstore-v2',
+        'bookbuyer',
+        'bookthief',
+        'grpc-store',
+        'grpc-buyer',
+      ])
         for (const p of (await mesh?.pods(app)) ?? [])
           for (const c of [
             ...((p.status['containerStatuses'] ?? []) as { name: string; restartCount: number }[]),
@@ -931,7 +940,8 @@ describe('the test node', { skip, timeout: 900_000 }, () => {
           ),
         );
         client.close();
-        assert.notEqual(plain.slice(0, 2), 'OK', `a plaintext call was answered: ${plain}`);
+        process.stderr.write(`proxyless server, a plaintext call: ${plain}\n`);
+        assert.equal(plain, 'UNAVAILABLE', 'the TLS-only port fails a plaintext connection');
       });
 
       test("proxyless: a workload claiming the server's identity gets nothing from its agent; with its own, RBAC denies it", async () => {
