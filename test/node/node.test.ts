@@ -22,7 +22,7 @@ import { after, before, describe, test } from 'node:test';
 import { promisify } from 'node:util';
 import * as grpc from '@grpc/grpc-js';
 import { bookstoreSplit, waitFor } from '../support/kube.js';
-import { eventually } from '../support/kube-registry-fixture.js';
+import { eventually, httpTrafficTargetBody } from '../support/kube-registry-fixture.js';
 import { NODE_IP, NodeCluster, nodeHostLeftovers } from '../support/node.js';
 import { nodeImages } from '../support/node-images.js';
 import { sleep } from '../support/processes.js';
@@ -823,16 +823,19 @@ describe('the test node', { skip, timeout: 900_000 }, () => {
           metadata: { name: 'grpc-store-routes', namespace: ns },
           spec: { matches: [{ name: 'all', pathRegex: '.*', methods: ['*'] }] },
         });
-        await mesh.apply('access.smi-spec.io', 'v1alpha3', 'traffictargets', {
-          apiVersion: 'access.smi-spec.io/v1alpha3',
-          kind: 'TrafficTarget',
-          metadata: { name: 'grpc-buyer-to-grpc-store', namespace: ns },
-          spec: {
-            destination: { kind: 'ServiceAccount', name: 'grpc-store', namespace: ns },
-            sources: [{ kind: 'ServiceAccount', name: 'grpc-buyer', namespace: ns }],
-            rules: [{ kind: 'HTTPRouteGroup', name: 'grpc-store-routes', matches: ['all'] }],
-          },
-        });
+        await mesh.apply(
+          'access.smi-spec.io',
+          'v1alpha3',
+          'traffictargets',
+          httpTrafficTargetBody({
+            namespace: ns,
+            name: 'grpc-buyer-to-grpc-store',
+            destination: 'grpc-store',
+            source: [ns, 'grpc-buyer'],
+            routeGroup: 'grpc-store-routes',
+            matches: ['all'],
+          }),
+        );
         // The controller's informer must hold the new MeshConfig before the first admission.
         await sleep(2000);
         let t0 = Date.now();
