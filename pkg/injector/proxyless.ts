@@ -65,13 +65,16 @@ export function checkProxylessPod(pod: PodInfo, o: Pick<MutateOptions, 'images'>
     throw new InjectionError('proxyless pods need the agent image, and none is configured');
 }
 
+/** The agent container's command: Node and skein-agent as the controller image lays them out. */
+export const AGENT_COMMAND = ['/usr/local/bin/node', '/app/dist/cmd/skein-agent/main.js'] as const;
+
 function agentContainer(o: MutateOptions, image: string, layout: SidecarLayout): JsonObject {
   const ads = controllerAddress(o.controlPlaneNamespace, o.clusterDomain, o.controllerServiceName);
   const c: JsonObject = {
     name: AGENT_CONTAINER_NAME,
     image,
     imagePullPolicy: 'IfNotPresent',
-    command: ['/usr/local/bin/node', '/app/dist/cmd/skein-agent/main.js'],
+    command: [...AGENT_COMMAND],
     args: ['--controller', `${ads.host}:${ads.port}`, '--listen', `unix:${AGENT_SOCKET_PATH}`],
     securityContext: {
       runAsUser: PROXY_UID,

@@ -6,6 +6,7 @@
 //                   [--fail-ratio R] [--delay-ms D]
 //   workload caller --target xds:///bookstore.bookstore.svc.cluster.local:14001 [--count N]
 //                   [--method /pkg.Svc/M] [--header k=v ...] [--plaintext] [--concurrency C]
+//                   [--claim-node-id ID]
 //
 // The server answers Who and every --method path (grpc-js replies UNIMPLEMENTED
 // to unregistered paths before RBAC runs, so a path must be registered for a
@@ -22,6 +23,10 @@
 // call per outcome (`maxMs`), so a test can tell a fast failure from a slow one.
 //
 // The xDS bootstrap comes from GRPC_XDS_BOOTSTRAP (one identity per process).
+// --claim-node-id <id> sends that node.id instead of the bootstrap's: an impostor,
+// for the tests that prove a workload cannot be another pod (in a pod, where the
+// bootstrap file is a read-only Secret volume).
+import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 
 // Must be set before grpc-js-xds loads (grpc-js-xds reads GRPC_XDS_EXPERIMENTAL_RBAC at load time).
@@ -60,8 +65,21 @@ const { values, positionals } = parseArgs({
     concurrency: { type: 'string', default: '1' },
     warmup: { type: 'string', default: '0' },
     'stagger-ms': { type: 'string', default: '0' },
+    'claim-node-id': { type: 'string' },
   },
 });
+
+// Before any xDS client exists: grpc-js-xds reads and caches the bootstrap when the first one
+// is created, taking GRPC_XDS_BOOTSTRAP_CONFIG (inline JSON) when GRPC_XDS_BOOTSTRAP is unset.
+const claim = values['claim-node-id'];
+if (claim !== undefined) {
+  const file = process.env['GRPC_XDS_BOOTSTRAP'];
+  if (!file) throw new Error('--claim-node-id needs GRPC_XDS_BOOTSTRAP');
+  const bootstrap = JSON.parse(readFileSync(file, 'utf8')) as { node?: { id?: string } };
+  bootstrap.node = { ...bootstrap.node, id: claim };
+  delete process.env['GRPC_XDS_BOOTSTRAP'];
+  process.env['GRPC_XDS_BOOTSTRAP_CONFIG'] = JSON.stringify(bootstrap);
+}
 
 function emit(line: Record<string, unknown>): void {
   process.stdout.write(`${JSON.stringify(line)}\n`);

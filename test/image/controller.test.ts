@@ -10,6 +10,7 @@ import path from 'node:path';
 import { describe, test } from 'node:test';
 import { defaultProxyServedPorts, renderIptablesRules } from '../../pkg/injector/iptables.js';
 import { IPTABLES_RULES_ENV } from '../../pkg/injector/mutate.js';
+import { AGENT_COMMAND } from '../../pkg/injector/proxyless.js';
 import { inRoot, run, type Summary, summary, unpack, unpackedInSuite } from './images.js';
 
 /** The budget for the controller image's layers, uncompressed (docs/design.md, "Images"). */
@@ -50,6 +51,12 @@ describe('the controller image', {
       'iptables-restore --version; iptables-save --version',
     ]);
     assert.match(ipt.stdout, /iptables-restore v\S+ \(legacy\)\niptables-save v\S+ \(legacy\)/);
+  });
+
+  test('skein-agent (the injected proxyless sidecar) starts from it', async () => {
+    // The command the injector gives the skein-agent container.
+    const help = await inRoot(image.rootfs, [...AGENT_COMMAND, '--help']);
+    assert.match(help.stdout, /^Usage: skein-agent --controller <host:port>/);
   });
 
   test("the init container's command applies the injector's rules in a pod network namespace", async (t) => {

@@ -279,20 +279,29 @@ function podView(o: Obj): PodView {
 }
 
 /**
- * A process of the pod — of any container, or the one whose command is `comm` — found by
- * the cgroup the kubelet puts each pod in (`…/pod<uid>/…`).
+ * A process of the pod — of any container, the one whose command is `comm`, or the one
+ * whose command line matches (two Node programs in one pod) — found by the cgroup the
+ * kubelet puts each pod in (`…/pod<uid>/…`).
  */
-export async function podProcess(pod: PodView, comm?: string): Promise<number> {
+export async function podProcess(pod: PodView, which?: string | { cmdline: RegExp }): Promise<number> {
   for (const entry of await readdir('/proc')) {
     const pid = Number(entry);
     if (!Number.isInteger(pid)) continue;
     const cgroup = await readFile(`/proc/${pid}/cgroup`, 'utf8').catch(() => '');
     if (!cgroup.includes(`pod${pod.uid}`)) continue;
-    if (comm === undefined) return pid;
-    const name = (await readFile(`/proc/${pid}/comm`, 'utf8').catch(() => '')).trim();
-    if (name === comm) return pid;
+    if (which === undefined) return pid;
+    if (typeof which === 'string') {
+      const name = (await readFile(`/proc/${pid}/comm`, 'utf8').catch(() => '')).trim();
+      if (name === which) return pid;
+    } else {
+      // NUL-separated arguments.
+      const cmdline = (await readFile(`/proc/${pid}/cmdline`, 'utf8').catch(() => '')).replaceAll('\0', ' ');
+      if (which.cmdline.test(cmdline)) return pid;
+    }
   }
-  throw new Error(`no ${comm ?? ''} process of pod ${pod.name} on this node`);
+  throw new Error(
+    `no ${typeof which === 'string' ? which : (which?.cmdline ?? '')} process of pod ${pod.name} on this node`,
+  );
 }
 
 function postJson(host: string, port: number, body: unknown, ms: number): Promise<unknown> {

@@ -3,12 +3,14 @@
 // Helm chart from the image `make image` builds, and ordinary Deployments injected by
 // its webhook, with the Envoy image `make test-images` builds. Every traffic assertion
 // is on calls that left one pod's app, crossed its Envoy (put there by the init
-// container's iptables rules), mTLS, and the destination's Envoy.
+// container's iptables rules), mTLS, and the destination's Envoy — or, for proxyless
+// pods, grpc-js-xds's own mTLS with the config its pod's skein-agent relayed.
 //
 // Topology (namespace shop): bookstore (apex) split over bookstore-v1 (native sidecar
 // layout, the default on this v1.36 cluster) and bookstore-v2 (classic layout, by
 // annotation), each serving HTTP, gRPC and TCP; callers bookbuyer (allowed by a
-// TrafficTarget on some routes) and bookthief (not).
+// TrafficTarget on some routes) and bookthief (not). Last, proxyless gRPC: grpc-store and
+// grpc-buyer (the test image's grpc-js-xds `workload`, skein-agent injected), and an impostor.
 //
 // One node per machine, so one file: the node's own checks come first.
 import assert from 'node:assert/strict';
@@ -18,8 +20,9 @@ import { readFile } from 'node:fs/promises';
 import { get as httpGet } from 'node:http';
 import { after, before, describe, test } from 'node:test';
 import { promisify } from 'node:util';
+import * as grpc from '@grpc/grpc-js';
 import { bookstoreSplit, waitFor } from '../support/kube.js';
-import { eventually } from '../support/kube-registry-fixture.js';
+import { eventually, httpTrafficTargetBody } from '../support/kube-registry-fixture.js';
 import { NODE_IP, NodeCluster, nodeHostLeftovers } from '../support/node.js';
 import { nodeImages } from '../support/node-images.js';
 import { sleep } from '../support/processes.js';
@@ -33,6 +36,14 @@ import {
   podProcess,
   TCP_PORT,
 } from './mesh.js';
+import {
+  callerStats,
+  count,
+  deployProxyless,
+  mountedCertificate,
+  type Tally,
+  tallyStats,
+} from './proxyless.js';
 
 const skip = process.getuid?.() !== 0 ? 'needs root (a kubelet, containerd, iptables)' : false;
 const verbose = process.env['SKEIN_NODE_VERBOSE'] === '1';
@@ -185,7 +196,14 @@ describe('the test node', { skip, timeout: 900_000 }, () => {
       // Container restarts (a liveness probe that timed out on a loaded machine, a crash) explain
       // failed calls that the assertions alone would not.
       const restarts: Record<string, number> = {};
-      for (const app of ['bookstore-v1', 'bookstore-v2', 'bookbuyer', 'bookthief'])
+      for (const app of [
+        'bookstore-v1',
+        'bookstore-v2',
+        'bookbuyer',
+        'bookthief',
+        'grpc-store',
+        'grpc-buyer',
+      ])
         for (const p of (await mesh?.pods(app)) ?? [])
           for (const c of [
             ...((p.status['containerStatuses'] ?? []) as { name: string; restartCount: number }[]),
@@ -761,6 +779,247 @@ describe('the test node', { skip, timeout: 900_000 }, () => {
       // and under load a call sent just before the endpoint was withdrawn has been seen to hang
       // until the caller's 5 s timeout (1 of 173 in one run, before this test set a Retry).
       assert.ok(total(classic.counts) > 50, `classic: ${JSON.stringify(classic)}`);
+    });
+    // Last: it shortens the bootstrap certificates of pods admitted from here on.
+    describe('proxyless gRPC pods: skein-agent injected by the webhook, run by the kubelet', () => {
+      const PORT = 14001;
+      const target = `xds:///grpc-store.${ns}.svc.cluster.local:${PORT}`;
+      const caller = (...more: string[]) => [
+        ...['workload', 'caller', '--target', target],
+        ...['--interval-ms', '20', '--report-ms', '1000', ...more],
+      ];
+      const isAgent = /skein-agent\/main\.js/;
+      const isApp = /test\/apps\/workload\.js/;
+      type Connected = { identity: { cn: string }; clientCert?: { serial: string; notAfter: string } };
+      /** The ADS streams the controller serves (its debug server), from every live replica. */
+      const connected = async (): Promise<Connected[]> => {
+        const out: Connected[] = [];
+        for (const c of await mesh.controllerPods())
+          if (c.ready && !c.deleting)
+            out.push(...((await (await fetch(`http://${c.ip}:9091/debug/proxies`)).json()) as Connected[]));
+        return out;
+      };
+      let store: PodView;
+      let buyer: PodView;
+      const timings: Record<string, number> = {};
+
+      before(async () => {
+        // 45 s ADS client certificates (after the CA's 60 s backdating: renewed ~10 s after issue),
+        // so they rotate several times while the test watches; read by the webhook at admission.
+        await mesh.patchMeshConfig({ certificate: { bootstrapValidity: '45s' } });
+        for (const sa of ['grpc-store', 'grpc-buyer']) await mesh.createServiceAccount(sa);
+        await mesh.api.request('POST', `/api/v1/namespaces/${ns}/services`, {
+          body: {
+            metadata: { name: 'grpc-store' },
+            spec: {
+              selector: { app: 'grpc-store' },
+              ports: [{ name: 'grpc', port: PORT, targetPort: PORT, appProtocol: 'grpc' }],
+            },
+          },
+        });
+        await mesh.apply(...SMI, 'httproutegroups', {
+          apiVersion: 'specs.smi-spec.io/v1alpha4',
+          kind: 'HTTPRouteGroup',
+          metadata: { name: 'grpc-store-routes', namespace: ns },
+          spec: { matches: [{ name: 'all', pathRegex: '.*', methods: ['*'] }] },
+        });
+        await mesh.apply(
+          'access.smi-spec.io',
+          'v1alpha3',
+          'traffictargets',
+          httpTrafficTargetBody({
+            namespace: ns,
+            name: 'grpc-buyer-to-grpc-store',
+            destination: 'grpc-store',
+            source: [ns, 'grpc-buyer'],
+            routeGroup: 'grpc-store-routes',
+            matches: ['all'],
+          }),
+        );
+        // The controller's informer must hold the new MeshConfig before the first admission.
+        await sleep(2000);
+        let t0 = Date.now();
+        await deployProxyless(mesh, {
+          name: 'grpc-store',
+          serviceAccount: 'grpc-store',
+          port: PORT,
+          containers: [
+            {
+              name: 'app',
+              args: ['workload', 'server', '--name', '$(POD_NAME)', '--listen', `$(POD_IP):${PORT}`],
+            },
+          ],
+        });
+        [store] = (await mesh.waitReady('grpc-store')) as [PodView];
+        timings['server Deployment → Ready (serving)'] = Date.now() - t0;
+        t0 = Date.now();
+        await deployProxyless(mesh, {
+          name: 'grpc-buyer',
+          serviceAccount: 'grpc-buyer',
+          containers: [{ name: 'app', args: caller('--deadline-ms', '5000') }],
+        });
+        [buyer] = (await mesh.waitReady('grpc-buyer')) as [PodView];
+        timings['caller Deployment → Ready'] = Date.now() - t0;
+        let first = 0;
+        await eventually(
+          'grpc-buyer answered by grpc-store',
+          async () => {
+            const hit = (await callerStats(mesh, buyer, 'app')).find((s) => count(s.ok) > 0);
+            assert.ok(hit, 'no successful call yet');
+            first = hit.at;
+          },
+          90_000,
+        );
+        timings['caller Deployment → first successful call'] = first - t0;
+        process.stderr.write(`proxyless pods: ${JSON.stringify(timings)} (ms)\n`);
+      });
+
+      after(async () => {
+        await mesh?.patchMeshConfig({ certificate: { bootstrapValidity: null } });
+      });
+
+      test('proxyless: the webhook injected skein-agent as a native sidecar; the kubelet runs it as UID 1500 with the pod certificate, and the controller sees each pod by that certificate', async () => {
+        const names = (list: unknown) => ((list ?? []) as { name: string }[]).map((c) => c.name);
+        for (const p of [store, buyer]) {
+          // No Envoy, no iptables init container: the agent alone, started before the app.
+          assert.deepEqual(names(p.spec['initContainers']), ['skein-agent'], p.name);
+          assert.deepEqual(names(p.spec['containers']), ['app'], p.name);
+          const agentSpec = (p.spec['initContainers'] as { restartPolicy?: string; image?: string }[])[0];
+          assert.equal(agentSpec?.restartPolicy, 'Always');
+          assert.equal(agentSpec?.image, 'skein/controller:0.1.0', 'the agent ships in the controller image');
+          const initStatus = p.status['initContainerStatuses'] as {
+            name: string;
+            state?: { running?: unknown };
+          }[];
+          assert.ok(
+            initStatus.find((c) => c.name === 'skein-agent')?.state?.running,
+            JSON.stringify(initStatus),
+          );
+          const agent = await podProcess(p, { cmdline: isAgent });
+          const app = await podProcess(p, { cmdline: isApp });
+          assert.equal(await uidOf(agent), 1500, `${p.name}: the agent's UID`);
+          assert.equal(await uidOf(app), 1000, `${p.name}: the app's UID (the image's user)`);
+          // The app reads the bootstrap the webhook wrote; its xDS server is the agent's socket.
+          const env = await readFile(`/proc/${app}/environ`, 'utf8');
+          assert.ok(env.split('\0').includes('GRPC_XDS_BOOTSTRAP=/etc/skein/grpc-bootstrap.json'));
+          const bootstrap = JSON.parse(
+            await readFile(`/proc/${app}/root/etc/skein/grpc-bootstrap.json`, 'utf8'),
+          ) as { node: { id: string }; xds_servers: { server_uri: string }[] };
+          assert.equal(bootstrap.xds_servers[0]?.server_uri, 'unix:/var/run/skein/ads.sock');
+          const sa = p === store ? 'grpc-store' : 'grpc-buyer';
+          assert.match(
+            bootstrap.node.id,
+            new RegExp(`^[0-9a-f-]{36}\\.grpc\\.${sa}\\.${ns}\\.cluster\\.local$`),
+          );
+          const cert = await mountedCertificate(p, isAgent);
+          assert.match(cert.subject, new RegExp(`CN=${bootstrap.node.id.replaceAll('.', '\\.')}`));
+          assert.equal(cert.subjectAltName, `URI:spiffe://cluster.local/ns/${ns}/sa/${sa}`);
+          // The controller serves this pod on a stream opened with that certificate (mTLS via the agent).
+          const streams = (await connected()).filter((x) => x.identity.cn === bootstrap.node.id);
+          assert.equal(streams.length, 1, `${p.name}: ${JSON.stringify(streams)}`);
+          assert.ok(streams[0]?.clientCert, `${p.name}: connected over mTLS`);
+        }
+      });
+
+      test('proxyless: grpc-js-xds calls through the agents succeed over mTLS; the server answers no plaintext', async () => {
+        const before = (await callerStats(mesh, buyer, 'app')).length;
+        await sleep(5000);
+        const t = tallyStats(await callerStats(mesh, buyer, 'app'), before);
+        process.stderr.write(`proxyless calls over 5 s: ${JSON.stringify(t)}\n`);
+        assert.ok((t.ok[store.name] ?? 0) >= 50, JSON.stringify(t));
+        assert.deepEqual(t.errors, {}, 'no failed call');
+        // Straight at the server's port in plaintext (as a pod outside the mesh would): the
+        // Listener skein sent requires TLS with a client certificate (gRFC A29).
+        const client = new grpc.Client(`${store.ip}:${PORT}`, grpc.credentials.createInsecure());
+        const plain = await new Promise<string>((resolve) =>
+          client.makeUnaryRequest(
+            '/skein.test.Echo/Who',
+            (b: Buffer) => b,
+            (b: Buffer) => b,
+            Buffer.alloc(0),
+            { deadline: Date.now() + 5000 },
+            (err, res) =>
+              resolve(err ? (grpc.status[err.code] ?? String(err.code)) : `OK ${res?.toString()}`),
+          ),
+        );
+        client.close();
+        process.stderr.write(`proxyless server, a plaintext call: ${plain}\n`);
+        assert.equal(plain, 'UNAVAILABLE', 'the TLS-only port fails a plaintext connection');
+      });
+
+      test("proxyless: a workload claiming the server's identity gets nothing from its agent; with its own, RBAC denies it", async () => {
+        const storeId = (await mountedCertificate(store, isApp)).subject.match(/CN=(\S+)/)?.[1] ?? '';
+        assert.ok(storeId);
+        // One pod of the unlisted ServiceAccount bookthief, one agent, two workloads: one sends
+        // the grpc-store pod's node.id, the other its own.
+        await deployProxyless(mesh, {
+          name: 'grpc-impostor',
+          serviceAccount: 'bookthief',
+          containers: [
+            { name: 'impostor', args: caller('--deadline-ms', '2000', '--claim-node-id', storeId) },
+            { name: 'own', args: caller('--deadline-ms', '2000') },
+          ],
+        });
+        const [pod] = (await mesh.waitReady('grpc-impostor')) as [PodView];
+        let claimed: Tally = { ok: {}, errors: {} };
+        let own: Tally = { ok: {}, errors: {} };
+        await eventually(
+          'both workloads made calls',
+          async () => {
+            claimed = tallyStats(await callerStats(mesh, pod, 'impostor'));
+            own = tallyStats(await callerStats(mesh, pod, 'own'));
+            assert.ok(count(claimed.errors) + count(claimed.ok) >= 5, JSON.stringify(claimed));
+            assert.ok(count(own.errors) + count(own.ok) >= 20, JSON.stringify(own));
+          },
+          90_000,
+        );
+        process.stderr.write(`proxyless impostor: ${JSON.stringify({ claimed, own })}\n`);
+        assert.deepEqual(claimed.ok, {}, 'the impostor got no answer');
+        // Its own identity reached the server: mTLS, then RBAC on its URI SAN said no.
+        assert.deepEqual(own.ok, {}, JSON.stringify(own));
+        assert.ok((own.errors['PERMISSION_DENIED'] ?? 0) >= 20, JSON.stringify(own));
+        const agentLog = await mesh.logs(pod, 'skein-agent');
+        const refusals = agentLog
+          .split('\n')
+          .filter((l) => l.includes('refused ADS stream') && l.includes('PERMISSION_DENIED'));
+        assert.ok(refusals.length > 0, agentLog.slice(-2000));
+        assert.ok(refusals[0]?.includes(storeId), refusals[0]);
+        // The controller serves the grpc-store identity on the grpc-store pod's stream only.
+        assert.equal((await connected()).filter((x) => x.identity.cn === storeId).length, 1);
+        await mesh.api.request('DELETE', `/apis/apps/v1/namespaces/${ns}/deployments/grpc-impostor`);
+      });
+
+      test("proxyless: the pod certificates rotate (45 s) through the kubelet's Secret volumes with calls flowing and none failing", async () => {
+        const from = (await callerStats(mesh, buyer, 'app')).length;
+        const firstOf = {
+          store: await mountedCertificate(store, isApp),
+          buyer: await mountedCertificate(buyer, isApp),
+        };
+        // 45 s of validity after the CA's 60 s backdating.
+        const lifetime = Date.parse(firstOf.buyer.validTo) - Date.parse(firstOf.buyer.validFrom);
+        assert.ok(Math.abs(lifetime - 105_000) <= 2_000, `lifetime ${lifetime} ms (dates are whole seconds)`);
+        const serials = { store: new Set<string>(), buyer: new Set<string>() };
+        const expired = Math.max(Date.parse(firstOf.store.validTo), Date.parse(firstOf.buyer.validTo));
+        // Past the first certificates' expiry (the server recycles connections every 2 s, so every
+        // new handshake must present certificates the kubelet swapped in since).
+        while (Date.now() < expired + 15_000) {
+          serials.store.add((await mountedCertificate(store, isApp)).serialNumber);
+          serials.buyer.add((await mountedCertificate(buyer, isApp)).serialNumber);
+          await sleep(2000);
+        }
+        const stats = await callerStats(mesh, buyer, 'app');
+        const t = tallyStats(stats, from);
+        const seconds = ((stats.at(-1)?.at ?? 0) - (stats[from]?.at ?? 0)) / 1000;
+        process.stderr.write(
+          `proxyless rotation: ${serials.store.size} store and ${serials.buyer.size} buyer certificates in turn over ${seconds} s, calls ${JSON.stringify(t)}\n`,
+        );
+        assert.ok(
+          serials.store.size >= 2 && serials.buyer.size >= 2,
+          JSON.stringify([...serials.store, ...serials.buyer]),
+        );
+        assert.ok((t.ok[store.name] ?? 0) >= 200, JSON.stringify(t));
+        assert.deepEqual(t.errors, {}, `failures across the rotations: ${JSON.stringify(t)}`);
+      });
     });
   });
 });
