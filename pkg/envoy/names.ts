@@ -61,9 +61,14 @@ export const INBOUND_TCP_ROOT_PREFIX = 'root-cert-for-mtls-inbound-tcp:';
 export function inboundTcpRootSecretName(serviceKey: string, targetPort: number): string {
   return `${INBOUND_TCP_ROOT_PREFIX}${serviceKey}|${targetPort}`;
 }
-export function outboundRootSecretName(serviceKey: string): string {
-  return `root-cert-for-mtls-outbound:${serviceKey}`;
-}
+/**
+ * The trust bundle every outbound cluster validates servers with: one secret
+ * per proxy, the same for all (common/tls.ts). The SANs a cluster accepts sit
+ * in the cluster itself. (OSM, and skein before, sent one validation context
+ * per service, `root-cert-for-mtls-outbound:<ns>/<svc>`, each carrying the
+ * bundle: ~1,100 copies per proxy in permissive mode at 1,000 services.)
+ */
+export const OUTBOUND_TRUST_BUNDLE = 'root-cert-for-mtls-outbound';
 
 // ---- proxyless gRPC -----------------------------------------------------------
 
