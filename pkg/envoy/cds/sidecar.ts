@@ -11,7 +11,7 @@ import type { Cluster } from '../api/envoy.js';
 import { DiscoveryType, LbPolicy } from '../common/enums.js';
 import { inboundPorts } from '../common/inbound.js';
 import { IdentityMemo, NONE } from '../common/memo.js';
-import { byName, proxyOutboundPlan, type UpstreamCluster } from '../common/outbound.js';
+import { byName, proxyUpstreamClusters, type UpstreamCluster } from '../common/outbound.js';
 import { retryBudgetBreakers } from '../common/retry.js';
 import { upstreamTlsSocket } from '../common/tls.js';
 import { tracingClusterOf, tracingSetting } from '../common/tracing.js';
@@ -147,7 +147,8 @@ export const sidecarCdsGenerator: ResourceGenerator = {
       out.push({ name, typeUrl: TypeUrl.Cluster, message });
     };
     const retries = retryTableOf(ctx.mesh, proxy.identity);
-    for (const up of proxyOutboundPlan(ctx.mesh, proxy).clusters.values()) {
+    // The clusters alone, not the whole plan: a split weight change does not reach CDS.
+    for (const up of proxyUpstreamClusters(ctx.mesh, proxy).values()) {
       // up.name follows from the service and port.
       add(upstreamClusterOf(ctx.mesh, up, retries.get(up.service.key)), up.name);
     }

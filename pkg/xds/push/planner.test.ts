@@ -317,7 +317,7 @@ describe('targeted pushes (PushPlanner + DependencyTracker)', () => {
   });
 
   it('a TrafficSplit weight change pushes the callers of the apex only', async () => {
-    const { pushed, generated, got } = await during(() => {
+    const { pushed, generated, types, got } = await during(() => {
       source.store.upsert(
         trafficSplit('bookstore', 'bookstore-split', 'bookstore', [
           { service: 'bookstore-v1', weight: 50 },
@@ -327,6 +327,9 @@ describe('targeted pushes (PushPlanner + DependencyTracker)', () => {
     }, ['bookbuyer-1']);
     assert.deepEqual([...pushed.keys()], ['bookbuyer']);
     assert.deepEqual([...generated.keys()], ['bookbuyer']);
+    // The weights live in the routes; the clusters stay the same set (common/outbound.ts).
+    assert.ok(types.has(TypeUrl.RouteConfiguration));
+    assert.ok(!types.has(TypeUrl.Cluster), `no CDS generation: ${[...types.keys()].join(', ')}`);
     const rds = got.get('bookbuyer-1')?.find((r) => r.typeUrl === TypeUrl.RouteConfiguration);
     assert.ok(rds, 'bookbuyer got new routes');
     assert.match(JSON.stringify(rds.messages), /"weight":\{"value":50\}/);
