@@ -176,6 +176,11 @@ function splitTargets(mesh: MeshView, apexKey: string, port: number): UpstreamTa
     .sort((a, b) => compare(a.cluster, b.cluster));
 }
 
+/** A service reached by its clusterIP (not headless): its outbound chain matches that address. */
+export function hasClusterIP(svc: MeshService): svc is MeshService & { clusterIP: string } {
+  return svc.clusterIP !== undefined && svc.clusterIP !== '' && svc.clusterIP !== 'None';
+}
+
 export function compare(a: string, b: string): number {
   return a < b ? -1 : a > b ? 1 : 0;
 }
