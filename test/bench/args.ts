@@ -31,6 +31,8 @@ export interface BenchOptions {
   egressPolicies?: number;
   /** The first N services each get an IngressBackend admitting 10.0.0.0/8 over http on their target port. */
   ingressBackends?: number;
+  /** Services get a clusterIP, as the API server assigns one (outbound chains then match it). */
+  clusterIPs?: boolean;
 }
 
 export const BENCH_USAGE = `skein benchmark — a controller and N real mTLS ADS clients on this machine
@@ -58,6 +60,9 @@ Usage: node dist/test/bench/main.js [flags]   (or: make bench BENCH_ARGS="...")
                            one HTTP host on port 80 and one HTTPS host on 443 (default 0)
   --ingress-backends N     the first N services (at most S) each get an IngressBackend admitting
                            10.0.0.0/8 over http on their target port (default 0)
+  --cluster-ips            give every Service a clusterIP (10.96.0.0/16), as Kubernetes does; by
+                           default the local-mode Services have none, so each port's outbound
+                           chain is matched on the port alone (headless)
   --keep                   keep the temporary manifests and state directory
   --timeout-s S            wait at most S s for initial convergence and for the storm (default 120)
   -h, --help
@@ -137,6 +142,7 @@ export function parseBenchArgs(argv: string[]): BenchOptions | 'help' {
       hostile: { type: 'boolean' },
       'egress-policies': { type: 'string' },
       'ingress-backends': { type: 'string' },
+      'cluster-ips': { type: 'boolean' },
     },
   });
   if (v.help) return 'help';
@@ -150,6 +156,7 @@ export function parseBenchArgs(argv: string[]): BenchOptions | 'help' {
   if (v.delta) opts.delta = true;
   if (v['minimal-node']) opts.minimalNode = true;
   if (v.hostile) opts.hostile = true;
+  if (v['cluster-ips']) opts.clusterIPs = true;
   // 0 (the default) is allowed: the same run without the objects.
   for (const [flag, key] of [
     ['egress-policies', 'egressPolicies'],
