@@ -3,7 +3,7 @@
 // original_dst listener filter recovers the real destination, which selects
 // a filter chain.
 import type { LocalRateLimits } from '../../catalog/ratelimit.js';
-import type { MeshService, MeshView, ProxyContext } from '../../catalog/types.js';
+import type { MeshView, ProxyContext } from '../../catalog/types.js';
 import { upstreamSettingOf } from '../../catalog/view.js';
 import { PORT_INBOUND_LISTENER, PORT_OUTBOUND_LISTENER } from '../../mesh/constants.js';
 import { type Identity, identityKey } from '../../mesh/identity.js';
