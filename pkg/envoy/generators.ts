@@ -52,8 +52,11 @@ const BY_KIND: Record<ProxyKind, Record<TypeUrl, ResourceGenerator>> = {
 };
 
 function dispatch(typeUrl: TypeUrl): ResourceGenerator {
+  // Shared only if every kind's generator is: the cache shares across kinds.
+  const shared = Object.values(BY_KIND).every((kind) => kind[typeUrl].shared === true);
   return {
     typeUrl,
+    shared,
     generate(
       proxy: ProxyContext,
       ctx: GenerationContext,

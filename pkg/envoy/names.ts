@@ -18,8 +18,19 @@ export function outboundFilterChainName(svc: MeshService, port: MeshServicePort)
 export function inboundFilterChainName(svc: MeshService, port: MeshServicePort): string {
   return `inbound_${svc.key}_${port.targetPort}_${port.protocol}`;
 }
+/** The outbound route config of a port's headless services (their filter chain matches the port alone). */
 export function outboundRouteConfigName(port: number): string {
   return `rds-outbound.${port}`;
+}
+/**
+ * The outbound route config of one service port, referenced by the filter
+ * chain matching the service's clusterIP and port (lds/sidecar.ts): a change
+ * to one service's routes (a TrafficSplit's weights) is one small resource,
+ * not the port's whole route config, which in permissive mode names every
+ * service (~240 KB at 1,000 services).
+ */
+export function outboundServiceRouteConfigName(port: number, svc: MeshService): string {
+  return `rds-outbound.${port}.${svc.key}`;
 }
 export function inboundRouteConfigName(port: number): string {
   return `rds-inbound.${port}`;
@@ -61,9 +72,14 @@ export const INBOUND_TCP_ROOT_PREFIX = 'root-cert-for-mtls-inbound-tcp:';
 export function inboundTcpRootSecretName(serviceKey: string, targetPort: number): string {
   return `${INBOUND_TCP_ROOT_PREFIX}${serviceKey}|${targetPort}`;
 }
-export function outboundRootSecretName(serviceKey: string): string {
-  return `root-cert-for-mtls-outbound:${serviceKey}`;
-}
+/**
+ * The trust bundle every outbound cluster validates servers with: one secret
+ * per proxy, the same for all (common/tls.ts). The SANs a cluster accepts sit
+ * in the cluster itself. (OSM, and skein before, sent one validation context
+ * per service, `root-cert-for-mtls-outbound:<ns>/<svc>`, each carrying the
+ * bundle: ~1,100 copies per proxy in permissive mode at 1,000 services.)
+ */
+export const OUTBOUND_TRUST_BUNDLE = 'root-cert-for-mtls-outbound';
 
 // ---- proxyless gRPC -----------------------------------------------------------
 

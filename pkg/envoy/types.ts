@@ -60,4 +60,10 @@ export interface ResourceGenerator {
    * Generators without names a proxy must not have leave it out.
    */
   refusal?(name: string, proxy: ProxyIdentity): string | undefined;
+  /**
+   * The output depends on the context and the requested names only, never on
+   * the proxy: one generation serves every proxy with the same subscription
+   * (GenerationCache). EDS is; anything reading the proxy must not say so.
+   */
+  readonly shared?: boolean;
 }

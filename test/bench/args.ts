@@ -33,6 +33,8 @@ export interface BenchOptions {
   ingressBackends?: number;
   /** Controller replicas sharing the CA and the manifests; > 1 measures a failover instead of the storm. */
   replicas?: number;
+  /** Services get a clusterIP, as the API server assigns one (outbound chains then match it). */
+  clusterIPs?: boolean;
 }
 
 export const BENCH_USAGE = `skein benchmark — a controller and N real mTLS ADS clients on this machine
@@ -65,6 +67,9 @@ Usage: node dist/test/bench/main.js [flags]   (or: make bench BENCH_ARGS="...")
                            order when it is lost; instead of the storm,
                            replica 0 is SIGKILLed (not restarted) and its proxies' move to the
                            survivors is timed (default 1)
+  --cluster-ips            give every Service a clusterIP (10.96.0.0/16), as Kubernetes does; by
+                           default the local-mode Services have none, so each port's outbound
+                           chain is matched on the port alone (headless)
   --keep                   keep the temporary manifests and state directory
   --timeout-s S            wait at most S s for initial convergence and for the storm (default 120)
   -h, --help
@@ -145,6 +150,7 @@ export function parseBenchArgs(argv: string[]): BenchOptions | 'help' {
       'egress-policies': { type: 'string' },
       'ingress-backends': { type: 'string' },
       replicas: { type: 'string' },
+      'cluster-ips': { type: 'boolean' },
     },
   });
   if (v.help) return 'help';
@@ -158,6 +164,7 @@ export function parseBenchArgs(argv: string[]): BenchOptions | 'help' {
   if (v.delta) opts.delta = true;
   if (v['minimal-node']) opts.minimalNode = true;
   if (v.hostile) opts.hostile = true;
+  if (v['cluster-ips']) opts.clusterIPs = true;
   // 0 (the default) is allowed: the same run without the objects.
   for (const [flag, key] of [
     ['egress-policies', 'egressPolicies'],

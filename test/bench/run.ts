@@ -45,6 +45,7 @@ export async function runBench(o: BenchOptions): Promise<BenchResult> {
         permissive: o.mode === 'permissive',
         egressPolicies: o.egressPolicies ?? 0,
         ingressBackends: o.ingressBackends ?? 0,
+        clusterIPs: o.clusterIPs ?? false,
       },
       dir,
     );

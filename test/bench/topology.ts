@@ -26,6 +26,8 @@ export interface TopologyOptions {
   egressPolicies?: number;
   /** The first N services each get an IngressBackend (ingressBackendDoc); default 0. */
   ingressBackends?: number;
+  /** Services get a clusterIP (serviceClusterIP), as the API server assigns one; default none. */
+  clusterIPs?: boolean;
 }
 
 export interface BenchService {
@@ -91,12 +93,24 @@ function yamlDocs(docs: Record<string, unknown>[]): string {
   return docs.map((d) => JSON.stringify(d)).join('\n---\n') + '\n';
 }
 
-export function serviceDoc(svc: BenchService, name = svc.name, version?: string): Record<string, unknown> {
+/** A unique clusterIP in 10.96.0.0/16 for a service (0), or its split backend v1 (1) or v2 (2). */
+export function serviceClusterIP(svc: BenchService, variant: 0 | 1 | 2): string {
+  const n = svc.index * 3 + variant + 1;
+  return `10.96.${(n >> 8) & 255}.${n & 255}`;
+}
+
+export function serviceDoc(
+  svc: BenchService,
+  name = svc.name,
+  version?: string,
+  clusterIP?: string,
+): Record<string, unknown> {
   return {
     apiVersion: 'v1',
     kind: 'Service',
     metadata: { name, namespace: svc.namespace, labels: { app: name } },
     spec: {
+      ...(clusterIP ? { clusterIP } : {}),
       selector: version ? { app: svc.name, version } : { app: svc.name },
       ports: [{ name: 'http', port: SERVICE_PORT, targetPort: 'http', appProtocol: 'http' }],
     },
@@ -288,16 +302,20 @@ export async function writeTopology(opts: TopologyOptions, dir: string): Promise
   const podsOf = new Map<number, BenchProxy[]>();
   for (const p of topo.proxies) podsOf.set(p.service, [...(podsOf.get(p.service) ?? []), p]);
   for (const svc of topo.services) {
+    const ip = (variant: 0 | 1 | 2) => (opts.clusterIPs ? serviceClusterIP(svc, variant) : undefined);
     const docs: Record<string, unknown>[] = [
       {
         apiVersion: 'v1',
         kind: 'ServiceAccount',
         metadata: { name: svc.serviceAccount, namespace: svc.namespace },
       },
-      serviceDoc(svc),
+      serviceDoc(svc, svc.name, undefined, ip(0)),
     ];
     if (svc.split)
-      docs.push(serviceDoc(svc, `${svc.name}-v1`, 'v1'), serviceDoc(svc, `${svc.name}-v2`, 'v2'));
+      docs.push(
+        serviceDoc(svc, `${svc.name}-v1`, 'v1', ip(1)),
+        serviceDoc(svc, `${svc.name}-v2`, 'v2', ip(2)),
+      );
     (podsOf.get(svc.index) ?? []).forEach((p, ordinal) => {
       docs.push(podDoc(svc, `${svc.name}-${ordinal}`, p.uuid, p.podIP, podVersion(svc, ordinal)));
     });

@@ -189,6 +189,8 @@ for (const version of ENVOY_VERSIONS) {
     };
     const [STORE_IN, BUYER_OUT, BUYER_ANY, WAREHOUSE_IN, WAREHOUSE_DB, WAREHOUSE_ANY] = [3, 4, 5, 6, 7, 8];
     const [HTTP_APP, DB_APP, MYSQL_SIDECAR] = [9, 10, 11];
+    // A fourth bookwarehouse sidecar whose mysql endpoint is an impostor: admin, outbound, the impostor.
+    const [IMPOSTOR_ADMIN, IMPOSTOR_DB, IMPOSTOR] = [12, 13, 14];
 
     async function run(pod: PodName, adminIndex: number, opts: Omit<StaticOptions, 'adminPort'>) {
       const mesh = bookstoreMesh();
@@ -203,7 +205,7 @@ for (const version of ENVOY_VERSIONS) {
 
     before(async () => {
       issued = await issueMeshCertificates(IDENTITIES, TRUST_DOMAIN);
-      ports = await freePorts(12);
+      ports = await freePorts(15);
       const app = http.createServer((req, res) => {
         appRequests.push(`${req.method} ${req.url}`);
         res.end(`bookstore saw ${req.url}\n`);
@@ -406,6 +408,37 @@ for (const version of ENVOY_VERSIONS) {
         stats.get('listener.127.0.0.1_' + port(WAREHOUSE_DB) + '.downstream_pre_cx_timeout') ?? 0,
         0,
       );
+    });
+
+    test("an upstream presenting another identity of the mesh CA is refused by the caller's cluster (SANs in the cluster, CA over SDS)", async () => {
+      // bookthief's certificate is signed by the same CA, so only the cluster's SAN
+      // matchers (combined with the trust-bundle secret, common/tls.ts) can refuse it.
+      const thief = issued.cert('bookthief/bookthief');
+      let greeted = 0;
+      const impostor = tls.createServer(
+        { cert: thief.certPem, key: thief.keyPem, ca: issued.ca.trustBundlePem, requestCert: true },
+        (s) => {
+          greeted++;
+          s.on('error', () => {});
+          s.write(GREETING);
+        },
+      );
+      servers.push(impostor);
+      await listening(impostor, port(IMPOSTOR));
+      const envoy = await run('bookwarehouse-1', IMPOSTOR_ADMIN, {
+        listeners: [{ listener: 'outbound-listener', port: port(IMPOSTOR_DB) }],
+        destinationPorts: new Map([[3306, port(IMPOSTOR_DB)]]),
+        endpoints: new Map([['bookwarehouse/mysql|3306', port(IMPOSTOR)]]),
+      });
+      const reply = await exchange(port(IMPOSTOR_DB), { waitMs: 1500 });
+      assert.equal(reply.received, '', JSON.stringify(reply));
+      assert.equal(greeted, 0);
+      const stats = await envoy.stats();
+      assert.ok(
+        (stats.get('cluster.bookwarehouse/mysql|3306.ssl.fail_verify_san') ?? 0) >= 1,
+        'fail_verify_san',
+      );
+      // The genuine mysql sidecar still passes the same cluster (the greeting test above, other sidecar).
     });
 
     test('inbound TCP keeps callers pinned in the handshake: a denied caller never sees a server-first greeting', async () => {

@@ -54,10 +54,11 @@ test("upstream mTLS under the gateway's own identity (the fixed name), pinned to
     at(tls, 'common_tls_context', 'tls_certificate_sds_secret_configs', 0, 'name'),
     'service-cert:self',
   );
-  assert.equal(
-    at(tls, 'common_tls_context', 'validation_context_sds_secret_config', 'name'),
-    'root-cert-for-mtls-outbound:bookstore/bookstore-v1',
-  );
+  const combined = at(tls, 'common_tls_context', 'combined_validation_context');
+  assert.equal(at(combined, 'validation_context_sds_secret_config', 'name'), 'root-cert-for-mtls-outbound');
+  assert.deepEqual(at(combined, 'default_validation_context', 'match_typed_subject_alt_names'), [
+    { san_type: 3, matcher: { exact: 'spiffe://cluster.local/ns/bookstore/sa/bookstore-v1' } },
+  ]);
 });
 
 /** The shop.example.com route of the plaintext config whose match is on `path`. */

@@ -2,17 +2,13 @@
 // (rds/gateway.ts), with the same mTLS as a sidecar's upstream clusters: the
 // gateway presents its own identity's certificate and pins the backend's,
 // and a Retry naming the gateway as its source puts its budget here too.
-import { gatewayPlan, retryTableOf, upstreamSettingOf } from '../../catalog/view.js';
-import type { Cluster } from '../api/envoy.js';
-import { IdentityMemo, NONE } from '../common/memo.js';
+import { gatewayPlan, retryTableOf } from '../../catalog/view.js';
 import { byName, proxyOutboundPlan } from '../common/outbound.js';
 import { tracingClusterOf, tracingSetting } from '../common/tracing.js';
 import { TRACING_CLUSTER } from '../names.js';
 import { gatewayTarget } from '../rds/gateway.js';
 import { type Resource, type ResourceGenerator, TypeUrl } from '../types.js';
-import { upstreamCluster, withRetryBudget } from './sidecar.js';
-
-const clusters = new IdentityMemo<Cluster>();
+import { upstreamClusterOf } from './sidecar.js';
 
 /** Always the full set: CDS is state-of-the-world (xDS rule 7). */
 export const gatewayCdsGenerator: ResourceGenerator = {
@@ -28,11 +24,7 @@ export const gatewayCdsGenerator: ResourceGenerator = {
     for (const name of names) {
       const up = plan.clusters.get(name);
       if (!up) continue;
-      const setting = upstreamSettingOf(ctx.mesh, up.service.key);
-      const retry = retries.get(up.service.key);
-      const message = clusters.get([up.service, up.port, retry ?? NONE, setting ?? NONE], '', () =>
-        withRetryBudget(upstreamCluster(up, setting), retry),
-      );
+      const message = upstreamClusterOf(ctx.mesh, up, retries.get(up.service.key));
       out.push({ name, typeUrl: TypeUrl.Cluster, message });
     }
     // The collector the HCMs' tracer reports to (common/tracing.ts).

@@ -2,9 +2,20 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import type { RetryRule } from '../../catalog/retry.js';
 import type { MeshView } from '../../catalog/types.js';
+import { decodeMessage, encodeMessage } from '../../xds/proto/codec.js';
 import type { Cluster } from '../api/envoy.js';
-import { bookstoreMesh, fakeSecrets, leftTheMesh, type PodName, proxyFor } from '../testing/mesh.js';
-import { at, named } from '../testing/pick.js';
+import {
+  bookstoreMesh,
+  bookstoreObjects,
+  fakeSecrets,
+  leftTheMesh,
+  type PodName,
+  proxyFor,
+  storeOf,
+  viewOf,
+} from '../testing/mesh.js';
+import { at, list, named } from '../testing/pick.js';
+import { type ProtoValue, TypeUrl } from '../types.js';
 import { sidecarCdsGenerator, withRetryBudget } from './sidecar.js';
 
 function cds(mesh: MeshView, pod: PodName) {
@@ -30,9 +41,17 @@ test('bookbuyer: backend clusters of the split (even bookstore-v2), no apex clus
           tls_certificate_sds_secret_configs: [
             { name: 'service-cert:self', sds_config: { ads: {}, resource_api_version: 2 } },
           ],
-          validation_context_sds_secret_config: {
-            name: 'root-cert-for-mtls-outbound:bookstore/bookstore-v2',
-            sds_config: { ads: {}, resource_api_version: 2 },
+          // The service's identities pinned here; the CA from the proxy's one trust-bundle secret.
+          combined_validation_context: {
+            default_validation_context: {
+              match_typed_subject_alt_names: [
+                { san_type: 3, matcher: { exact: 'spiffe://cluster.local/ns/bookstore/sa/bookstore-v2' } },
+              ],
+            },
+            validation_context_sds_secret_config: {
+              name: 'root-cert-for-mtls-outbound',
+              sds_config: { ads: {}, resource_api_version: 2 },
+            },
           },
         },
         sni: 'bookstore-v2.bookstore.svc.cluster.local',
@@ -137,4 +156,60 @@ test("a Retry's budget joins an UpstreamTrafficSetting's thresholds instead of r
   const plain: Cluster = { name: 'c' };
   assert.equal(withRetryBudget(plain, { ...rule, budget: undefined }).circuit_breakers, undefined);
   assert.equal(withRetryBudget(plain, undefined).circuit_breakers, undefined);
+});
+
+/** The SAN matchers a cluster's upstream TLS context accepts the server with. */
+function clusterSans(cluster: ProtoValue | undefined) {
+  return list(
+    cluster,
+    'transport_socket',
+    'typed_config',
+    'common_tls_context',
+    'combined_validation_context',
+    'default_validation_context',
+    'match_typed_subject_alt_names',
+  );
+}
+
+test("every caller's cluster for a service is the same message, and the SANs follow the service's identities", () => {
+  const mesh = bookstoreMesh({ permissive: true });
+  const name = 'bookstore/bookstore-v1|14001';
+  // Different identities calling: one message (the trust bundle is not in it).
+  assert.equal(named(cds(mesh, 'bookbuyer-1'), name), named(cds(mesh, 'bookthief-1'), name));
+  assert.deepEqual(clusterSans(named(cds(mesh, 'bookbuyer-1'), name)), [
+    { san_type: 3, matcher: { exact: 'spiffe://cluster.local/ns/bookstore/sa/bookstore-v1' } },
+  ]);
+  assert.deepEqual(clusterSans(named(cds(mesh, 'bookbuyer-1'), 'bookwarehouse/bookwarehouse|14001')), [
+    { san_type: 3, matcher: { exact: 'spiffe://cluster.local/ns/bookwarehouse/sa/bookwarehouse' } },
+  ]);
+});
+
+test('a service without pods pins a SAN no certificate carries, rather than accepting any of the CA', () => {
+  // An empty matcher list would accept every certificate the mesh CA signed.
+  const mesh = viewOf(
+    storeOf(
+      bookstoreObjects({ permissive: true }).filter(
+        (o) => !(o.kind === 'Pod' && o.metadata.name === 'bookstore-v2-1'),
+      ),
+    ),
+  );
+  assert.deepEqual(clusterSans(named(cds(mesh, 'bookbuyer-1'), 'bookstore/bookstore-v2|14001')), [
+    { san_type: 3, matcher: { exact: 'spiffe://cluster.local/skein/no-identity/bookstore/bookstore-v2' } },
+  ]);
+});
+
+test('the combined validation context survives encoding (protobufjs drops fields the loaded protos lack)', () => {
+  const message = named(cds(bookstoreMesh(), 'bookbuyer-1'), 'bookstore/bookstore-v2|14001');
+  const decoded = decodeMessage(TypeUrl.Cluster, encodeMessage(TypeUrl.Cluster, message));
+  const combined = at(
+    decoded,
+    'transport_socket',
+    'typed_config',
+    'common_tls_context',
+    'combined_validation_context',
+  );
+  assert.deepEqual(list(combined, 'default_validation_context', 'match_typed_subject_alt_names'), [
+    { san_type: 'URI', matcher: { exact: 'spiffe://cluster.local/ns/bookstore/sa/bookstore-v2' } },
+  ]);
+  assert.equal(at(combined, 'validation_context_sds_secret_config', 'name'), 'root-cert-for-mtls-outbound');
 });

@@ -3,14 +3,15 @@
 // pod serves, and the ORIGINAL_DST passthrough cluster in permissive mode or
 // the endpoint-less blackhole cluster in SMI mode (lds/sidecar.ts).
 import type { RetryRule } from '../../catalog/retry.js';
-import type { MeshServicePort } from '../../catalog/types.js';
+import type { MeshServicePort, MeshView } from '../../catalog/types.js';
 import type { UpstreamSetting } from '../../catalog/upstream.js';
 import { retryTableOf, upstreamSettingOf } from '../../catalog/view.js';
+import { pinnedSans } from '../../mesh/identity.js';
 import type { Cluster } from '../api/envoy.js';
 import { DiscoveryType, LbPolicy } from '../common/enums.js';
 import { inboundPorts } from '../common/inbound.js';
 import { IdentityMemo, NONE } from '../common/memo.js';
-import { byName, proxyOutboundPlan, type UpstreamCluster } from '../common/outbound.js';
+import { byName, proxyUpstreamClusters, type UpstreamCluster } from '../common/outbound.js';
 import { retryBudgetBreakers } from '../common/retry.js';
 import { upstreamTlsSocket } from '../common/tls.js';
 import { tracingClusterOf, tracingSetting } from '../common/tracing.js';
@@ -30,8 +31,15 @@ function withProtocol(cluster: Cluster, port: MeshServicePort): Cluster {
   return cluster;
 }
 
-/** `setting`: the destination's UpstreamTrafficSetting (catalog/upstream.ts), if any. */
-export function upstreamCluster(up: UpstreamCluster, setting?: UpstreamSetting): Cluster {
+/**
+ * `sans`: the SPIFFE ids the destination's servers may present (pinnedSans);
+ * `setting`: its UpstreamTrafficSetting (catalog/upstream.ts), if any.
+ */
+export function upstreamCluster(
+  up: UpstreamCluster,
+  sans: readonly string[],
+  setting?: UpstreamSetting,
+): Cluster {
   const cluster = withProtocol(
     {
       name: up.name,
@@ -39,7 +47,7 @@ export function upstreamCluster(up: UpstreamCluster, setting?: UpstreamSetting):
       // EDS over ADS; the service name defaults to the cluster name (eds/eds.ts).
       eds_cluster_config: { eds_config: adsConfigSource() },
       connect_timeout: durationSeconds(CONNECT_TIMEOUT_S),
-      transport_socket: upstreamTlsSocket(up.service),
+      transport_socket: upstreamTlsSocket(up.service, sans),
     },
     up.port,
   );
@@ -79,11 +87,28 @@ export function localCluster(name: string, port: MeshServicePort): Cluster {
   );
 }
 
-// Messages keyed on the MeshService they describe (the same object while
-// unchanged, MeshView contract) plus the scalars they embed, so an unrelated
-// change leaves every cluster message — and its encoding — as it was. Nothing
-// in them names the caller (common/tls.ts), so every proxy group shares them.
+// Messages keyed on the MeshService they describe and its identities (the
+// same objects while unchanged, MeshView contract) plus the scalars they
+// embed, so an unrelated change leaves every cluster message — and its
+// encoding — as it was. Nothing in them names the caller (common/tls.ts), so
+// every proxy group, and the gateway, shares them.
 const upstreamClusters = new IdentityMemo<Cluster>();
+
+/** The mesh cluster `up` with the caller's Retry budget toward it, if any. */
+export function upstreamClusterOf(
+  mesh: MeshView,
+  up: UpstreamCluster,
+  retry: RetryRule | undefined,
+): Cluster {
+  const key = up.service.key;
+  // The setting is the same object while unchanged (lineage pool), so it keys the memo too.
+  const setting = upstreamSettingOf(mesh, key);
+  const ids = mesh.serviceIdentities(key);
+  const parts = [up.service, up.port, ids, retry ?? NONE, setting ?? NONE];
+  return upstreamClusters.get(parts, mesh.trustDomain, () =>
+    withRetryBudget(upstreamCluster(up, pinnedSans(ids, mesh.trustDomain, key), setting), retry),
+  );
+}
 const localClusters = new IdentityMemo<Cluster>();
 // Egress clusters depend on the host and port alone (their name): shared by every proxy.
 const egressClusters = new Map<string, Cluster>();
@@ -122,15 +147,10 @@ export const sidecarCdsGenerator: ResourceGenerator = {
       out.push({ name, typeUrl: TypeUrl.Cluster, message });
     };
     const retries = retryTableOf(ctx.mesh, proxy.identity);
-    for (const up of proxyOutboundPlan(ctx.mesh, proxy).clusters.values()) {
-      // up.name follows from the service and port; keys are existing strings (cheap to hash).
-      const retry = retries.get(up.service.key);
-      // The setting is the same object while unchanged (lineage pool), so it keys the memo too.
-      const setting = upstreamSettingOf(ctx.mesh, up.service.key);
-      const message = upstreamClusters.get([up.service, up.port, retry ?? NONE, setting ?? NONE], '', () =>
-        withRetryBudget(upstreamCluster(up, setting), retry),
-      );
-      add(message, up.name);
+    // The clusters alone, not the whole plan: a split weight change does not reach CDS.
+    for (const up of proxyUpstreamClusters(ctx.mesh, proxy).values()) {
+      // up.name follows from the service and port.
+      add(upstreamClusterOf(ctx.mesh, up, retries.get(up.service.key)), up.name);
     }
     for (const p of inboundPorts(proxy)) {
       const message = localClusters.get([p.service, p.port], p.localCluster, () =>

@@ -7,7 +7,7 @@ import { proxylessRouteGenerator } from '../rds/proxyless.js';
 import { sidecarRdsGenerator } from '../rds/sidecar.js';
 import { gatewayContext, gatewayObjects, gatewayProxy } from '../testing/gateway.js';
 import { bookstoreObjects, fakeSecrets, proxyFor, storeOf, viewOf } from '../testing/mesh.js';
-import { named } from '../testing/pick.js';
+import { named, outboundHosts } from '../testing/pick.js';
 import { upstreamSetting } from '../testing/upstream.js';
 
 const HASH_ON = [
@@ -37,7 +37,7 @@ function sidecarHosts(mesh: MeshView): VirtualHost[] {
     { mesh, secrets: fakeSecrets('all') },
     undefined,
   );
-  return named(out, 'rds-outbound.14001')['virtual_hosts'] as VirtualHost[];
+  return outboundHosts(out, 14001) as VirtualHost[];
 }
 
 test("hashOn becomes hash_policy on the callers' sidecar route to that host only, keys in order", () => {

@@ -46,6 +46,8 @@ export interface OutboundPlan {
 
 const cache = new WeakMap<MeshView, Map<string, OutboundPlan>>();
 const plans = new IdentityMemo<OutboundPlan>();
+/** The last plan built for an outbound service list (the same array while unchanged). */
+const lastPlanOf = new WeakMap<readonly MeshService[], OutboundPlan>();
 
 const EMPTY_PLAN: OutboundPlan = Object.freeze({
   ports: [],
@@ -60,6 +62,21 @@ const EMPTY_PLAN: OutboundPlan = Object.freeze({
  */
 export function proxyOutboundPlan(mesh: MeshView, proxy: ProxyContext): OutboundPlan {
   return proxy.outsideMesh ? EMPTY_PLAN : outboundPlan(mesh, proxy.identity);
+}
+
+/**
+ * The plan's clusters alone, as one derived answer: the same map object while
+ * the set of clusters is the same, so a TrafficSplit weight change (which
+ * changes the plan's routes) leaves the clusters of every proxy, and CDS,
+ * untouched (planOf keeps the map).
+ */
+export function proxyUpstreamClusters(
+  mesh: MeshView,
+  proxy: ProxyContext,
+): ReadonlyMap<string, UpstreamCluster> {
+  if (proxy.outsideMesh) return EMPTY_PLAN.clusters;
+  const id = { namespace: proxy.identity.namespace, serviceAccount: proxy.identity.serviceAccount };
+  return derive(mesh, `outboundClusters\0${identityKey(id)}`, (view) => planOf(view, id).clusters);
 }
 
 export function outboundPlan(mesh: MeshView, source: Identity): OutboundPlan {
@@ -89,10 +106,32 @@ function planOf(mesh: MeshView, source: Identity): OutboundPlan {
       parts.push(split ?? NONE);
       if (split) empty.push(splitEmptiness(mesh, s.key));
     }
-    plan = plans.get(parts, empty.join('|'), () => computePlan(mesh, services));
+    plan = plans.get(parts, empty.join('|'), () => withKeptClusters(computePlan(mesh, services), services));
     byIdentity.set(key, plan);
   }
   return plan;
+}
+
+/** `plan`, holding the last plan's cluster maps for the same services when they have the same clusters. */
+function withKeptClusters(plan: OutboundPlan, services: readonly MeshService[]): OutboundPlan {
+  const last = lastPlanOf.get(services);
+  lastPlanOf.set(services, plan);
+  if (last === undefined || !sameClusters(last.clusters, plan.clusters)) return plan;
+  const kept = { ...plan, clusters: last.clusters, upstreamServices: last.upstreamServices };
+  lastPlanOf.set(services, kept);
+  return kept;
+}
+
+function sameClusters(
+  a: ReadonlyMap<string, UpstreamCluster>,
+  b: ReadonlyMap<string, UpstreamCluster>,
+): boolean {
+  if (a.size !== b.size) return false;
+  for (const [name, up] of b) {
+    const other = a.get(name);
+    if (other === undefined || other.service !== up.service || other.port !== up.port) return false;
+  }
+  return true;
 }
 
 function computePlan(mesh: MeshView, outbound: readonly MeshService[]): OutboundPlan {
@@ -135,6 +174,11 @@ function splitTargets(mesh: MeshView, apexKey: string, port: number): UpstreamTa
   return splitOnPort(mesh, apexKey, port)
     .map((b) => ({ cluster: upstreamClusterName(b.service, port), service: b.service, weight: b.weight }))
     .sort((a, b) => compare(a.cluster, b.cluster));
+}
+
+/** A service reached by its clusterIP (not headless): its outbound chain matches that address. */
+export function hasClusterIP(svc: MeshService): svc is MeshService & { clusterIP: string } {
+  return svc.clusterIP !== undefined && svc.clusterIP !== '' && svc.clusterIP !== 'None';
 }
 
 export function compare(a: string, b: string): number {

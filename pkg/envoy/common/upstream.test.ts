@@ -7,7 +7,7 @@ import { proxylessClusterGenerator } from '../cds/proxyless.js';
 import { sidecarCdsGenerator } from '../cds/sidecar.js';
 import { sidecarRdsGenerator } from '../rds/sidecar.js';
 import { bookstoreObjects, fakeSecrets, proxyFor, storeOf, viewOf } from '../testing/mesh.js';
-import { at, named } from '../testing/pick.js';
+import { at, named, outboundHosts } from '../testing/pick.js';
 import { durationMs } from './upstream.js';
 
 const V1 = 'bookstore/bookstore-v1|14001';
@@ -144,8 +144,10 @@ test("requestTimeout becomes the route timeout on callers' routes to that host",
     { mesh, secrets: fakeSecrets('all') },
     undefined,
   );
-  const rc = named(routes, 'rds-outbound.14001');
-  const hosts = rc['virtual_hosts'] as { name: string; routes: { route: { timeout?: unknown } }[] }[];
+  const hosts = outboundHosts(routes, 14001) as {
+    name: string;
+    routes: { route: { timeout?: unknown } }[];
+  }[];
   const apex = hosts.find((h) => h.name === 'bookstore/bookstore');
   assert.deepEqual(apex?.routes[0]?.route.timeout, { seconds: 1, nanos: 500_000_000 });
   const other = hosts.find((h) => h.name === 'bookstore/bookstore-v1');

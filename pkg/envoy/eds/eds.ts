@@ -53,10 +53,13 @@ function assignmentOf(name: string, endpoints: readonly Endpoint[]): ClusterLoad
  * Serves exactly the requested names that resolve to a service port; unknown or
  * unparseable names are omitted and sent once they appear (xDS rule 8). EDS
  * has no wildcard (xDS rule 6), so an undefined `requested` yields nothing.
- * Endpoints are not filtered by policy: SMI is enforced at the destination.
+ * Endpoints are not filtered by policy: SMI is enforced at the destination,
+ * so nothing here depends on the proxy and every proxy asking for the same
+ * names shares one generation (`shared`).
  */
 export const edsGenerator: ResourceGenerator = {
   typeUrl: TypeUrl.ClusterLoadAssignment,
+  shared: true,
   generate(_proxy, ctx, requested): Resource[] {
     if (!requested) return [];
     const out: Resource[] = [];

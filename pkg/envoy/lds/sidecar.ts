@@ -3,7 +3,7 @@
 // original_dst listener filter recovers the real destination, which selects
 // a filter chain.
 import type { LocalRateLimits } from '../../catalog/ratelimit.js';
-import type { MeshService, MeshView, ProxyContext } from '../../catalog/types.js';
+import type { MeshView, ProxyContext } from '../../catalog/types.js';
 import { upstreamSettingOf } from '../../catalog/view.js';
 import { PORT_INBOUND_LISTENER, PORT_OUTBOUND_LISTENER } from '../../mesh/constants.js';
 import { type Identity, identityKey } from '../../mesh/identity.js';
@@ -30,7 +30,13 @@ import {
 } from '../common/inbound.js';
 import { localReplyBody } from '../common/local-reply.js';
 import { IdentityMemo, NONE } from '../common/memo.js';
-import { byName, type OutboundPlan, type OutboundPort, proxyOutboundPlan } from '../common/outbound.js';
+import {
+  byName,
+  hasClusterIP,
+  type OutboundPlan,
+  type OutboundPort,
+  proxyOutboundPlan,
+} from '../common/outbound.js';
 import { httpLocalRateLimitFilter, networkLocalRateLimitFilter } from '../common/ratelimit.js';
 import { downstreamTlsSocket } from '../common/tls.js';
 import { tracingServiceName, tracingSetting, withTracing } from '../common/tracing.js';
@@ -47,6 +53,7 @@ import {
   OUTBOUND_LISTENER,
   outboundFilterChainName,
   outboundRouteConfigName,
+  outboundServiceRouteConfigName,
   PASSTHROUGH_CLUSTER,
 } from '../names.js';
 import { httpRbacFilter, networkRbacFilter } from '../rbac/rbac.js';
@@ -117,10 +124,6 @@ function tcpTarget(p: OutboundPort): TcpTarget {
   return {
     weighted_clusters: { clusters: p.targets.map((t) => ({ name: t.cluster, weight: t.weight ?? 0 })) },
   };
-}
-
-function hasClusterIP(svc: MeshService): svc is MeshService & { clusterIP: string } {
-  return svc.clusterIP !== undefined && svc.clusterIP !== '' && svc.clusterIP !== 'None';
 }
 
 // http_inspector's results (application_protocols on the socket).
@@ -194,9 +197,13 @@ function outboundListener(plan: OutboundPlan, permissive: boolean, egress: Egres
     const name = outboundFilterChainName(p.service, p.port);
     const port = p.port.port;
     const match: FilterChainMatch = { destination_port: { value: port } };
+    // A chain matched on the service's address routes with that service's own
+    // route config; the port-only chain of headless services by Host (rds/sidecar.ts).
+    let routeConfig = outboundRouteConfigName(port);
     if (hasClusterIP(p.service)) {
       const ip = p.service.clusterIP;
       match.prefix_ranges = [{ address_prefix: ip, prefix_len: { value: ip.includes(':') ? 128 : 32 } }];
+      routeConfig = outboundServiceRouteConfigName(port, p.service);
     } else {
       if (portOnly.has(port)) continue;
       portOnly.add(port);
@@ -204,9 +211,7 @@ function outboundListener(plan: OutboundPlan, permissive: boolean, egress: Egres
     ports.add(port);
     const http = isHttpLike(p.port);
     if (!http) tcpPorts.add(port);
-    const filter = http
-      ? httpConnectionManager(name, rds(outboundRouteConfigName(port)), [])
-      : tcpProxy(name, tcpTarget(p));
+    const filter = http ? httpConnectionManager(name, rds(routeConfig), []) : tcpProxy(name, tcpTarget(p));
     chains.push({ name, filter_chain_match: match, filters: [filter] });
   }
   const listenerFilters = [listenerFilter(ExtName.OriginalDst, typed(AnyType.OriginalDst))];

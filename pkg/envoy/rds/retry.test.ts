@@ -4,7 +4,7 @@ import { buildMeshView, policyProblems } from '../../catalog/view.js';
 import { DEFAULT_MESH_NAME } from '../../mesh/constants.js';
 import { sidecarCdsGenerator } from '../cds/sidecar.js';
 import { bookstoreObjects, fakeSecrets, proxyFor, storeOf, viewOf } from '../testing/mesh.js';
-import { at, byNameIn, list, named } from '../testing/pick.js';
+import { at, byNameIn, list, named, outboundHosts } from '../testing/pick.js';
 import { bookbuyerRetries, retry } from '../testing/retry.js';
 import { sidecarRdsGenerator } from './sidecar.js';
 
@@ -16,7 +16,7 @@ const cds = (mesh: ReturnType<typeof viewOf>, pod: 'bookbuyer-1' | 'bookthief-1'
 
 test("a Retry puts retry_policy on the source's routes to its destinations and a retry budget on their clusters", () => {
   const mesh = viewOf(storeOf([...bookstoreObjects(), ...bookbuyerRetries()]));
-  const hosts = list(named(rds(mesh, 'bookbuyer-1'), 'rds-outbound.14001'), 'virtual_hosts');
+  const hosts = outboundHosts(rds(mesh, 'bookbuyer-1'), 14001);
   const expected = {
     retry_on: '5xx,reset,retriable-status-codes,unavailable',
     num_retries: { value: 3 },
@@ -48,17 +48,15 @@ test('without a Retry, and for other sources, there is no retry_policy', () => {
         assert.equal(at(vh, 'routes', 0, 'route', 'retry_policy'), undefined);
   }
   const plain = viewOf(storeOf(bookstoreObjects()));
-  const vh = byNameIn(
-    list(named(rds(plain, 'bookbuyer-1'), 'rds-outbound.14001'), 'virtual_hosts'),
-    'bookstore/bookstore',
-  );
+  const vh = byNameIn(outboundHosts(rds(plain, 'bookbuyer-1'), 14001), 'bookstore/bookstore');
   assert.equal(at(vh, 'routes', 0, 'route', 'retry_policy'), undefined);
 });
 
 test('messages stay the same objects while the Retry is unchanged, and change when it does', () => {
   const store = storeOf([...bookstoreObjects(), ...bookbuyerRetries()]);
   const v1 = buildMeshView(store, { meshName: DEFAULT_MESH_NAME });
-  const r1 = named(rds(v1, 'bookbuyer-1'), 'rds-outbound.14001');
+  const V1 = 'rds-outbound.14001.bookstore/bookstore-v1';
+  const r1 = named(rds(v1, 'bookbuyer-1'), V1);
   const c1 = named(cds(v1, 'bookbuyer-1'), 'bookstore/bookstore-v1|14001');
   // An unrelated change (another source's Retry) and an equal rewrite of the same Retry.
   store.upsert(retry('bookthief', 'other', 'bookthief', ['bookstore/bookstore'], { retryOn: 'reset' }));
@@ -66,7 +64,7 @@ test('messages stay the same objects while the Retry is unchanged, and change wh
   if (same) store.upsert(structuredClone(same));
   const v2 = buildMeshView(store, { meshName: DEFAULT_MESH_NAME, previous: v1 });
   assert.notEqual(v2, v1);
-  assert.equal(named(rds(v2, 'bookbuyer-1'), 'rds-outbound.14001'), r1);
+  assert.equal(named(rds(v2, 'bookbuyer-1'), V1), r1);
   assert.equal(named(cds(v2, 'bookbuyer-1'), 'bookstore/bookstore-v1|14001'), c1);
   store.upsert(
     retry('bookbuyer', 'to-bookstore', 'bookbuyer', ['bookstore/bookstore-v1'], {
@@ -75,7 +73,7 @@ test('messages stay the same objects while the Retry is unchanged, and change wh
     }),
   );
   const v3 = buildMeshView(store, { meshName: DEFAULT_MESH_NAME, previous: v2 });
-  const r3 = named(rds(v3, 'bookbuyer-1'), 'rds-outbound.14001');
+  const r3 = named(rds(v3, 'bookbuyer-1'), V1);
   assert.notEqual(r3, r1);
   assert.deepEqual(
     at(byNameIn(list(r3, 'virtual_hosts'), 'bookstore/bookstore-v1'), 'routes', 0, 'route', 'retry_policy'),

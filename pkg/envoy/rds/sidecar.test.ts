@@ -1,8 +1,17 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import type { MeshView } from '../../catalog/types.js';
-import { bookstoreMesh, fakeSecrets, type PodName, proxyFor, rawSplit } from '../testing/mesh.js';
-import { at, byNameIn, list, named, names } from '../testing/pick.js';
+import {
+  bookstoreMesh,
+  bookstoreObjects,
+  fakeSecrets,
+  type PodName,
+  proxyFor,
+  rawSplit,
+  storeOf,
+  viewOf,
+} from '../testing/mesh.js';
+import { at, byNameIn, list, named, names, outboundHosts } from '../testing/pick.js';
 import { serviceDomains, sidecarRdsGenerator } from './sidecar.js';
 
 function rds(mesh: MeshView, pod: PodName, requested?: string[]) {
@@ -10,9 +19,27 @@ function rds(mesh: MeshView, pod: PodName, requested?: string[]) {
   return sidecarRdsGenerator.generate(proxyFor(mesh, pod), { mesh, secrets: fakeSecrets('all') }, req);
 }
 
+/** A MeshService as serviceDomains reads it. */
+function apexService(ns = 'bookstore', name = 'bookstore') {
+  return {
+    namespace: ns,
+    name,
+    key: `${ns}/${name}`,
+    fqdn: `${name}.${ns}.svc.cluster.local`,
+    clusterIP: '10.96.0.10',
+    ports: [],
+    selector: {},
+  };
+}
+
 test('bookbuyer: the apex splits 75/25 to the backends, bookstore-v1 goes straight to its cluster', () => {
-  const config = named(rds(bookstoreMesh(), 'bookbuyer-1'), 'rds-outbound.14001');
-  const hosts = list(config, 'virtual_hosts');
+  const routes = rds(bookstoreMesh(), 'bookbuyer-1');
+  // One route config per service port, each referenced by the chain matching its clusterIP.
+  assert.deepEqual(
+    routes.map((r) => r.name),
+    ['rds-outbound.14001.bookstore/bookstore', 'rds-outbound.14001.bookstore/bookstore-v1'],
+  );
+  const hosts = outboundHosts(routes, 14001);
   assert.deepEqual(names(hosts), ['bookstore/bookstore', 'bookstore/bookstore-v1']);
   const apex = byNameIn(hosts, 'bookstore/bookstore');
   assert.deepEqual(list(apex, 'routes'), [
@@ -28,8 +55,11 @@ test('bookbuyer: the apex splits 75/25 to the backends, bookstore-v1 goes straig
       },
     },
   ]);
-  // Other namespace: no bare service name (it would not resolve and could collide).
-  assert.deepEqual(list(apex, 'domains'), [
+  // The chain matched the apex's address: whatever Host the app sent goes to it.
+  assert.deepEqual(list(apex, 'domains'), ['*']);
+  // Headless services share the port's Host-routed config; other namespace: no bare
+  // service name (it would not resolve and could collide).
+  assert.deepEqual(serviceDomains(apexService(), 14001, 'bookbuyer'), [
     'bookstore.bookstore',
     'bookstore.bookstore:14001',
     'bookstore.bookstore.svc',
@@ -50,7 +80,7 @@ test('zero-weight backends are left out; with none left the apex routes to itsel
     bookstoreMesh({ weights: { v1: 100, v2: 0 } }),
     rawSplit(bookstoreMesh(), { v1: 100, v2: 0 }),
   ]) {
-    const hosts = list(named(rds(zeroV2, 'bookbuyer-1'), 'rds-outbound.14001'), 'virtual_hosts');
+    const hosts = outboundHosts(rds(zeroV2, 'bookbuyer-1'), 14001);
     assert.deepEqual(at(byNameIn(hosts, 'bookstore/bookstore'), 'routes', 0, 'route', 'weighted_clusters'), {
       clusters: [{ name: 'bookstore/bookstore-v1|14001', weight: { value: 100 } }],
     });
@@ -59,7 +89,7 @@ test('zero-weight backends are left out; with none left the apex routes to itsel
     bookstoreMesh({ weights: { v1: 0, v2: 0 } }),
     rawSplit(bookstoreMesh(), { v1: 0 }),
   ]) {
-    const hosts2 = list(named(rds(allZero, 'bookbuyer-1'), 'rds-outbound.14001'), 'virtual_hosts');
+    const hosts2 = outboundHosts(rds(allZero, 'bookbuyer-1'), 14001);
     assert.deepEqual(at(byNameIn(hosts2, 'bookstore/bookstore'), 'routes', 0, 'route'), {
       cluster: 'bookstore/bookstore|14001',
     });
@@ -67,12 +97,14 @@ test('zero-weight backends are left out; with none left the apex routes to itsel
 });
 
 test('same-namespace services get the bare name; gRPC routes disable the route timeout', () => {
-  const config = named(rds(bookstoreMesh(), 'bookstore-v1-1'), 'rds-outbound.14001');
-  const host = byNameIn(list(config, 'virtual_hosts'), 'bookwarehouse/bookwarehouse');
-  assert.deepEqual(list(host, 'domains').slice(0, 2), [
-    'bookwarehouse.bookwarehouse',
-    'bookwarehouse.bookwarehouse:14001',
-  ]);
+  const host = byNameIn(
+    outboundHosts(rds(bookstoreMesh(), 'bookstore-v1-1'), 14001),
+    'bookwarehouse/bookwarehouse',
+  );
+  assert.deepEqual(
+    serviceDomains(apexService('bookwarehouse', 'bookwarehouse'), 14001, 'bookwarehouse').slice(0, 2),
+    ['bookwarehouse', 'bookwarehouse:14001'],
+  );
   assert.deepEqual(at(host, 'routes', 0, 'route'), {
     cluster: 'bookwarehouse/bookwarehouse|14001',
     timeout: { seconds: 0 },
@@ -88,7 +120,7 @@ test('inbound route config: catch-all to the local cluster, one per service on a
     [
       'rds-inbound.14001.bookstore/bookstore',
       'rds-inbound.14001.bookstore/bookstore-v1',
-      'rds-outbound.14001',
+      'rds-outbound.14001.bookwarehouse/bookwarehouse',
     ],
   );
   for (const svc of ['bookstore', 'bookstore-v1'])
@@ -108,12 +140,38 @@ test('inbound route config: catch-all to the local cluster, one per service on a
 
 test('only requested names are built; bookthief gets nothing in SMI mode', () => {
   assert.deepEqual(
-    rds(bookstoreMesh(), 'bookstore-v1-1', ['rds-outbound.14001', 'rds-outbound.1']).map((r) => r.name),
-    ['rds-outbound.14001'],
+    rds(bookstoreMesh(), 'bookstore-v1-1', [
+      'rds-outbound.14001.bookwarehouse/bookwarehouse',
+      'rds-outbound.14001',
+      'rds-outbound.1',
+    ]).map((r) => r.name),
+    ['rds-outbound.14001.bookwarehouse/bookwarehouse'],
   );
   assert.deepEqual(rds(bookstoreMesh(), 'bookthief-1'), []);
-  const permissive = named(rds(bookstoreMesh({ permissive: true }), 'bookthief-1'), 'rds-outbound.14001');
-  assert.ok(names(list(permissive, 'virtual_hosts')).includes('bookstore/bookstore'));
+  const mesh = bookstoreMesh({ permissive: true });
+  const permissive = rds(mesh, 'bookthief-1');
+  assert.ok(names(outboundHosts(permissive, 14001)).includes('bookstore/bookstore'));
+  // Shared by every caller: the same message for another identity.
+  const name = 'rds-outbound.14001.bookstore/bookstore';
+  assert.equal(named(rds(mesh, 'bookbuyer-1'), name), named(permissive, name));
+});
+
+test('headless HTTP services keep the port-wide, Host-routed config their port-only chain references', () => {
+  const objects = bookstoreObjects().map((o) =>
+    o.kind === 'Service' && o.metadata.name === 'bookstore-v1'
+      ? { ...o, spec: { ...o.spec, clusterIP: 'None' } }
+      : o,
+  );
+  const mesh = viewOf(storeOf(objects));
+  const routes = rds(mesh, 'bookbuyer-1');
+  assert.deepEqual(
+    routes.map((r) => r.name),
+    ['rds-outbound.14001', 'rds-outbound.14001.bookstore/bookstore'],
+  );
+  // Every service of the port, by Host, as OSM routes: the chain matched the port alone.
+  const port = list(named(routes, 'rds-outbound.14001'), 'virtual_hosts');
+  assert.deepEqual(names(port), ['bookstore/bookstore', 'bookstore/bookstore-v1']);
+  assert.ok(list(byNameIn(port, 'bookstore/bookstore-v1'), 'domains').includes('bookstore-v1.bookstore'));
 });
 
 test('IPv6 clusterIPs appear bracketed, as in Host headers', () => {

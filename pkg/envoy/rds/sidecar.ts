@@ -1,23 +1,32 @@
-// RDS for Envoy sidecars: `rds-outbound.<port>` picks the upstream by Host
-// header; `rds-inbound.<targetPort>[.<svc>]` forwards to the local app (HTTP
+// RDS for Envoy sidecars: `rds-outbound.<port>.<svc>` routes what the
+// service's outbound chain matched (its clusterIP and port) to its upstream,
+// `rds-outbound.<port>` picks among the port's services by Host header for
+// headless ones; `rds-inbound.<targetPort>[.<svc>]` forwards to the local app (HTTP
 // policy is enforced by the RBAC filter in front of it, lds/sidecar.ts) and
 // carries the service's local rate-limit buckets (common/ratelimit.ts).
 
 import type { LocalRateLimits } from '../../catalog/ratelimit.js';
+import type { RetryRule } from '../../catalog/retry.js';
 import type { MeshService, ProxyContext } from '../../catalog/types.js';
 import type { UpstreamSetting } from '../../catalog/upstream.js';
 import { type RetryTable, retryTableOf, upstreamSettings } from '../../catalog/view.js';
-import type { Route, RouteAction, RouteConfiguration } from '../api/envoy.js';
+import type { Route, RouteAction, RouteConfiguration, VirtualHost } from '../api/envoy.js';
 import { withHashPolicy } from '../common/hash.js';
 import { type InboundPort, inboundPorts, inboundRouteConfigOf, isHttpLike } from '../common/inbound.js';
 import { IdentityMemo, NONE } from '../common/memo.js';
-import { byName, type OutboundPlan, type OutboundPort, proxyOutboundPlan } from '../common/outbound.js';
+import {
+  byName,
+  hasClusterIP,
+  type OutboundPlan,
+  type OutboundPort,
+  proxyOutboundPlan,
+} from '../common/outbound.js';
 import { limitedVirtualHost } from '../common/ratelimit.js';
 import { routeRetryPolicy } from '../common/retry.js';
 import { durationMs } from '../common/upstream.js';
 import { egressRouteConfig, egressRouteConfigName } from '../egress/egress.js';
 import { type EgressPlan, egressPlan, NO_EGRESS } from '../egress/plan.js';
-import { outboundRouteConfigName } from '../names.js';
+import { outboundRouteConfigName, outboundServiceRouteConfigName } from '../names.js';
 import { type Resource, type ResourceGenerator, TypeUrl } from '../types.js';
 
 /**
@@ -72,6 +81,23 @@ export function withRequestTimeout(action: RouteAction, setting: UpstreamSetting
   return action;
 }
 
+/** The virtual host of one outbound service port: its upstream (or split backends), setting and Retry. */
+function outboundVirtualHost(
+  p: OutboundPort,
+  domains: string[],
+  retry: RetryRule | undefined,
+  setting: UpstreamSetting | undefined,
+): VirtualHost {
+  // A split apex's host is the apex's: its setting (not the backends') times and hashes the request.
+  const action = withHashPolicy(
+    withRequestTimeout(routeAction(p, p.port.protocol === 'grpc'), setting),
+    setting,
+  );
+  // A Retry names the service the app calls (a split apex included).
+  if (retry) action.retry_policy = routeRetryPolicy(retry);
+  return { name: p.service.key, domains, routes: [catchAllRoute(action)] };
+}
+
 function outboundRouteConfig(
   name: string,
   ports: readonly OutboundPort[],
@@ -81,23 +107,35 @@ function outboundRouteConfig(
 ): RouteConfiguration {
   return {
     name,
-    virtual_hosts: ports.map((p) => {
-      // A split apex's host is the apex's: its setting (not the backends') times and hashes the request.
-      const setting = settings.get(p.service.key);
-      const action = withHashPolicy(
-        withRequestTimeout(routeAction(p, p.port.protocol === 'grpc'), setting),
-        setting,
-      );
-      // A Retry names the service the app calls (a split apex included).
-      const retry = retries.get(p.service.key);
-      if (retry) action.retry_policy = routeRetryPolicy(retry);
-      return {
-        name: p.service.key,
-        domains: serviceDomains(p.service, p.port.port, proxyNamespace),
-        routes: [catchAllRoute(action)],
-      };
-    }),
+    virtual_hosts: ports.map((p) =>
+      outboundVirtualHost(
+        p,
+        serviceDomains(p.service, p.port.port, proxyNamespace),
+        retries.get(p.service.key),
+        settings.get(p.service.key),
+      ),
+    ),
   };
+}
+
+/**
+ * One service port's own route config. Its chain already matched the
+ * service's clusterIP and port, so every Host goes to it (`*`): the name the
+ * app used for the address does not matter, as without a mesh. Nothing in it
+ * depends on the caller but its Retry, so callers share it.
+ */
+function outboundServiceRouteConfig(
+  name: string,
+  p: OutboundPort,
+  retry: RetryRule | undefined,
+  setting: UpstreamSetting | undefined,
+): RouteConfiguration {
+  return { name, virtual_hosts: [outboundVirtualHost(p, ['*'], retry, setting)] };
+}
+
+/** What an outbound route action is built from besides the service: its targets and weights. */
+function targetsKey(p: OutboundPort): string {
+  return p.targets.map((t) => `${t.cluster}=${t.weight ?? ''}`).join(',');
 }
 
 /**
@@ -120,9 +158,12 @@ function inboundRouteConfig(
 }
 
 // Route configs memoised on what they are built from (the same objects while
-// unchanged, MeshView contract): outbound ones on the plan plus the proxy's
-// namespace (bare service names), inbound ones on the service served and its rate limits.
+// unchanged, MeshView contract): the headless ports' outbound ones on the plan
+// plus the proxy's namespace (bare service names), a service's own on the
+// service, port, Retry, setting and targets (shared by every caller), inbound
+// ones on the service served and its rate limits.
 const outboundConfigs = new IdentityMemo<RouteConfiguration>();
+const outboundServiceConfigs = new IdentityMemo<RouteConfiguration>();
 const inboundConfigs = new IdentityMemo<RouteConfiguration>();
 const egressConfigs = new IdentityMemo<RouteConfiguration>();
 
@@ -136,13 +177,31 @@ function routeConfigBuilders(
 ): Map<string, () => RouteConfiguration> {
   const builders = new Map<string, () => RouteConfiguration>();
   const outboundByPort = new Map<number, OutboundPort[]>();
+  const headlessPorts = new Set<number>();
   for (const p of plan.ports) {
     if (!isHttpLike(p.port)) continue;
     const list = outboundByPort.get(p.port.port);
     if (list) list.push(p);
     else outboundByPort.set(p.port.port, [p]);
+    if (!hasClusterIP(p.service)) {
+      headlessPorts.add(p.port.port);
+      continue;
+    }
+    const name = outboundServiceRouteConfigName(p.port.port, p.service);
+    const retry = retries.get(p.service.key);
+    const setting = settings.get(p.service.key);
+    builders.set(name, () =>
+      outboundServiceConfigs.get(
+        [p.service, p.port, retry ?? NONE, setting ?? NONE],
+        `${name}|${targetsKey(p)}`,
+        () => outboundServiceRouteConfig(name, p, retry, setting),
+      ),
+    );
   }
+  // A port with headless services keeps the Host-routed config of all its
+  // services for their port-only chain (lds/sidecar.ts), as before.
   for (const [port, ports] of outboundByPort) {
+    if (!headlessPorts.has(port)) continue;
     const name = outboundRouteConfigName(port);
     const ns = proxy.identity.namespace;
     builders.set(name, () =>

@@ -61,17 +61,12 @@ test('the gateway gets only the servable Secrets its Ingresses name', () => {
   assert.deepEqual(sdsGenerator.generate(gw, bare, new Set(ALL_TLS)), []);
 });
 
-test("the gateway's default secrets: its own certificate, the servable TLS Secrets, its upstreams' roots — no other identity's key", () => {
+test("the gateway's default secrets: its own certificate, the servable TLS Secrets, the outbound trust bundle — no other identity's key", () => {
   const gw = gatewayProxy(mesh);
   const all = sds(gw, undefined, [SHOP]);
   assert.deepEqual(
     all.map((r) => r.name),
-    [
-      'ingress-tls:bookstore/shop-tls',
-      'root-cert-for-mtls-outbound:bookstore/bookstore-v1',
-      'root-cert-for-mtls-outbound:bookstore/bookstore-v2',
-      'service-cert:self',
-    ],
+    ['ingress-tls:bookstore/shop-tls', 'root-cert-for-mtls-outbound', 'service-cert:self'],
   );
   // The fixed name holds the gateway's own certificate.
   const own = all.find((r) => r.name === 'service-cert:self');

@@ -16,7 +16,7 @@ test('its own names and names that depend on policy may be served', () => {
     'service-cert:shop/bookbuyer',
     'root-cert-for-mtls-inbound:shop/bookbuyer',
     'root-cert-for-mtls-ingress:shop/bookbuyer',
-    'root-cert-for-mtls-outbound:shop/bookstore',
+    'root-cert-for-mtls-outbound',
     'root-cert-for-mtls-inbound-tcp:shop/bookbuyer|7070',
   ])
     assert.equal(secretRefusal(name, sidecar), undefined, name);
@@ -31,6 +31,14 @@ test("another identity's key or validation context, a gateway's TLS key, and unk
   assert.equal(secretRefusal('root-cert-for-mtls-ingress:shop/bookstore', sidecar), 'other-identity');
   assert.equal(secretRefusal('service-cert:shop/bookbuyer', gateway), 'other-identity');
   assert.equal(secretRefusal('ingress-tls:shop/tls', sidecar), 'not-gateway');
-  for (const name of ['skein-ca', 'ca.key', '*', '', 'service-cert'])
+  // OSM's per-service outbound contexts are no longer issued (the SANs are in the clusters).
+  for (const name of [
+    'skein-ca',
+    'ca.key',
+    '*',
+    '',
+    'service-cert',
+    'root-cert-for-mtls-outbound:shop/bookstore',
+  ])
     assert.equal(secretRefusal(name, sidecar), 'unknown-name', name);
 });

@@ -137,44 +137,23 @@ test('inbound validation (TCP ports): only the callers the port allows, pinned i
   assert.deepEqual(sds(bookstoreMesh(), 'bookwarehouse-1', [grpcPort]), []);
 });
 
-test("outbound validation: the service's identities, only for services the proxy may call", () => {
+test('outbound: one trust-bundle secret, the CA alone, the same message for every proxy', () => {
+  const name = 'root-cert-for-mtls-outbound';
+  const expected = { name, validation_context: { trusted_ca: { inline_string: FAKE_TRUST_BUNDLE } } };
+  const buyer = named(sds(bookstoreMesh(), 'bookbuyer-1', [name]), name);
+  // No SAN matchers: Envoy appends them to each cluster's own (cds/sidecar.ts), so any here would widen them.
+  assert.deepEqual(buyer, expected);
+  // Public data: a proxy SMI lets call nothing gets it too, as the very same message (one encoding).
+  assert.equal(named(sds(bookstoreMesh(), 'bookthief-1', [name]), name), buyer);
+  assert.equal(named(sds(bookstoreMesh({ permissive: true }), 'bookthief-1', [name]), name), buyer);
+  // OSM's per-service validation contexts are no longer issued; unknown names are ignored.
   const v2 = 'root-cert-for-mtls-outbound:bookstore/bookstore-v2';
-  assert.deepEqual(named(sds(bookstoreMesh(), 'bookbuyer-1', [v2]), v2), {
-    name: v2,
-    validation_context: {
-      trusted_ca: { inline_string: FAKE_TRUST_BUNDLE },
-      match_typed_subject_alt_names: [
-        { san_type: 3, matcher: { exact: 'spiffe://cluster.local/ns/bookstore/sa/bookstore-v2' } },
-      ],
-    },
-  });
-  assert.deepEqual(sds(bookstoreMesh(), 'bookthief-1', [v2]), []);
-  assert.equal(sds(bookstoreMesh({ permissive: true }), 'bookthief-1', [v2]).length, 1);
-  // Unknown names are ignored.
-  assert.deepEqual(sds(bookstoreMesh(), 'bookbuyer-1', ['nope', 'root-cert-for-mtls-outbound:x/y']), []);
-});
-
-test('outbound validation of a service without pods pins a SAN no certificate carries, rather than going missing', () => {
-  // Before, the secret went missing: a SotW proxy kept the last identities' context (SDS
-  // has no deletion there) while a newly connected one waited for the secret forever.
-  const v2 = 'root-cert-for-mtls-outbound:bookstore/bookstore-v2';
-  const mesh = viewOf(
-    storeOf(
-      bookstoreObjects({ permissive: true }).filter(
-        (o) => !(o.kind === 'Pod' && o.metadata.name === 'bookstore-v2-1'),
-      ),
-    ),
-  );
-  assert.deepEqual(
-    at(named(sds(mesh, 'bookbuyer-1', [v2]), v2), 'validation_context', 'match_typed_subject_alt_names'),
-    [{ san_type: 3, matcher: { exact: 'spiffe://cluster.local/skein/no-identity/bookstore/bookstore-v2' } }],
-  );
+  assert.deepEqual(sds(bookstoreMesh(), 'bookbuyer-1', ['nope', v2]), []);
 });
 
 test('the typed SAN matchers survive encoding (protobufjs drops fields the loaded protos lack)', () => {
   const mesh = bookstoreMesh();
   for (const [pod, name] of [
-    ['bookbuyer-1', 'root-cert-for-mtls-outbound:bookstore/bookstore-v1'],
     ['bookstore-v1-1', 'root-cert-for-mtls-inbound:bookstore/bookstore-v1'],
     ['bookwarehouse-1', 'root-cert-for-mtls-inbound-tcp:bookwarehouse/bookwarehouse|13306'],
   ] as const) {
@@ -196,19 +175,14 @@ test('without a request, serves everything the proxy references, pinned TCP cont
   const expected: [PodName, string[]][] = [
     [
       'bookbuyer-1',
-      [
-        'root-cert-for-mtls-inbound:bookbuyer/bookbuyer',
-        'root-cert-for-mtls-outbound:bookstore/bookstore-v1',
-        'root-cert-for-mtls-outbound:bookstore/bookstore-v2',
-        'service-cert:self',
-      ],
+      ['root-cert-for-mtls-inbound:bookbuyer/bookbuyer', 'root-cert-for-mtls-outbound', 'service-cert:self'],
     ],
     [
       'bookwarehouse-1',
       [
         'root-cert-for-mtls-inbound-tcp:bookwarehouse/bookwarehouse|13306',
         'root-cert-for-mtls-inbound:bookwarehouse/bookwarehouse',
-        'root-cert-for-mtls-outbound:bookwarehouse/mysql',
+        'root-cert-for-mtls-outbound',
         'service-cert:self',
       ],
     ],

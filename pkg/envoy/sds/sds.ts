@@ -1,16 +1,16 @@
-// SDS: the proxy's own service certificate and the validation contexts its
-// inbound and outbound mTLS use (names.ts). A proxy only ever gets its own
+// SDS: the proxy's own service certificate, the validation contexts its
+// inbound mTLS uses and the trust bundle of its outbound mTLS (names.ts). A proxy only ever gets its own
 // identity's key: OWN_SERVICE_CERT is answered with the identity of the
 // stream's client certificate, and names for other identities never.
 import type { InboundRule, ProxyContext } from '../../catalog/types.js';
 import { gatewayPlan } from '../../catalog/view.js';
-import { identityKey, pinnedSans, spiffeId } from '../../mesh/identity.js';
-import type { EnvoyTypeMatcher$StringMatcher, Secret, SubjectAltNameMatcher } from '../api/envoy.js';
-import { SanType } from '../common/enums.js';
+import { identityKey, spiffeId } from '../../mesh/identity.js';
+import type { Secret, SubjectAltNameMatcher } from '../api/envoy.js';
 import { servableTls } from '../common/gateway.js';
 import { type InboundPort, inboundPorts, isHttpLike } from '../common/inbound.js';
 import { IdentityMemo } from '../common/memo.js';
 import { byName, proxyOutboundPlan } from '../common/outbound.js';
+import { uriSan } from '../common/tls.js';
 import { ingressInputs } from '../lds/ingress.js';
 import {
   INBOUND_TCP_ROOT_PREFIX,
@@ -19,8 +19,8 @@ import {
   inboundTcpRootSecretName,
   ingressRootSecretName,
   ingressTlsSecretName,
+  OUTBOUND_TRUST_BUNDLE,
   OWN_SERVICE_CERT,
-  outboundRootSecretName,
   serviceCertSecretName,
 } from '../names.js';
 import { type GenerationContext, type Resource, type ResourceGenerator, TypeUrl } from '../types.js';
@@ -28,13 +28,7 @@ import { secretRefusal } from './refusal.js';
 
 const SERVICE_CERT = serviceCertSecretName('');
 const INBOUND_ROOT = inboundRootSecretName('');
-const OUTBOUND_ROOT = outboundRootSecretName('');
 const INGRESS_ROOT = ingressRootSecretName('');
-
-/** A URI SAN matcher: skein's workload certificates name their identity in a URI SAN only (spiffeId). */
-function uriSan(matcher: EnvoyTypeMatcher$StringMatcher): SubjectAltNameMatcher {
-  return { san_type: SanType.URI, matcher };
-}
 
 function validationContext(name: string, trustBundle: string, sans: SubjectAltNameMatcher[]): Secret {
   return {
@@ -84,19 +78,20 @@ function inboundTcpPort(proxy: ProxyContext, name: string): InboundPort | undefi
 }
 
 // Secrets memoised on what they are built from, so an unchanged secret is the
-// same message (and encoding) across views: the issued certificate object,
-// the service identities and inbound rule lists (the same arrays while
-// unchanged, MeshView contract). Validation contexts embed the trust domain
-// and the trust bundle: they live in a scope that a change of either
-// replaces. The inbound one of HTTP ports depends on nothing else (one per
-// identity name, never on policy).
+// same message (and encoding) across views: the issued certificate object
+// and the inbound rule lists (the same arrays while unchanged, MeshView
+// contract). Validation contexts embed the trust domain and the trust bundle:
+// they live in a scope that a change of either replaces. The inbound one of
+// HTTP ports depends on nothing else (one per identity name, never on
+// policy), the outbound trust bundle on nothing else at all (one message for
+// every proxy).
 const certSecrets = new IdentityMemo<Secret>();
 interface Scope {
   readonly trustDomain: string;
   readonly bundle: string;
   readonly inbound: Map<string, Secret>;
   readonly inboundTcp: IdentityMemo<Secret>;
-  readonly outbound: IdentityMemo<Secret>;
+  outbound?: Secret;
 }
 let scope: Scope | undefined;
 
@@ -107,7 +102,6 @@ function scopeOf(trustDomain: string, bundle: string): Scope {
       bundle,
       inbound: new Map(),
       inboundTcp: new IdentityMemo(),
-      outbound: new IdentityMemo(),
     };
   }
   return scope;
@@ -117,7 +111,6 @@ function scopeOf(trustDomain: string, bundle: string): Scope {
 class SecretBuilder {
   private readonly own: string;
   private readonly bundle: string;
-  private upstream: ReadonlyMap<string, unknown> | undefined;
 
   constructor(
     private readonly proxy: ProxyContext,
@@ -160,24 +153,15 @@ class SecretBuilder {
       }));
     }
     if (bundle === '') return undefined;
-    if (name.startsWith(OUTBOUND_ROOT)) {
-      const serviceKey = name.slice(OUTBOUND_ROOT.length);
-      // Only for services this proxy has clusters for.
-      this.upstream ??= proxyOutboundPlan(ctx.mesh, this.proxy).upstreamServices;
-      if (!this.upstream.has(serviceKey)) return undefined;
-      const ids = ctx.mesh.serviceIdentities(serviceKey);
-      const trustDomain = ctx.mesh.trustDomain;
-      return scopeOf(trustDomain, bundle).outbound.get([ids], name, () => {
-        // Served even with no identity yet (no pods): an absent secret is never deleted
-        // over SotW, so a proxy would keep the last identities' context while a new one
-        // waits forever (pinnedSans says what it pins then).
-        const sans = pinnedSans(ids, trustDomain, serviceKey);
-        return validationContext(
-          name,
-          bundle,
-          sans.map((exact) => uriSan({ exact })),
-        );
-      });
+    if (name === OUTBOUND_TRUST_BUNDLE) {
+      // The CA alone: the SANs each cluster accepts are in the cluster
+      // (common/tls.ts), and Envoy appends this context's matchers to those,
+      // so any here would widen every cluster. Public data, the same for
+      // every proxy: served to any sidecar or gateway (proxyless gRPC has no
+      // SDS, generators.ts), whatever its policy.
+      const s = scopeOf(ctx.mesh.trustDomain, bundle);
+      s.outbound ??= { name, validation_context: { trusted_ca: { inline_string: bundle } } };
+      return s.outbound;
     }
     if (name.startsWith(INBOUND_ROOT)) {
       if (name.slice(INBOUND_ROOT.length) !== own) return undefined;
@@ -222,8 +206,7 @@ function defaultNames(proxy: ProxyContext, ctx: GenerationContext): string[] {
     const names = [OWN_SERVICE_CERT];
     for (const t of servableTls(gatewayPlan(ctx.mesh), ctx.secrets))
       names.push(ingressTlsSecretName(t.secret));
-    for (const key of proxyOutboundPlan(ctx.mesh, proxy).upstreamServices.keys())
-      names.push(outboundRootSecretName(key));
+    if (proxyOutboundPlan(ctx.mesh, proxy).upstreamServices.size > 0) names.push(OUTBOUND_TRUST_BUNDLE);
     return names;
   }
   const names = [OWN_SERVICE_CERT, inboundRootSecretName(own)];
@@ -234,9 +217,7 @@ function defaultNames(proxy: ProxyContext, ctx: GenerationContext): string[] {
   const ingress = ingressInputs(ctx.mesh, ports);
   if (ingress.some((i) => i.ingress.protocol === 'https' && !i.ingress.skipClientCertValidation))
     names.push(ingressRootSecretName(own));
-  for (const key of proxyOutboundPlan(ctx.mesh, proxy).upstreamServices.keys()) {
-    names.push(outboundRootSecretName(key));
-  }
+  if (proxyOutboundPlan(ctx.mesh, proxy).upstreamServices.size > 0) names.push(OUTBOUND_TRUST_BUNDLE);
   return names;
 }
 

@@ -41,3 +41,15 @@ export function byNameIn(items: readonly ProtoValue[], name: string): ProtoObjec
 export function names(items: readonly ProtoValue[]): string[] {
   return items.map((x) => (isProtoObject(x) && typeof x['name'] === 'string' ? x['name'] : '?'));
 }
+
+/**
+ * The outbound virtual hosts of one port across a proxy's route configs:
+ * each service's own `rds-outbound.<port>.<svc>` (names.ts) and, for
+ * headless services, the port's `rds-outbound.<port>`, in name order.
+ */
+export function outboundHosts(routes: readonly Resource[], port: number): ProtoValue[] {
+  const own = `rds-outbound.${port}.`;
+  return routes
+    .filter((r) => r.name.startsWith(own) || r.name === `rds-outbound.${port}`)
+    .flatMap((r) => list(r.message, 'virtual_hosts'));
+}

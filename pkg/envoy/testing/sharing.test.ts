@@ -170,11 +170,15 @@ test('a split weight change re-encodes the routes that carry the weights; cluste
   // name their route config, not the weights), so no proxy is sent it again.
   const changed = replaced(before, after);
   assert.ok(changed.length > 0);
-  for (const key of changed) assert.match(key, / (outbound-listener|rds-outbound\.14001)$/);
+  for (const key of changed)
+    assert.match(key, / (outbound-listener|rds-outbound\.14001\.bookstore\/bookstore)$/);
+  // Only the apex's own route config: the other services' configs are untouched.
   const contentChanged = [...after]
     .filter(([k, r]) => interner.intern(r) !== encodedBefore.get(k))
     .map(([k]) => k);
-  assert.deepEqual(contentChanged, [`bookbuyer-1 ${TypeUrl.RouteConfiguration} rds-outbound.14001`]);
+  assert.deepEqual(contentChanged, [
+    `bookbuyer-1 ${TypeUrl.RouteConfiguration} rds-outbound.14001.bookstore/bookstore`,
+  ]);
   const route = after.get(contentChanged[0] ?? '')?.message;
   assert.ok(JSON.stringify(route).includes('"weight":{"value":50}'));
 });

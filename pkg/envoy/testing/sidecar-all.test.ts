@@ -39,7 +39,10 @@ test('the cross-reference checker reports dangling names', () => {
   const ctx = { mesh, secrets: fakeSecrets('all') };
   const res = fetchSidecarConfig(proxyFor(mesh, 'bookbuyer-1'), ctx);
   const noRoutes = crossReferenceProblems({ ...res, routes: [] });
-  assert.deepEqual(noRoutes, ['route config rds-outbound.14001 is referenced but not served']);
+  assert.deepEqual(noRoutes, [
+    'route config rds-outbound.14001.bookstore/bookstore is referenced but not served',
+    'route config rds-outbound.14001.bookstore/bookstore-v1 is referenced but not served',
+  ]);
   const [firstCluster, ...otherClusters] = res.clusters;
   assert.deepEqual(crossReferenceProblems({ ...res, clusters: otherClusters }), [
     `cluster ${firstCluster?.name} is referenced but not served`,

@@ -12,13 +12,13 @@ import { type GenerationContext, TypeUrl } from '../../envoy/types.js';
 import { DEFAULT_MESH_NAME } from '../../mesh/constants.js';
 import { DependencyTracker } from './deps.js';
 import { ResourceInterner } from './encoded.js';
-import { GenerationCache, subscriptionKey } from './generation.js';
+import { type GeneratedSet, GenerationCache, subscriptionKey } from './generation.js';
 
 const WILDCARD = { names: undefined, key: '*' } as const;
 const generators = meshGenerators();
 
-function setup() {
-  const store = storeOf(bookstoreObjects());
+function setup(opts: { permissive?: boolean } = {}) {
+  const store = storeOf(bookstoreObjects(opts));
   const secrets = fakeSecrets('all');
   let view: MeshView | undefined;
   const ctx = (): GenerationContext => {
@@ -28,24 +28,39 @@ function setup() {
   const tracker = new DependencyTracker();
   const cache = new GenerationCache(new ResourceInterner(), [TypeUrl.Secret], tracker);
   const runs = new Map<string, number>();
-  /** CDS and (by the names CDS references) EDS of one proxy through the cache, counting generator runs per group. */
-  const generate = (proxy: ProxyContext, c: GenerationContext): void => {
-    const count = () => runs.set(proxy.groupKey, (runs.get(proxy.groupKey) ?? 0) + 1);
+  /** Generator runs per type. */
+  const typeRuns = new Map<string, number>();
+  /**
+   * CDS and (by the names CDS references) EDS of one proxy through the cache,
+   * counting generator runs per group and per type; returns the EDS set.
+   */
+  const generate = (proxy: ProxyContext, c: GenerationContext): GeneratedSet => {
+    const count = (typeUrl: string) => {
+      runs.set(proxy.groupKey, (runs.get(proxy.groupKey) ?? 0) + 1);
+      typeRuns.set(typeUrl, (typeRuns.get(typeUrl) ?? 0) + 1);
+    };
     const cds = generators.get(TypeUrl.Cluster);
     const eds = generators.get(TypeUrl.ClusterLoadAssignment);
     if (cds === undefined || eds === undefined) throw new Error('generators');
     cache.get(TypeUrl.Cluster, proxy, c, WILDCARD, (rc) => {
-      count();
+      count(TypeUrl.Cluster);
       return cds.generate(proxy, rc, undefined);
     });
     const names = referencesOf(cds.generate(proxy, c, undefined)).edsClusters;
-    cache.get(TypeUrl.ClusterLoadAssignment, proxy, c, { names, key: subscriptionKey(names) }, (rc) => {
-      count();
-      return eds.generate(proxy, rc, names);
-    });
+    return cache.get(
+      TypeUrl.ClusterLoadAssignment,
+      proxy,
+      c,
+      { names, key: subscriptionKey(names) },
+      (rc) => {
+        count(TypeUrl.ClusterLoadAssignment);
+        return eds.generate(proxy, rc, names);
+      },
+      eds.shared,
+    );
   };
   const proxy = (name: PodName) => proxyFor(ctx().mesh, name);
-  return { store, ctx, tracker, cache, runs, generate, proxy };
+  return { store, ctx, tracker, cache, runs, typeRuns, generate, proxy };
 }
 
 describe('DependencyTracker', () => {
@@ -66,7 +81,7 @@ describe('DependencyTracker', () => {
     const { affected, asked } = tracker.check(c2, live);
     assert.deepEqual([...affected], [warehouse.groupKey]);
     assert.ok(asked > 0 && asked === tracker.size, 'every live question asked once');
-    cache.carryOver(c2, (g) => !affected.has(g));
+    cache.carryOver(c2, (g, t, sub) => tracker.carries(g, t, sub));
 
     const before = new Map(runs);
     generate(buyer, c2);
@@ -78,8 +93,67 @@ describe('DependencyTracker', () => {
     );
   });
 
+  it("per entry: an endpoint change regenerates the EDS that read it, the same group's clusters are carried over", () => {
+    const { store, ctx, tracker, cache, typeRuns, generate, proxy } = setup();
+    const warehouse = proxy('bookwarehouse-1');
+    generate(warehouse, ctx());
+    tracker.check(ctx(), () => true);
+    store.upsert(endpointSlice('bookwarehouse', 'mysql', 'extra', [{ ip: '10.244.2.99' }], [{ port: 3306 }]));
+    const c = ctx();
+    const { affected } = tracker.check(c, () => true);
+    assert.deepEqual([...affected], [warehouse.groupKey]);
+    const carried = cache.carryOver(c, (g, t, sub) => tracker.carries(g, t, sub));
+    assert.equal(carried, 1, 'the CDS set');
+    const before = new Map(typeRuns);
+    const eds = generate(warehouse, c);
+    assert.equal(typeRuns.get(TypeUrl.Cluster), before.get(TypeUrl.Cluster), 'CDS not generated again');
+    assert.equal(
+      typeRuns.get(TypeUrl.ClusterLoadAssignment),
+      (before.get(TypeUrl.ClusterLoadAssignment) ?? 0) + 1,
+    );
+    assert.match(JSON.stringify(eds.resources.map((r) => r.name)), /bookwarehouse\/mysql\|3306/);
+  });
+
+  it('EDS is generated once for all groups with the same subscription, and once again per endpoint change', () => {
+    // Permissive mode: every proxy may call every service, so all subscribe to the same clusters.
+    const { store, ctx, tracker, cache, typeRuns, generate, proxy } = setup({ permissive: true });
+    const pods = ['bookbuyer-1', 'bookthief-1', 'bookstore-v1-1', 'bookwarehouse-1'] as const;
+    const proxies = pods.map((p) => proxy(p));
+    assert.equal(new Set(proxies.map((p) => p.groupKey)).size, pods.length, 'four groups');
+    const c1 = ctx();
+    const sets = proxies.map((p) => generate(p, c1));
+    assert.equal(typeRuns.get(TypeUrl.ClusterLoadAssignment), 1, 'one EDS generation for four groups');
+    assert.equal(typeRuns.get(TypeUrl.Cluster), 4);
+    assert.ok(
+      sets.every((s) => s === sets[0]),
+      'one shared set',
+    );
+    assert.deepEqual([...tracker.check(c1, () => true).affected], []);
+
+    store.upsert(
+      endpointSlice('bookstore', 'bookstore-v1', 'extra', [{ ip: '10.244.1.99' }], [{ port: 14001 }]),
+    );
+    const c2 = ctx();
+    const { affected } = tracker.check(c2, () => true);
+    // Every group holds the changed ClusterLoadAssignment, so every group is pushed...
+    assert.deepEqual(new Set(affected), new Set(proxies.map((p) => p.groupKey)));
+    cache.carryOver(c2, (g, t, sub) => tracker.carries(g, t, sub));
+    const after = proxies.map((p) => generate(p, c2));
+    // ...but the set is built once, and nobody's clusters again.
+    assert.equal(typeRuns.get(TypeUrl.ClusterLoadAssignment), 2);
+    assert.equal(typeRuns.get(TypeUrl.Cluster), 4);
+    assert.ok(after.every((s) => s === after[0]));
+    assert.notEqual(after[0]?.version, sets[0]?.version);
+    assert.match(JSON.stringify(after[0]?.resources.map((r) => r.name)), /bookstore\/bookstore-v1\|14001/);
+
+    // A change nobody reads carries the shared set over; a shared entry no live group holds is forgotten.
+    assert.deepEqual([...tracker.check(c2, () => true).affected], []);
+    tracker.check(c2, () => false);
+    assert.equal(tracker.size, 0);
+  });
+
   it('a generation between checks that saw another answer makes its group affected at the next check', () => {
-    const { store, ctx, tracker, generate, cache, proxy } = setup();
+    const { store, ctx, tracker, generate, cache, proxy, typeRuns } = setup();
     const warehouse = proxy('bookwarehouse-1');
     generate(warehouse, ctx());
     tracker.check(ctx(), () => true);
@@ -90,9 +164,17 @@ describe('DependencyTracker', () => {
     const c = ctx();
     const { affected } = tracker.check(c, () => true);
     assert.deepEqual([...affected], [warehouse.groupKey]);
+    // The clusters read nothing that moved and are carried over; the endpoints seen in the middle are not.
     assert.equal(
-      cache.carryOver(c, (g) => !affected.has(g)),
-      0,
+      cache.carryOver(c, (g, t, sub) => tracker.carries(g, t, sub)),
+      1,
+    );
+    const eds = typeRuns.get(TypeUrl.ClusterLoadAssignment) ?? 0;
+    const held = generate(warehouse, c);
+    assert.equal(typeRuns.get(TypeUrl.ClusterLoadAssignment), eds + 1);
+    assert.ok(
+      !held.resources.some((r) => Buffer.from(r.framed).includes('10.244.2.99')),
+      'the current endpoints',
     );
   });
 
@@ -129,7 +211,7 @@ describe('DependencyTracker', () => {
     const backend = proxyFor(v1, 'bookstore-v1-1');
     const rec = tracker.recorder({ mesh: v1, secrets });
     lds.generate(backend, rec.ctx, undefined);
-    tracker.record(backend.groupKey, TypeUrl.Listener, rec);
+    tracker.record(backend.groupKey, TypeUrl.Listener, '*', rec);
     tracker.check({ mesh: v1, secrets }, () => true);
     const ib = ingressObjects().find((o) => o.kind === 'IngressBackend');
     assert.ok(ib);

@@ -187,11 +187,27 @@ function sameAnswer(a: unknown, b: unknown): boolean {
   return true;
 }
 
-/** What one generation read. `volatile`: it read something that cannot be asked again, so it is always affected. */
+/**
+ * What one generation read. `volatile`: it read something that cannot be
+ * asked again, so it is always affected. One object may stand for several
+ * groups' entries (a shared entry, `share`): it is evaluated once per check.
+ */
 interface Reads {
   readonly questions: readonly Question[];
   readonly volatile: boolean;
+  /** Recorded with an answer other than the last check's (or never checked): affected at the next check. */
+  dirty: boolean;
+  /** The check that last evaluated it, and whether it was affected then. */
+  checked: number;
+  hit: boolean;
 }
+
+/**
+ * The pseudo-group of entries whose output does not depend on the proxy
+ * (ResourceGenerator.shared): generated once for every group with the same
+ * subscription, and linked into each group's record by `share`.
+ */
+export const SHARED_GROUP = '\0shared';
 
 /** The outcome of one check: the groups that may have to change. */
 export interface CheckResult {
@@ -201,15 +217,41 @@ export interface CheckResult {
   readonly asked: number;
 }
 
+/** Whether `reads` read a changed answer at check `round` (asking each question once per round). */
+function evaluate(reads: Reads, round: number, ctx: GenerationContext): number {
+  if (reads.checked === round) return 0;
+  let asked = 0;
+  let hit = reads.volatile || reads.dirty;
+  // Every question is asked even once the entry is known to be hit, so that
+  // each live question's answer is the one at this check.
+  for (const q of reads.questions) {
+    if (q.round !== round) {
+      q.round = round;
+      const fresh = q.ask(ctx);
+      q.changed = !sameAnswer(fresh, q.answer);
+      q.answer = fresh;
+      asked++;
+    }
+    if (q.changed) hit = true;
+  }
+  reads.checked = round;
+  reads.hit = hit;
+  reads.dirty = false;
+  return asked;
+}
+
 /**
  * Records, per proxy group and cache entry (type and subscription), the
  * questions its last generation asked; `check` asks each live question once
- * against the new state and names the groups that read a changed answer.
+ * against the new state and names the groups that read a changed answer, and
+ * `carries` says, per entry, which of their sets are still valid: an
+ * endpoint change regenerates the EDS sets that read it, not the groups'
+ * clusters and listeners.
  *
  * Between two checks a stream may regenerate on its own (a new
  * subscription) from a newer state than its group-mates hold; a recording
  * whose answer differs from the answer at the last check (or, for a question
- * first asked since, from its first answer) therefore marks the group dirty,
+ * first asked since, from its first answer) therefore marks the entry dirty,
  * and the next check reports it however the state moved since. Two
  * generations of one entry that differ in output differ in the answer to some
  * question the older one asked (generators are deterministic), so comparing
@@ -219,8 +261,8 @@ export class DependencyTracker {
   /** Internal (Recording): every question some live record lists. */
   readonly questions = new QuestionTable();
   private live = 0;
-  private readonly records = new Map<string, Map<string, Reads>>();
-  private dirty = new Set<string>();
+  /** group → type URL → subscription key → reads (the stream's own key strings: hashed once). */
+  private readonly records = new Map<string, Map<string, Map<string, Reads>>>();
   private round = 0;
   private recordings = 0;
   /** Generations recorded so far (tests count them). */
@@ -234,17 +276,43 @@ export class DependencyTracker {
     return new Recording(this.questions, ++this.recordings, ctx);
   }
 
-  /** Stores what a generation for (group, entry) read, replacing what that entry read before. */
-  record(group: string, entry: string, recording: Recording): void {
+  /** Stores what a generation for (group, type, subscription) read, replacing what that entry read before. */
+  record(group: string, typeUrl: string, subscription: string, recording: Recording): void {
     this.recorded++;
-    let entries = this.records.get(group);
+    this.entriesOf(group, typeUrl).set(subscription, {
+      // An exact-size copy: the recording's array grew by doubling.
+      questions: recording.questions.slice(),
+      volatile: recording.volatile,
+      dirty: recording.volatile || recording.differs,
+      checked: 0,
+      hit: false,
+    });
+  }
+
+  /**
+   * Makes the group's entry depend on what the shared entry's last
+   * generation read (SHARED_GROUP): the group holds that set, so a change it
+   * read affects the group. A no-op while already linked.
+   */
+  share(group: string, typeUrl: string, subscription: string): void {
+    const reads = this.records.get(SHARED_GROUP)?.get(typeUrl)?.get(subscription);
+    if (reads === undefined) return;
+    const entries = this.entriesOf(group, typeUrl);
+    if (entries.get(subscription) !== reads) entries.set(subscription, reads);
+  }
+
+  private entriesOf(group: string, typeUrl: string): Map<string, Reads> {
+    let types = this.records.get(group);
+    if (types === undefined) {
+      types = new Map();
+      this.records.set(group, types);
+    }
+    let entries = types.get(typeUrl);
     if (entries === undefined) {
       entries = new Map();
-      this.records.set(group, entries);
+      types.set(typeUrl, entries);
     }
-    // An exact-size copy: the recording's array grew by doubling.
-    entries.set(entry, { questions: recording.questions.slice(), volatile: recording.volatile });
-    if (recording.volatile || recording.differs) this.dirty.add(group);
+    return entries;
   }
 
   /** Whether some generation of the group was recorded (and not forgotten). */
@@ -262,29 +330,33 @@ export class DependencyTracker {
     const round = ++this.round;
     const affected = new Set<string>();
     let asked = 0;
-    for (const group of this.records.keys()) if (!live(group)) this.records.delete(group);
-    for (const [group, entries] of this.records) {
-      let hit = this.dirty.has(group);
-      for (const record of entries.values()) {
-        if (record.volatile) hit = true;
-        // Every question is asked even once the group is known to be hit, so
-        // that each live question's answer is the one at this check.
-        for (const q of record.questions) {
-          if (q.round !== round) {
-            q.round = round;
-            const fresh = q.ask(ctx);
-            q.changed = !sameAnswer(fresh, q.answer);
-            q.answer = fresh;
-            asked++;
-          }
-          if (q.changed) hit = true;
+    for (const group of this.records.keys())
+      if (group !== SHARED_GROUP && !live(group)) this.records.delete(group);
+    for (const [group, types] of this.records) {
+      if (group === SHARED_GROUP) continue;
+      let hit = false;
+      for (const entries of types.values())
+        for (const reads of entries.values()) {
+          asked += evaluate(reads, round, ctx);
+          if (reads.hit) hit = true;
         }
-      }
       if (hit) affected.add(group);
     }
+    // A shared entry no live group holds any more is forgotten (and its set not carried over).
+    for (const entries of this.records.get(SHARED_GROUP)?.values() ?? [])
+      for (const [subscription, reads] of entries) if (reads.checked !== round) entries.delete(subscription);
     this.live = this.questions.prune(round);
-    this.dirty = new Set();
     return { affected, asked };
+  }
+
+  /**
+   * Whether the set of (group, type, subscription) generated before the last check is
+   * still valid: that check found none of its answers changed. An entry
+   * recorded since, or never, is not.
+   */
+  carries(group: string, typeUrl: string, subscription: string): boolean {
+    const reads = this.records.get(group)?.get(typeUrl)?.get(subscription);
+    return reads !== undefined && reads.checked === this.round && !reads.hit;
   }
 
   /** Questions some live record listed at the last check (tests). */

@@ -1,6 +1,6 @@
 import type { ProxyContext } from '../../catalog/types.js';
 import type { GenerationContext, Resource } from '../../envoy/types.js';
-import type { DependencyTracker } from './deps.js';
+import { type DependencyTracker, SHARED_GROUP } from './deps.js';
 import type { EncodedResource, ResourceInterner } from './encoded.js';
 import { contentVersion } from './version.js';
 
@@ -37,8 +37,13 @@ export interface GeneratedSet {
  * with the previous set itself, so its version hash is not computed again.
  *
  * With a DependencyTracker, every generation runs on a recording context and
- * its reads are recorded per group, and `carryOver` moves the sets of groups a
+ * its reads are recorded per group and entry, and `carryOver` moves the sets a
  * check found unaffected to the new version without generating them again.
+ *
+ * A type whose generator does not look at the proxy (`shared`, EDS) is cached
+ * per subscription alone: every group with the same subscription (in
+ * permissive mode, every proxy) shares one generation and one set, recorded
+ * once under SHARED_GROUP and linked into each group's record.
  */
 export class GenerationCache {
   private entries = new SetTable();
@@ -63,13 +68,18 @@ export class GenerationCache {
     this.secretTypes = new Set(secretDependentTypes);
   }
 
-  /** `generate` must build from the context it is given (a recording one when tracking). */
+  /**
+   * `generate` must build from the context it is given (a recording one when
+   * tracking). `shared`: its output depends on the context and the
+   * subscription only, never on the proxy (ResourceGenerator.shared).
+   */
   get(
     typeUrl: string,
     proxy: ProxyContext,
     ctx: GenerationContext,
     subscription: Subscription,
     generate: (ctx: GenerationContext) => Resource[],
+    shared = false,
   ): GeneratedSet {
     this.advance(ctx);
     let entries = this.entries;
@@ -78,27 +88,30 @@ export class GenerationCache {
       // A source without a version cannot say when its output moves: rebuild every time.
       if (ctx.secrets.version === undefined)
         return this.build(
-          this.run(typeUrl, proxy, ctx, subscription, generate),
+          this.run(typeUrl, proxy.groupKey, ctx, subscription, generate),
           subscription.names,
           undefined,
         );
       entries = this.secretEntries;
       previous = this.previousSecretEntries;
     }
-    const group = `${typeUrl} ${proxy.groupKey}`;
-    const cached = entries.get(group, subscription.key);
-    if (cached) {
+    const groupKey = shared && !this.secretTypes.has(typeUrl) ? SHARED_GROUP : proxy.groupKey;
+    const group = `${typeUrl} ${groupKey}`;
+    let set = entries.get(group, subscription.key);
+    if (set) {
       this.hits++;
-      return cached;
+    } else {
+      this.misses++;
+      set = this.build(
+        this.run(typeUrl, groupKey, ctx, subscription, generate),
+        subscription.names,
+        previous.get(group, subscription.key),
+      );
+      entries.set(group, subscription.key, set, groupKey, typeUrl);
     }
-    this.misses++;
-    const built = this.build(
-      this.run(typeUrl, proxy, ctx, subscription, generate),
-      subscription.names,
-      previous.get(group, subscription.key),
-    );
-    entries.set(group, subscription.key, built, proxy.groupKey);
-    return built;
+    // The proxy's group holds the shared set now: a change it read affects the group.
+    if (groupKey === SHARED_GROUP) this.tracker?.share(proxy.groupKey, typeUrl, subscription.key);
+    return set;
   }
 
   /**
@@ -107,7 +120,10 @@ export class GenerationCache {
    * dependency check found that nothing they were generated from changed.
    * Returns how many sets were carried over.
    */
-  carryOver(ctx: GenerationContext, unaffected: (groupKey: string) => boolean): number {
+  carryOver(
+    ctx: GenerationContext,
+    unaffected: (groupKey: string, typeUrl: string, subscription: string) => boolean,
+  ): number {
     this.advance(ctx);
     // A lookup between two checks may have started a table already: the sets
     // valid at the last check are then two tables back.
@@ -145,7 +161,7 @@ export class GenerationCache {
   /** Runs the generator, on a recording context when tracking dependencies. */
   private run(
     typeUrl: string,
-    proxy: ProxyContext,
+    groupKey: string,
     ctx: GenerationContext,
     subscription: Subscription,
     generate: (ctx: GenerationContext) => Resource[],
@@ -159,14 +175,14 @@ export class GenerationCache {
     } catch (e) {
       // The stream keeps its last configuration; retry the group on every round until it generates.
       recording.volatile = true;
-      tracker.record(proxy.groupKey, `${typeUrl}\n${subscription.key}`, recording);
+      tracker.record(groupKey, typeUrl, subscription.key, recording);
       throw e;
     }
     // Output built from nothing the recording saw was built from something it
     // cannot watch (a callback that ignored the context it was given): always
     // affected, never carried over.
     if (recording.questions.length === 0 && resources.length > 0) recording.volatile = true;
-    tracker.record(proxy.groupKey, `${typeUrl}\n${subscription.key}`, recording);
+    tracker.record(groupKey, typeUrl, subscription.key, recording);
     return resources;
   }
 
@@ -205,31 +221,34 @@ export class GenerationCache {
  * freshly concatenated key.
  */
 class SetTable {
-  private readonly byGroup = new Map<string, { groupKey: string; sets: Map<string, GeneratedSet> }>();
+  private readonly byGroup = new Map<
+    string,
+    { groupKey: string; typeUrl: string; sets: Map<string, GeneratedSet> }
+  >();
   size = 0;
 
   get(group: string, subscription: string): GeneratedSet | undefined {
     return this.byGroup.get(group)?.sets.get(subscription);
   }
 
-  set(group: string, subscription: string, set: GeneratedSet, groupKey: string): void {
+  set(group: string, subscription: string, set: GeneratedSet, groupKey: string, typeUrl: string): void {
     let entry = this.byGroup.get(group);
     if (entry === undefined) {
-      entry = { groupKey, sets: new Map() };
+      entry = { groupKey, typeUrl, sets: new Map() };
       this.byGroup.set(group, entry);
     }
     if (!entry.sets.has(subscription)) this.size++;
     entry.sets.set(subscription, set);
   }
 
-  /** Copies the sets of `from` whose proxy group `keep` approves and that this table lacks. */
-  adopt(from: SetTable, keep: (groupKey: string) => boolean): number {
+  /** Copies the sets of `from` that `keep` approves and that this table lacks. */
+  adopt(from: SetTable, keep: (groupKey: string, typeUrl: string, subscription: string) => boolean): number {
     let n = 0;
     for (const [group, entry] of from.byGroup) {
-      if (!keep(entry.groupKey)) continue;
       for (const [subscription, set] of entry.sets) {
+        if (!keep(entry.groupKey, entry.typeUrl, subscription)) continue;
         if (this.get(group, subscription) !== undefined) continue;
-        this.set(group, subscription, set, entry.groupKey);
+        this.set(group, subscription, set, entry.groupKey, entry.typeUrl);
         n++;
       }
     }

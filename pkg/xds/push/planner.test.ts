@@ -63,11 +63,16 @@ class MeshSource implements ProxyConfigSource {
   readonly tracker = new DependencyTracker();
   /** Generator runs per service account (the groups of the test mesh are one per account). */
   readonly generated = new Map<string, number>();
+  /** Generator runs per type URL. */
+  readonly generatedTypes = new Map<string, number>();
   /** Push triggers per service account. */
   readonly pushes = new Map<string, number>();
   readonly generators: ReadonlyMap<string, ResourceGenerator>;
   readonly planner: PushPlanner<ProxyGroup>;
-  carryOver: (ctx: GenerationContext, unaffected: (g: string) => boolean) => void = () => {};
+  carryOver: (
+    ctx: GenerationContext,
+    unaffected: (g: string, typeUrl: string, sub: string) => boolean,
+  ) => void = () => {};
   private readonly identities = new Map<string, ProxyIdentity>();
   private view: MeshView | undefined;
   private readonly stopPublishing: () => void;
@@ -77,8 +82,10 @@ class MeshSource implements ProxyConfigSource {
     for (const [typeUrl, g] of meshGenerators()) {
       counted.set(typeUrl, {
         typeUrl: g.typeUrl,
+        ...(g.shared ? { shared: true } : {}),
         generate: (proxy, ctx, requested) => {
           bump(this.generated, proxy.identity.serviceAccount);
+          bump(this.generatedTypes, typeUrl);
           return g.generate(proxy, ctx, requested);
         },
       });
@@ -243,10 +250,12 @@ describe('targeted pushes (PushPlanner + DependencyTracker)', () => {
     expecting: readonly PodName[] = [],
   ): Promise<{
     generated: Map<string, number>;
+    types: Map<string, number>;
     pushed: Map<string, number>;
     got: Map<PodName, ReceivedResponse[]>;
   }> {
     const gen0 = new Map(source.generated);
+    const types0 = new Map(source.generatedTypes);
     const push0 = new Map(source.pushes);
     act();
     const got = new Map<PodName, ReceivedResponse[]>();
@@ -260,7 +269,12 @@ describe('targeted pushes (PushPlanner + DependencyTracker)', () => {
       for (const [k, v] of now) if (v !== (then.get(k) ?? 0)) out.set(k, v - (then.get(k) ?? 0));
       return out;
     };
-    return { generated: diff(source.generated, gen0), pushed: diff(source.pushes, push0), got };
+    return {
+      generated: diff(source.generated, gen0),
+      types: diff(source.generatedTypes, types0),
+      pushed: diff(source.pushes, push0),
+      got,
+    };
   }
 
   it('converged: every proxy holds CDS, LDS and what they reference', () => {
@@ -272,7 +286,7 @@ describe('targeted pushes (PushPlanner + DependencyTracker)', () => {
   });
 
   it('an endpoint change pushes only the callers of that service; nobody else is pushed or generated for', async () => {
-    const { generated, pushed, got } = await during(() => {
+    const { generated, types, pushed, got } = await during(() => {
       source.store.upsert(
         endpointSlice('bookwarehouse', 'mysql', 'mysql-extra', [{ ip: '10.244.2.99' }], [{ port: 3306 }]),
       );
@@ -283,6 +297,8 @@ describe('targeted pushes (PushPlanner + DependencyTracker)', () => {
     assert.match(JSON.stringify(eds.messages), /10\.244\.2\.99/);
     assert.deepEqual([...pushed.keys()], ['bookwarehouse'], 'only the caller is pushed');
     assert.deepEqual([...generated.keys()], ['bookwarehouse'], 'only the caller is generated for');
+    // Its clusters, listeners, routes and secrets read nothing that changed: carried over.
+    assert.deepEqual([...types], [[TypeUrl.ClusterLoadAssignment, 1]], 'only its EDS, once');
     for (const name of ['bookbuyer-1', 'bookthief-1', 'bookstore-v1-1', 'mysql-1'] as const)
       assert.deepEqual(got.get(name), [], `${name} received nothing`);
   });
@@ -301,7 +317,7 @@ describe('targeted pushes (PushPlanner + DependencyTracker)', () => {
   });
 
   it('a TrafficSplit weight change pushes the callers of the apex only', async () => {
-    const { pushed, generated, got } = await during(() => {
+    const { pushed, generated, types, got } = await during(() => {
       source.store.upsert(
         trafficSplit('bookstore', 'bookstore-split', 'bookstore', [
           { service: 'bookstore-v1', weight: 50 },
@@ -311,6 +327,9 @@ describe('targeted pushes (PushPlanner + DependencyTracker)', () => {
     }, ['bookbuyer-1']);
     assert.deepEqual([...pushed.keys()], ['bookbuyer']);
     assert.deepEqual([...generated.keys()], ['bookbuyer']);
+    // The weights live in the routes; the clusters stay the same set (common/outbound.ts).
+    assert.ok(types.has(TypeUrl.RouteConfiguration));
+    assert.ok(!types.has(TypeUrl.Cluster), `no CDS generation: ${[...types.keys()].join(', ')}`);
     const rds = got.get('bookbuyer-1')?.find((r) => r.typeUrl === TypeUrl.RouteConfiguration);
     assert.ok(rds, 'bookbuyer got new routes');
     assert.match(JSON.stringify(rds.messages), /"weight":\{"value":50\}/);

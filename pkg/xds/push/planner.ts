@@ -29,8 +29,11 @@ export interface PushPlannerOptions<M extends Membership> {
    * group, nothing to recompute"; a new object with the same key is fine too.
    */
   membership(identity: ProxyIdentity, mesh: MeshView, previous: M | undefined): M;
-  /** Keeps the cached sets of unaffected groups across the change (GenerationCache.carryOver). */
-  carryOver(ctx: GenerationContext, unaffected: (groupKey: string) => boolean): void;
+  /** Keeps the cached sets the check found unaffected across the change (GenerationCache.carryOver). */
+  carryOver(
+    ctx: GenerationContext,
+    unaffected: (groupKey: string, typeUrl: string, subscription: string) => boolean,
+  ): void;
   /** At most one round per interval (default 100 ms); nothing is ever dropped (Coalescer). */
   minIntervalMs?: number;
   logger: Logger;
@@ -165,7 +168,8 @@ export class PushPlanner<M extends Membership = Membership> {
       affectedGroups++;
       for (const t of members) due.add(t);
     }
-    this.opts.carryOver(ctx, (g) => !affected.has(g) && tracker.has(g));
+    // Per entry: an affected group regenerates only the sets that read a changed answer.
+    this.opts.carryOver(ctx, (g, typeUrl, sub) => tracker.carries(g, typeUrl, sub));
     const pushed = sweep ? [...this.targets.values()] : [...due];
     for (const t of pushed) {
       try {

@@ -142,6 +142,7 @@ export class RestXds {
       ctx,
       { names, key: subscriptionKey(names) },
       (given?: GenerationContext) => generator.generate(proxy, given ?? ctx, names),
+      generator.shared,
     );
     if (req.versionInfo !== '' && req.versionInfo === set.version)
       return { status: 304, version: set.version };

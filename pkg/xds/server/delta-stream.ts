@@ -313,14 +313,20 @@ export class DeltaAdsStream {
             ctx,
             { names: undefined, key: subscriptionKey(undefined) },
             (c) => generator.generate(proxy, c, undefined),
+            generator.shared,
           ),
         );
       // Names subscribed next to a wildcard may lie outside what the wildcard yields.
       if (st.names.size > 0) {
         const names = st.names;
         sets.push(
-          this.opts.cache.get(st.typeUrl, proxy, ctx, { names, key: st.key }, (c) =>
-            generator.generate(proxy, c, names),
+          this.opts.cache.get(
+            st.typeUrl,
+            proxy,
+            ctx,
+            { names, key: st.key },
+            (c) => generator.generate(proxy, c, names),
+            generator.shared,
           ),
         );
       }

@@ -156,11 +156,11 @@ describe('the secret matrix: a proxy gets only its own identity’s secrets, how
     assert.deepEqual(refused.sort(), expectRefusals(2));
   });
 
-  it('names that depend on policy are not refusals: a service it may call gives its validation context (no key)', async () => {
+  it('the outbound trust bundle is not a refusal: served with the CA alone (no key)', async () => {
     refused.length = 0;
     const c = await f.client(buyer.identity.cn);
     try {
-      const outbound = 'root-cert-for-mtls-outbound:bookstore/bookstore-v1';
+      const outbound = 'root-cert-for-mtls-outbound';
       c.send({
         typeUrl: TypeUrl.Secret,
         node: { id: buyer.identity.cn, cluster: 'x' },

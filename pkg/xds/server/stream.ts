@@ -214,8 +214,13 @@ export class AdsStream {
     const requested = st.wildcard ? undefined : st.names;
     let set: ReturnType<GenerationCache['get']>;
     try {
-      set = this.opts.cache.get(st.typeUrl, proxy, ctx, { names: requested, key: st.key }, (c) =>
-        generator.generate(proxy, c, requested),
+      set = this.opts.cache.get(
+        st.typeUrl,
+        proxy,
+        ctx,
+        { names: requested, key: st.key },
+        (c) => generator.generate(proxy, c, requested),
+        generator.shared,
       );
     } catch (e) {
       this.log.error({ err: e, typeUrl: st.typeUrl }, 'generation failed; keeping the last configuration');
