@@ -27,6 +27,12 @@ export interface ControllerLaunch {
   minPushInterval?: string;
   /** When set, the controller runs under `node --cpu-prof` writing here (on a clean exit only). */
   cpuProfDir?: string;
+  /** Node flags before the script (test/memory's probe: `--import` its hook, heap sizes). */
+  nodeArgs?: string[];
+  /** Another build's dist directory (default: this one's, or SKEIN_BENCH_CONTROLLER_DIST). */
+  dist?: string;
+  /** More environment for the controller process. */
+  env?: NodeJS.ProcessEnv;
 }
 
 function readyz(port: number): Promise<number> {
@@ -75,14 +81,15 @@ export class ControllerProcess {
       'warn',
       ...(launch.minPushInterval ? ['--min-push-interval', launch.minPushInterval] : []),
     ];
-    const proc = launch.cpuProfDir
-      ? spawnNode('controller', '--cpu-prof', [
-          '--cpu-prof-dir',
-          launch.cpuProfDir,
-          CONTROLLER_SCRIPT,
-          ...args,
-        ])
-      : spawnNode('controller', CONTROLLER_SCRIPT, args);
+    const script = launch.dist
+      ? path.join(launch.dist, 'cmd', 'skein-controller', 'main.js')
+      : CONTROLLER_SCRIPT;
+    const nodeArgs = [
+      ...(launch.cpuProfDir ? ['--cpu-prof', '--cpu-prof-dir', launch.cpuProfDir] : []),
+      ...(launch.nodeArgs ?? []),
+    ];
+    const [first, ...rest] = [...nodeArgs, script, ...args];
+    const proc = spawnNode('controller', first ?? script, rest, launch.env);
     const c = new ControllerProcess(proc, launch);
     const deadline = Date.now() + timeoutMs;
     for (;;) {
