@@ -14,6 +14,8 @@ export interface BenchOptions {
   /** Idle window after convergence, in ms. */
   idleMs: number;
   cpuProfDir?: string;
+  /** Node flags for the controller process (e.g. heap sizes, to compare against the default). */
+  controllerNodeArgs?: string[];
   /** Skip the SIGKILL/restart phase (needed for a CPU profile of the first controller). */
   skipStorm: boolean;
   /** Skip the idle window around the one-minute ticker. */
@@ -46,6 +48,7 @@ Usage: node dist/test/bench/main.js [flags]   (or: make bench BENCH_ARGS="...")
   --min-push-interval DUR  passed to the controller (default: its own, 100ms)
   --quiet-ms MS            fleet (and controller CPU) silence that ends a change measurement (default 300)
   --idle-ms MS             idle window after convergence (default 5000)
+  --controller-node-args A  Node flags for the controller, space-separated (e.g. "--max-semi-space-size=2")
   --cpu-prof DIR           run the controller and the fleet workers under node --cpu-prof, profiles in DIR
   --skip-storm             skip the kill/restart phase (a SIGKILLed controller writes no profile)
   --skip-tick              skip the idle window around the controller's one-minute resync ticker
@@ -130,6 +133,7 @@ export function parseBenchArgs(argv: string[]): BenchOptions | 'help' {
       ...COMMON_BENCH_FLAGS,
       'min-push-interval': { type: 'string' },
       'cpu-prof': { type: 'string' },
+      'controller-node-args': { type: 'string' },
       'skip-tick': { type: 'boolean' },
       keep: { type: 'boolean' },
       delta: { type: 'boolean' },
@@ -167,5 +171,7 @@ export function parseBenchArgs(argv: string[]): BenchOptions | 'help' {
   if (v.json !== undefined) opts.json = v.json;
   if (v['min-push-interval'] !== undefined) opts.minPushInterval = v['min-push-interval'];
   if (v['cpu-prof'] !== undefined) opts.cpuProfDir = v['cpu-prof'];
+  const nodeArgs = v['controller-node-args']?.split(' ').filter((a) => a !== '');
+  if (nodeArgs?.length) opts.controllerNodeArgs = nodeArgs;
   return opts;
 }

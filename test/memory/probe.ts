@@ -30,6 +30,7 @@ Usage: node dist/test/memory/probe.js [flags]
   --mode local|kube     local manifests, or a real API server (default local)
   --variant SPEC        a build and Node flags to measure, repeatable; SPEC is
                         name=<label>[,dist=<dir>][,flags=<node flags separated by spaces>]
+                        [,env=<NAME=value separated by spaces>]
                         (default: this build, no flags)
   --repeat R            runs of each variant per size, taking turns (default 2)
   --settle-ms MS        wait after /readyz before reading (default 1000 local, 2000 kube)
@@ -44,6 +45,7 @@ interface Variant {
   name: string;
   dist?: string;
   flags: string[];
+  env: Record<string, string>;
 }
 
 export interface Sample {
@@ -66,14 +68,17 @@ export interface Sample {
 }
 
 function parseVariant(spec: string): Variant {
-  const v: Variant = { name: '', flags: [] };
-  for (const part of spec.split(/,(?=name=|dist=|flags=)/)) {
+  const v: Variant = { name: '', flags: [], env: {} };
+  for (const part of spec.split(/,(?=name=|dist=|flags=|env=)/)) {
     const eq = part.indexOf('=');
     const key = part.slice(0, eq);
     const value = part.slice(eq + 1);
     if (key === 'name') v.name = value;
     else if (key === 'dist') v.dist = path.resolve(value);
     else if (key === 'flags') v.flags = value.split(' ').filter((f) => f !== '');
+    else if (key === 'env')
+      for (const pair of value.split(' ').filter((p) => p.includes('=')))
+        v.env[pair.slice(0, pair.indexOf('='))] = pair.slice(pair.indexOf('=') + 1);
     else throw new Error(`--variant: unknown key in ${JSON.stringify(spec)}`);
   }
   if (!v.name) throw new Error(`--variant: ${JSON.stringify(spec)} has no name=`);
@@ -104,7 +109,7 @@ async function measureOnce(
       httpPort,
       nodeArgs: [...variant.flags, '--import', HOOK],
       ...(variant.dist ? { dist: variant.dist } : {}),
-      env: { SKEIN_MEMORY_PROBE_OUT: statsFile },
+      env: { ...variant.env, SKEIN_MEMORY_PROBE_OUT: statsFile },
     },
     120_000,
   );
