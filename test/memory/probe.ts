@@ -62,7 +62,10 @@ export interface Sample {
   heapCommittedMB: number;
   heapUsedMB: number;
   heapLiveAfterGcMB: number;
+  heapCommittedAfterGcMB: number;
   newSpaceCommittedMB: number;
+  /** Memory V8 accounts outside its heap (Buffers, ArrayBuffers), after the GC. */
+  externalMB: number;
   /** 1-minute load average when read. */
   load1: number;
 }
@@ -130,6 +133,9 @@ async function measureOnce(
       }
     }
     if (!heap) throw new Error('the memory hook wrote nothing (was --import honoured?)');
+    // V8 unmaps freed pages from a background task: give it a moment.
+    await sleep(500);
+    const rssAfterGc = c.rss();
     return {
       variant: variant.name,
       mode,
@@ -137,13 +143,15 @@ async function measureOnce(
       readyMs,
       cpuToReadyS: Math.round(cpuToReadyS * 100) / 100,
       rssMB: r1(rss / MB),
-      rssAfterGcMB: r1(c.rss() / MB),
+      rssAfterGcMB: r1(rssAfterGc / MB),
       nodeBinaryMB: r1(parts?.nodeBinaryMB ?? Number.NaN),
       otherFilesMB: r1(parts?.otherFilesMB ?? Number.NaN),
       anonymousMB: r1(parts?.anonymousMB ?? Number.NaN),
       heapCommittedMB: r1(heap.before.heapTotalMB),
       heapUsedMB: r1(heap.before.heapUsedMB),
       heapLiveAfterGcMB: r1(heap.after.heapUsedMB),
+      heapCommittedAfterGcMB: r1(heap.after.heapTotalMB),
+      externalMB: r1(heap.after.externalMB),
       newSpaceCommittedMB: r1(heap.before.spaces['new_space']?.committedMB ?? Number.NaN),
       load1: r1(loadavg()[0] ?? 0),
     };
@@ -154,6 +162,7 @@ async function measureOnce(
 }
 
 interface HeapFigures {
+  externalMB: number;
   heapTotalMB: number;
   heapUsedMB: number;
   spaces: Record<string, { committedMB: number }>;
@@ -170,7 +179,9 @@ const COLUMNS: [keyof Sample, string][] = [
   ['heapCommittedMB', 'heap committed'],
   ['heapUsedMB', 'heap used'],
   ['heapLiveAfterGcMB', 'live after GC'],
+  ['heapCommittedAfterGcMB', 'committed after GC'],
   ['newSpaceCommittedMB', 'new space'],
+  ['externalMB', 'external'],
   ['cpuToReadyS', 'CPU to ready (s)'],
   ['readyMs', 'ready (ms)'],
   ['load1', 'load'],
