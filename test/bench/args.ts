@@ -14,7 +14,7 @@ export interface BenchOptions {
   /** Idle window after convergence, in ms. */
   idleMs: number;
   cpuProfDir?: string;
-  /** Node flags for the controller process (e.g. heap sizes, to compare against the default). */
+  /** Node flags for the controller process instead of the shipped ones (heap sizes, to compare). */
   controllerNodeArgs?: string[];
   /** Skip the SIGKILL/restart phase (needed for a CPU profile of the first controller). */
   skipStorm: boolean;
@@ -48,7 +48,8 @@ Usage: node dist/test/bench/main.js [flags]   (or: make bench BENCH_ARGS="...")
   --min-push-interval DUR  passed to the controller (default: its own, 100ms)
   --quiet-ms MS            fleet (and controller CPU) silence that ends a change measurement (default 300)
   --idle-ms MS             idle window after convergence (default 5000)
-  --controller-node-args A  Node flags for the controller, space-separated (e.g. "--max-semi-space-size=2")
+  --controller-node-args=A Node flags for the controller instead of the shipped ones
+                           (pkg/controller/node-flags.ts), space-separated; "=" then empty for none
   --cpu-prof DIR           run the controller and the fleet workers under node --cpu-prof, profiles in DIR
   --skip-storm             skip the kill/restart phase (a SIGKILLed controller writes no profile)
   --skip-tick              skip the idle window around the controller's one-minute resync ticker
@@ -172,6 +173,6 @@ export function parseBenchArgs(argv: string[]): BenchOptions | 'help' {
   if (v['min-push-interval'] !== undefined) opts.minPushInterval = v['min-push-interval'];
   if (v['cpu-prof'] !== undefined) opts.cpuProfDir = v['cpu-prof'];
   const nodeArgs = v['controller-node-args']?.split(' ').filter((a) => a !== '');
-  if (nodeArgs?.length) opts.controllerNodeArgs = nodeArgs;
+  if (nodeArgs) opts.controllerNodeArgs = nodeArgs;
   return opts;
 }

@@ -3,6 +3,7 @@
 import { request } from 'node:http';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { CONTROLLER_NODE_FLAGS } from '../../pkg/controller/node-flags.js';
 import { type JsonLineProcess, sleep, spawnNode } from '../support/processes.js';
 import { cpuSeconds, rssBytes } from './proc.js';
 
@@ -27,8 +28,8 @@ export interface ControllerLaunch {
   minPushInterval?: string;
   /** When set, the controller runs under `node --cpu-prof` writing here (on a clean exit only). */
   cpuProfDir?: string;
-  /** Node flags before the script (test/memory's probe: `--import` its hook, heap sizes). */
-  nodeArgs?: string[];
+  /** Node flags before the script, instead of the shipped CONTROLLER_NODE_FLAGS (test/memory's probe, heap sizes). */
+  nodeArgs?: readonly string[];
   /** Another build's dist directory (default: this one's, or SKEIN_BENCH_CONTROLLER_DIST). */
   dist?: string;
   /** More environment for the controller process. */
@@ -86,7 +87,7 @@ export class ControllerProcess {
       : CONTROLLER_SCRIPT;
     const nodeArgs = [
       ...(launch.cpuProfDir ? ['--cpu-prof', '--cpu-prof-dir', launch.cpuProfDir] : []),
-      ...(launch.nodeArgs ?? []),
+      ...(launch.nodeArgs ?? CONTROLLER_NODE_FLAGS),
     ];
     const [first, ...rest] = [...nodeArgs, script, ...args];
     const proc = spawnNode('controller', first ?? script, rest, launch.env);

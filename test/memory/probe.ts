@@ -12,6 +12,7 @@ import { loadavg, tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
+import { CONTROLLER_NODE_FLAGS } from '../../pkg/controller/node-flags.js';
 import { LABEL_PROXY_UUID } from '../../pkg/mesh/constants.js';
 import { KubeClient } from '../../pkg/registry/kube/client.js';
 import { ControllerProcess } from '../bench/controller.js';
@@ -30,6 +31,7 @@ Usage: node dist/test/memory/probe.js [flags]
   --mode local|kube     local manifests, or a real API server (default local)
   --variant SPEC        a build and Node flags to measure, repeatable; SPEC is
                         name=<label>[,dist=<dir>][,flags=<node flags separated by spaces>]
+                        (default flags: the shipped ones, pkg/controller/node-flags.ts)
                         [,env=<NAME=value separated by spaces>]
                         (default: this build, no flags)
   --repeat R            runs of each variant per size, taking turns (default 2)
@@ -44,7 +46,8 @@ const MB = 1024 * 1024;
 interface Variant {
   name: string;
   dist?: string;
-  flags: string[];
+  /** Node flags; the shipped CONTROLLER_NODE_FLAGS unless the spec says `flags=`. */
+  flags: readonly string[];
   env: Record<string, string>;
 }
 
@@ -71,7 +74,7 @@ export interface Sample {
 }
 
 function parseVariant(spec: string): Variant {
-  const v: Variant = { name: '', flags: [], env: {} };
+  const v: Variant = { name: '', flags: CONTROLLER_NODE_FLAGS, env: {} };
   for (const part of spec.split(/,(?=name=|dist=|flags=|env=)/)) {
     const eq = part.indexOf('=');
     const key = part.slice(0, eq);
