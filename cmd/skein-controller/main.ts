@@ -1,4 +1,5 @@
-#!/usr/bin/env node
+#!/usr/bin/env -S node --max-semi-space-size=2
+// The shebang's flag is pkg/controller/node-flags.ts's (also in the image's entrypoint).
 import { Controller } from '../../pkg/controller/controller.js';
 import { CONTROLLER_USAGE, parseControllerArgs, UsageError } from '../../pkg/controller/options.js';
 import { createLogger } from '../../pkg/logger/logger.js';

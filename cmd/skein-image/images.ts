@@ -4,6 +4,7 @@ import { execFile } from 'node:child_process';
 import { mkdir, readFile, rm, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { promisify } from 'node:util';
+import { CONTROLLER_NODE_FLAGS } from '../../pkg/controller/node-flags.js';
 import { DEFAULT_ENVOY_IMAGE } from '../../pkg/controller/options.js';
 import {
   type ArchiveResult,
@@ -221,7 +222,7 @@ export async function controllerImage(ctx: Context): Promise<Built> {
     }),
     {
       user: `${APP_UID}:${APP_UID}`,
-      entrypoint: ['/usr/local/bin/node', '/app/dist/cmd/skein-controller/main.js'],
+      entrypoint: ['/usr/local/bin/node', ...CONTROLLER_NODE_FLAGS, '/app/dist/cmd/skein-controller/main.js'],
       env: [PATH_ENV, 'NODE_ENV=production'],
       workingDir: '/app',
       exposedPorts: CONTROLLER_PORTS.map((p) => `${p}/tcp`),

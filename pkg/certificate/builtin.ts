@@ -1,5 +1,3 @@
-// Must precede '@peculiar/x509': tsyringe checks for Reflect metadata at load time.
-import './reflect-shim.js';
 import {
   createPrivateKey,
   createPublicKey,
@@ -11,8 +9,16 @@ import {
 import { mkdir, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
 import { isIP } from 'node:net';
 import { join } from 'node:path';
-import * as x509 from '@peculiar/x509';
-import { issueEcLeaf, type LeafIssuer, subjectNameDer } from './leaf-der.js';
+import type * as X509 from '@peculiar/x509';
+import {
+  authorityKeyIdExtension,
+  createEcRoot,
+  issueEcLeaf,
+  keyIdOfSpki,
+  type LeafIssuer,
+  subjectKeyIdOf,
+  subjectNameDer,
+} from './leaf-der.js';
 import type { CertificateAuthority, CertificateRequest, IssuedCertificate } from './types.js';
 
 export const DEFAULT_CA_COMMON_NAME = 'skein-ca';
@@ -94,6 +100,17 @@ function pkcs8Pem(key: webcrypto.CryptoKey): string {
 }
 
 /** RFC 5280 §4.1.2.2: a positive serial of at most 20 octets; 128 random bits, top bit clear. */
+/**
+ * @peculiar/x509 for roots that are not ECDSA P-256 (the general path of issue()),
+ * imported on first use: with its ASN.1 schemas it costs ~9 MB of RSS, and the
+ * default root never needs it (leaf-der.ts).
+ */
+async function loadX509(): Promise<typeof X509> {
+  // Must precede '@peculiar/x509': tsyringe checks for Reflect metadata at load time.
+  await import('./reflect-shim.js');
+  return import('@peculiar/x509');
+}
+
 function randomSerial(): string {
   const bytes = randomBytes(16);
   bytes[0] = (bytes[0] ?? 0) & 0x7f || 0x01;
@@ -137,8 +154,10 @@ export class BuiltinCA implements CertificateAuthority {
   readonly #keyPem: string;
   readonly #signingKey: webcrypto.CryptoKey;
   readonly #profile: SigningProfile;
-  readonly #cert: x509.X509Certificate;
-  readonly #authorityKeyId: x509.AuthorityKeyIdentifierExtension;
+  /** The root's DER. */
+  readonly #certDer: Buffer;
+  /** The root's key id, which every leaf names as its authority key id. */
+  readonly #keyId: Buffer;
   /** The DER fast path's view of this CA; null when the root is not ECDSA P-256 (general path). */
   #leafIssuer: LeafIssuer | null | undefined;
 
@@ -147,17 +166,19 @@ export class BuiltinCA implements CertificateAuthority {
     keyPem: string;
     signingKey: webcrypto.CryptoKey;
     profile: SigningProfile;
-    cert: x509.X509Certificate;
-    authorityKeyId: x509.AuthorityKeyIdentifierExtension;
+    cert: NodeX509Certificate;
+    keyId: Buffer;
   }) {
     this.rootCertPem = args.certPem;
     this.#keyPem = args.keyPem;
     this.#signingKey = args.signingKey;
     this.#profile = args.profile;
-    this.#cert = args.cert;
-    this.#authorityKeyId = args.authorityKeyId;
-    this.commonName = args.cert.subjectName.getField('CN')[0] ?? '';
-    this.notAfter = args.cert.notAfter;
+    this.#certDer = args.cert.raw;
+    this.#keyId = args.keyId;
+    // node:crypto writes the subject one attribute per line: "CN=skein-ca\nO=skein".
+    const cn = args.cert.subject.split('\n').find((line) => line.startsWith('CN='));
+    this.commonName = cn?.slice(3) ?? '';
+    this.notAfter = new Date(args.cert.validTo);
   }
 
   /** What every peer trusts. One root for now; a CA rotation would append the next root here. */
@@ -175,28 +196,16 @@ export class BuiltinCA implements CertificateAuthority {
     const commonName = opts.commonName ?? DEFAULT_CA_COMMON_NAME;
     const validityMs = opts.validityMs ?? DEFAULT_ROOT_VALIDITY_MS;
     if (!(validityMs > 0)) throw new RangeError(`CA validity must be positive, got ${validityMs}`);
-    const keys = await crypto.subtle.generateKey(LEAF_KEY_ALGORITHM, true, ['sign', 'verify']);
     const now = Date.now();
-    const cert = await x509.X509CertificateGenerator.createSelfSigned(
-      {
-        serialNumber: randomSerial(),
-        name: [{ CN: [commonName] }, { O: ['skein'] }],
-        notBefore: new Date(now - CLOCK_SKEW_MS),
-        notAfter: new Date(now + validityMs),
-        keys,
-        signingAlgorithm: { name: 'ECDSA', hash: 'SHA-256' } satisfies webcrypto.EcdsaParams,
-        extensions: [
-          new x509.BasicConstraintsExtension(true, undefined, true),
-          new x509.KeyUsagesExtension(
-            x509.KeyUsageFlags.keyCertSign | x509.KeyUsageFlags.cRLSign | x509.KeyUsageFlags.digitalSignature,
-            true,
-          ),
-          await x509.SubjectKeyIdentifierExtension.create(keys.publicKey, false, crypto),
-        ],
-      },
-      crypto,
-    );
-    return BuiltinCA.#load(cert.toString('pem'), pkcs8Pem(keys.privateKey), false);
+    const { certPem, keyPem } = await createEcRoot({
+      serialHex: randomSerial(),
+      commonName,
+      organization: 'skein',
+      // X.509 times have one-second precision.
+      notBefore: new Date(Math.floor((now - CLOCK_SKEW_MS) / 1000) * 1000),
+      notAfter: new Date(Math.floor((now + validityMs) / 1000) * 1000),
+    });
+    return BuiltinCA.#load(certPem, keyPem, false);
   }
 
   /**
@@ -234,20 +243,16 @@ export class BuiltinCA implements CertificateAuthority {
     const signingKey = await crypto.subtle.importKey('pkcs8', pkcs8, profile.importAlgorithm, false, [
       'sign',
     ]);
-    const cert = new x509.X509Certificate(nodeCert.raw);
-    // Reuse the root's own key id so chains link the way the root announces itself.
-    const ski = cert.getExtension(x509.SubjectKeyIdentifierExtension);
-    const authorityKeyId =
-      ski !== null
-        ? new x509.AuthorityKeyIdentifierExtension(ski.keyId, false)
-        : await x509.AuthorityKeyIdentifierExtension.create(cert.publicKey, false, crypto);
+    // Reuse the root's own key id so chains link the way the root announces itself;
+    // a root without one gets the RFC 5280 §4.2.1.2 method 1 id of its key.
+    const keyId = subjectKeyIdOf(nodeCert.raw) ?? keyIdOfSpki(spkiDer(nodeCert.publicKey));
     return new BuiltinCA({
       certPem: nodeCert.toString(),
       keyPem: String(keyObject.export({ type: 'pkcs8', format: 'pem' })),
       signingKey,
       profile,
-      cert,
-      authorityKeyId,
+      cert: nodeCert,
+      keyId,
     });
   }
 
@@ -300,9 +305,6 @@ export class BuiltinCA implements CertificateAuthority {
       if (isIP(ip) === 0) throw new Error(`invalid IP SAN ${JSON.stringify(ip)}`);
     }
     const usage = req.usage ?? 'both';
-    const extKeyUsages: string[] = [];
-    if (usage !== 'client') extKeyUsages.push(x509.ExtendedKeyUsage.serverAuth);
-    if (usage !== 'server') extKeyUsages.push(x509.ExtendedKeyUsage.clientAuth);
 
     const now = Date.now();
     // X.509 times have one-second precision: round up so the leaf lives at least validityMs,
@@ -338,13 +340,17 @@ export class BuiltinCA implements CertificateAuthority {
         ipSans: [...ipSans],
       };
     }
+    const x509 = await loadX509();
+    const extKeyUsages: string[] = [];
+    if (usage !== 'client') extKeyUsages.push(x509.ExtendedKeyUsage.serverAuth);
+    if (usage !== 'server') extKeyUsages.push(x509.ExtendedKeyUsage.clientAuth);
     const keys = await crypto.subtle.generateKey(LEAF_KEY_ALGORITHM, true, ['sign', 'verify']);
-    const names: x509.JsonGeneralName[] = [
-      ...dnsSans.map((value): x509.JsonGeneralName => ({ type: 'dns', value })),
-      ...ipSans.map((value): x509.JsonGeneralName => ({ type: 'ip', value })),
-      ...uriSans.map((value): x509.JsonGeneralName => ({ type: 'url', value })),
+    const names: X509.JsonGeneralName[] = [
+      ...dnsSans.map((value): X509.JsonGeneralName => ({ type: 'dns', value })),
+      ...ipSans.map((value): X509.JsonGeneralName => ({ type: 'ip', value })),
+      ...uriSans.map((value): X509.JsonGeneralName => ({ type: 'url', value })),
     ];
-    const extensions: x509.Extension[] = [
+    const extensions: X509.Extension[] = [
       new x509.BasicConstraintsExtension(false, undefined, true),
       // keyEncipherment is meaningless for EC keys but harmless; Go/OSM-issued certs carry it too.
       new x509.KeyUsagesExtension(
@@ -353,7 +359,7 @@ export class BuiltinCA implements CertificateAuthority {
       ),
       new x509.ExtendedKeyUsageExtension(extKeyUsages, false),
       await x509.SubjectKeyIdentifierExtension.create(keys.publicKey, false, crypto),
-      this.#authorityKeyId,
+      new x509.AuthorityKeyIdentifierExtension(this.#keyId.toString('hex'), false),
     ];
     // RFC 5280 §4.2.1.6: an empty SAN extension is invalid, so leave it out when there are no names.
     if (names.length > 0) extensions.push(new x509.SubjectAlternativeNameExtension(names, false));
@@ -362,7 +368,7 @@ export class BuiltinCA implements CertificateAuthority {
       {
         serialNumber: randomSerial(),
         subject: [{ CN: [req.commonName] }],
-        issuer: this.#cert.subjectName,
+        issuer: new x509.X509Certificate(this.#certDer).subjectName,
         notBefore: new Date(now - CLOCK_SKEW_MS),
         notAfter,
         publicKey: keys.publicKey,
@@ -395,8 +401,8 @@ export class BuiltinCA implements CertificateAuthority {
       key.asymmetricKeyType === 'ec' && (curve === 'prime256v1' || curve === 'P-256')
         ? {
             key,
-            nameDer: subjectNameDer(Buffer.from(this.#cert.rawData)),
-            authorityKeyIdDer: Buffer.from(this.#authorityKeyId.rawData),
+            nameDer: subjectNameDer(this.#certDer),
+            authorityKeyIdDer: authorityKeyIdExtension(this.#keyId),
           }
         : null;
     return this.#leafIssuer;

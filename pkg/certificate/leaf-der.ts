@@ -3,7 +3,9 @@
 // written directly in DER (RFC 5280 §4.1) and signed with node:crypto, which
 // costs a tenth of building it through an ASN.1 object model: a controller
 // restart issues one service certificate per identity while every proxy
-// reconnects. Other key types keep the general path in builtin.ts.
+// reconnects. The default root is written the same way, so a controller with
+// a P-256 CA never loads @peculiar/x509 (~9 MB of RSS with its ASN.1 schemas);
+// other key types keep the general path in builtin.ts.
 import { createHash, generateKeyPair, type KeyObject, sign } from 'node:crypto';
 import { isIP } from 'node:net';
 import { promisify } from 'node:util';
@@ -59,7 +61,7 @@ function time(d: Date): Buffer {
   return tlv(0x18, Buffer.from(digits, 'ascii'));
 }
 
-// --- DER reading: just enough to lift the issuer's subject out of its certificate ---
+// --- DER reading: just enough to lift the issuer's subject and key id out of its certificate ---
 
 /** The element at `at`: where its content starts and where it ends. */
 function element(der: Buffer, at: number): { tag: number; start: number; end: number } {
@@ -87,7 +89,48 @@ export function subjectNameDer(certDer: Buffer): Buffer {
   return Buffer.from(certDer.subarray(at, subject.end));
 }
 
-// --- the leaf ---
+/** The TBSCertificate's elements from subjectPublicKeyInfo on (the issuer/subject unique ids and extensions follow). */
+function afterSubject(certDer: Buffer): { at: number; end: number } {
+  const tbs = element(certDer, element(certDer, 0).start);
+  let at = tbs.start;
+  if (certDer[at] === 0xa0) at = element(certDer, at).end;
+  // serialNumber, signature, issuer, validity, subject.
+  for (let i = 0; i < 5; i++) at = element(certDer, at).end;
+  return { at, end: tbs.end };
+}
+
+/** The keyIdentifier of a certificate's SubjectKeyIdentifier extension (RFC 5280 §4.2.1.2), if it has one. */
+export function subjectKeyIdOf(certDer: Buffer): Buffer | undefined {
+  let { at, end } = afterSubject(certDer);
+  at = element(certDer, at).end; // subjectPublicKeyInfo
+  for (; at < end; at = element(certDer, at).end) {
+    const field = element(certDer, at);
+    if (field.tag !== 0xa3) continue; // [3] extensions; [1] and [2] are unique ids
+    const list = element(certDer, field.start);
+    for (let x = list.start; x < list.end; x = element(certDer, x).end) {
+      const ext = element(certDer, x);
+      const id = element(certDer, ext.start);
+      if (!certDer.subarray(ext.start, id.end).equals(EXT_SUBJECT_KEY_ID)) continue;
+      let value = element(certDer, id.end);
+      if (value.tag === 0x01) value = element(certDer, value.end); // the critical flag
+      // extnValue is an OCTET STRING holding the KeyIdentifier, itself an OCTET STRING.
+      const keyId = element(certDer, value.start);
+      return Buffer.from(certDer.subarray(keyId.start, keyId.end));
+    }
+  }
+  return undefined;
+}
+
+/** RFC 5280 §4.2.1.2 method 1: SHA-1 of the subjectPublicKey BIT STRING's bits (after its unused-bits byte). */
+export function keyIdOfSpki(spki: Buffer): Buffer {
+  const spkiSeq = element(spki, 0);
+  const bitString = element(spki, element(spki, spkiSeq.start).end);
+  return createHash('sha1')
+    .update(spki.subarray(bitString.start + 1, bitString.end))
+    .digest();
+}
+
+// --- the certificates ---
 
 const ECDSA_WITH_SHA256 = seq(oid('1.2.840.10045.4.3.2'));
 const EXT_BASIC_CONSTRAINTS = oid('2.5.29.19');
@@ -95,15 +138,34 @@ const EXT_KEY_USAGE = oid('2.5.29.15');
 const EXT_EXT_KEY_USAGE = oid('2.5.29.37');
 const EXT_SUBJECT_KEY_ID = oid('2.5.29.14');
 const EXT_SUBJECT_ALT_NAME = oid('2.5.29.17');
+const EXT_AUTHORITY_KEY_ID = oid('2.5.29.35');
 const OID_COMMON_NAME = oid('2.5.4.3');
+const OID_ORGANIZATION = oid('2.5.4.10');
 const SERVER_AUTH = oid('1.3.6.1.5.5.7.3.1');
 const CLIENT_AUTH = oid('1.3.6.1.5.5.7.3.2');
 // digitalSignature (bit 0) | keyEncipherment (bit 2): 1010 0000, the 5 low bits unused.
 const KEY_USAGE_BITS = tlv(0x03, Buffer.from([0x05, 0xa0]));
+// digitalSignature (bit 0) | keyCertSign (bit 5) | cRLSign (bit 6): 1000 0110, the low bit unused.
+const CA_KEY_USAGE_BITS = tlv(0x03, Buffer.from([0x01, 0x86]));
 
 function extension(id: Buffer, critical: boolean, value: Buffer): Buffer {
   return critical ? seq(id, bool(true), octets(value)) : seq(id, octets(value));
 }
+
+/** The AuthorityKeyIdentifier extension naming `keyId` (RFC 5280 §4.2.1.1), complete DER. */
+export function authorityKeyIdExtension(keyId: Buffer): Buffer {
+  return extension(EXT_AUTHORITY_KEY_ID, false, seq(tlv(0x80, keyId)));
+}
+
+/** Signs a TBSCertificate with an ECDSA P-256 key: the certificate as PEM. */
+function signedPem(tbs: Buffer, key: KeyObject): string {
+  const signature = sign('sha256', tbs, { key, dsaEncoding: 'der' });
+  const cert = seq(tbs, ECDSA_WITH_SHA256, tlv(0x03, Buffer.from([0]), signature));
+  const b64 = cert.toString('base64').replace(/.{64}/g, '$&\n');
+  return `-----BEGIN CERTIFICATE-----\n${b64}${b64.endsWith('\n') ? '' : '\n'}-----END CERTIFICATE-----\n`;
+}
+
+const utf8 = (text: string): Buffer => tlv(0x0c, Buffer.from(text, 'utf8'));
 
 function ipOctets(ip: string): Buffer {
   if (isIP(ip) === 4) return Buffer.from(ip.split('.').map(Number));
@@ -145,12 +207,7 @@ export async function issueEcLeaf(
 ): Promise<{ certPem: string; keyPem: string }> {
   const { publicKey, privateKey } = await generateEcKeyPair('ec', { namedCurve: 'P-256' });
   const spki = publicKey.export({ type: 'spki', format: 'der' });
-  // RFC 5280 §4.2.1.2 method 1: SHA-1 of the subjectPublicKey BIT STRING's bits.
-  const spkiSeq = element(spki, 0);
-  const bitString = element(spki, element(spki, spkiSeq.start).end);
-  const keyId = createHash('sha1')
-    .update(spki.subarray(bitString.start + 1, bitString.end))
-    .digest();
+  const keyId = keyIdOfSpki(spki);
   const usages: Buffer[] = [];
   if (req.serverAuth) usages.push(SERVER_AUTH);
   if (req.clientAuth) usages.push(CLIENT_AUTH);
@@ -174,15 +231,54 @@ export async function issueEcLeaf(
     ECDSA_WITH_SHA256,
     issuer.nameDer,
     seq(time(req.notBefore), time(req.notAfter)),
-    seq(set(seq(OID_COMMON_NAME, tlv(0x0c, Buffer.from(req.commonName, 'utf8'))))),
+    seq(set(seq(OID_COMMON_NAME, utf8(req.commonName)))),
     spki,
     explicit(3, seq(...extensions)),
   );
-  const signature = sign('sha256', tbs, { key: issuer.key, dsaEncoding: 'der' });
-  const cert = seq(tbs, ECDSA_WITH_SHA256, tlv(0x03, Buffer.from([0]), signature));
-  const b64 = cert.toString('base64').replace(/.{64}/g, '$&\n');
   return {
-    certPem: `-----BEGIN CERTIFICATE-----\n${b64}${b64.endsWith('\n') ? '' : '\n'}-----END CERTIFICATE-----\n`,
+    certPem: signedPem(tbs, issuer.key),
+    keyPem: String(privateKey.export({ type: 'pkcs8', format: 'pem' })),
+  };
+}
+
+export interface RootRequest {
+  serialHex: string;
+  commonName: string;
+  organization: string;
+  notBefore: Date;
+  notAfter: Date;
+}
+
+/**
+ * A self-signed ECDSA P-256 root: subject CN and O, CA:true (critical), key usage
+ * keyCertSign, cRLSign and digitalSignature (critical), its subject key id.
+ */
+export async function createEcRoot(req: RootRequest): Promise<{ certPem: string; keyPem: string }> {
+  const { publicKey, privateKey } = await generateEcKeyPair('ec', { namedCurve: 'P-256' });
+  const spki = publicKey.export({ type: 'spki', format: 'der' });
+  const name = seq(
+    set(seq(OID_COMMON_NAME, utf8(req.commonName))),
+    set(seq(OID_ORGANIZATION, utf8(req.organization))),
+  );
+  const tbs = seq(
+    explicit(0, tlv(0x02, Buffer.from([2]))), // v3
+    positiveInteger(Buffer.from(req.serialHex, 'hex')),
+    ECDSA_WITH_SHA256,
+    name,
+    seq(time(req.notBefore), time(req.notAfter)),
+    name,
+    spki,
+    explicit(
+      3,
+      seq(
+        extension(EXT_BASIC_CONSTRAINTS, true, seq(bool(true))),
+        extension(EXT_KEY_USAGE, true, CA_KEY_USAGE_BITS),
+        extension(EXT_SUBJECT_KEY_ID, false, octets(keyIdOfSpki(spki))),
+      ),
+    ),
+  );
+  return {
+    certPem: signedPem(tbs, privateKey),
     keyPem: String(privateKey.export({ type: 'pkcs8', format: 'pem' })),
   };
 }

@@ -1,10 +1,13 @@
-import { Ajv, type ValidateFunction } from 'ajv';
+import type { ErrorObject } from 'ajv';
 import type { AnyObject } from '../model/objects.js';
-import { CORE_KINDS, metadataSchema } from './core.js';
-import { type CrdVersion, loadCrdVersions } from './crds.js';
 import { describeErrors } from './errors.js';
+import * as pruning from './generated/prune.js';
+import * as rejecting from './generated/reject.js';
+import { TYPES } from './generated/types.js';
 import { isRecord } from './guards.js';
-import { toAjvSchema } from './openapi.js';
+import type { GeneratedType, SupportedType } from './table.js';
+
+export type { SupportedType } from './table.js';
 
 /**
  * What to do with fields a CRD schema does not declare: 'reject' reports them
@@ -20,20 +23,6 @@ export interface ValidateOptions {
 
 export type ValidationResult = { ok: true; object: AnyObject } | { ok: false; reason: string };
 
-/** An (apiVersion, kind) pair skein can validate. */
-export interface SupportedType {
-  apiVersion: string;
-  kind: string;
-  namespaced: boolean;
-  /** 'core' for built-in schemas, else the CRD file. */
-  source: string;
-}
-
-interface TypeEntry extends SupportedType {
-  schema: Record<string, unknown>;
-  alwaysPrune: boolean;
-}
-
 // Picked before validation: Kubernetes objects carry many more metadata fields
 // (managedFields, creationTimestamp, ...) that skein neither needs nor checks.
 const METADATA_FIELDS = [
@@ -46,62 +35,12 @@ const METADATA_FIELDS = [
   'generation',
 ];
 
-function fullSchema(
-  apiVersion: string,
-  kind: string,
-  fields: Record<string, unknown>,
-  required: string[],
-): Record<string, unknown> {
-  return {
-    type: 'object',
-    required: ['apiVersion', 'kind', 'metadata', ...required],
-    properties: {
-      ...fields,
-      apiVersion: { const: apiVersion },
-      kind: { const: kind },
-      // Namespace names are DNS labels; other names DNS subdomains.
-      metadata: metadataSchema(kind === 'Namespace'),
-    },
-    additionalProperties: false,
-  };
-}
+// The table of generated/types.ts by `<apiVersion>|<kind>`, built on first use.
+let entries: Map<string, GeneratedType> | undefined;
 
-function crdEntry(v: CrdVersion): TypeEntry {
-  const converted = toAjvSchema(v.schema);
-  const props = isRecord(converted) && isRecord(converted['properties']) ? converted['properties'] : {};
-  const required = isRecord(converted) && Array.isArray(converted['required']) ? converted['required'] : [];
-  const { apiVersion: _a, kind: _k, metadata: _m, ...fields } = props;
-  const req = required.filter(
-    (r): r is string => typeof r === 'string' && !['apiVersion', 'kind', 'metadata'].includes(r),
-  );
-  return {
-    apiVersion: v.apiVersion,
-    kind: v.kind,
-    namespaced: v.namespaced,
-    source: v.file,
-    schema: fullSchema(v.apiVersion, v.kind, fields, req),
-    alwaysPrune: false,
-  };
-}
-
-let entries: Map<string, TypeEntry> | undefined;
-
-function typeTable(): Map<string, TypeEntry> {
-  if (entries) return entries;
-  const table = new Map<string, TypeEntry>();
-  for (const c of CORE_KINDS) {
-    table.set(`${c.apiVersion}|${c.kind}`, {
-      apiVersion: c.apiVersion,
-      kind: c.kind,
-      namespaced: c.namespaced,
-      source: 'core',
-      schema: fullSchema(c.apiVersion, c.kind, c.fields, c.required),
-      alwaysPrune: true,
-    });
-  }
-  for (const v of loadCrdVersions()) table.set(`${v.apiVersion}|${v.kind}`, crdEntry(v));
-  entries = table;
-  return table;
+function typeTable(): Map<string, GeneratedType> {
+  entries ??= new Map(TYPES.map((t) => [`${t.apiVersion}|${t.kind}`, t]));
+  return entries;
 }
 
 /** Every (apiVersion, kind) `validateObject` accepts. */
@@ -120,23 +59,22 @@ export function isNamespacedKind(kind: string): boolean {
   return false;
 }
 
-// Formats such as "int32" appear in CRDs; ajv would need plugins to check them and
-// the apiserver does not enforce most of them either.
-const common = { strict: false, allErrors: true, validateFormats: false, useDefaults: true } as const;
-const strictAjv = new Ajv({ ...common });
-// removeAdditional: true drops only fields under `additionalProperties: false`,
-// so string maps (labels, selectors) survive.
-const pruningAjv = new Ajv({ ...common, removeAdditional: true });
-const compiled = new Map<string, ValidateFunction<AnyObject>>();
+/** A generated validator: true when valid; ajv's errors otherwise (https://ajv.js.org/api.html#validation-errors). */
+type Validator = ((data: unknown) => boolean) & { errors?: ErrorObject[] | null };
 
-function validatorFor(entry: TypeEntry, mode: UnknownFields): ValidateFunction<AnyObject> {
+// The generated modules export one validator per type (TYPES[].validator); the
+// rejecting one only for CRD kinds, since core kinds always prune.
+const pruningValidators = pruning as unknown as Record<string, Validator | undefined>;
+const rejectingValidators = rejecting as unknown as Record<string, Validator | undefined>;
+
+function validatorFor(entry: GeneratedType, mode: UnknownFields): Validator {
   const prune = entry.alwaysPrune || mode === 'prune';
-  const key = `${entry.apiVersion}|${entry.kind}|${prune ? 'prune' : 'reject'}`;
-  let fn = compiled.get(key);
-  if (!fn) {
-    fn = (prune ? pruningAjv : strictAjv).compile<AnyObject>(entry.schema);
-    compiled.set(key, fn);
-  }
+  const fn = (prune ? pruningValidators : rejectingValidators)[entry.validator];
+  // Unreachable while generated/ matches pkg/schema/generated.test.ts.
+  if (!fn)
+    throw new Error(
+      `no generated validator for ${entry.apiVersion} ${entry.kind} (regenerate pkg/schema/generated)`,
+    );
   return fn;
 }
 
@@ -194,6 +132,6 @@ export function validateObject(obj: unknown, options: ValidateOptions = {}): Val
     return { ok: false, reason: `not plain data: ${err instanceof Error ? err.message : String(err)}` };
   }
   const validate = validatorFor(entry, options.unknownFields ?? 'reject');
-  if (validate(candidate)) return { ok: true, object: candidate };
+  if (validate(candidate)) return { ok: true, object: candidate as AnyObject };
   return { ok: false, reason: describeErrors(validate.errors ?? []) };
 }

@@ -14,6 +14,8 @@ export interface BenchOptions {
   /** Idle window after convergence, in ms. */
   idleMs: number;
   cpuProfDir?: string;
+  /** Node flags for the controller process instead of the shipped ones (heap sizes, to compare). */
+  controllerNodeArgs?: string[];
   /** Skip the SIGKILL/restart phase (needed for a CPU profile of the first controller). */
   skipStorm: boolean;
   /** Skip the idle window around the one-minute ticker. */
@@ -50,6 +52,8 @@ Usage: node dist/test/bench/main.js [flags]   (or: make bench BENCH_ARGS="...")
   --min-push-interval DUR  passed to the controller (default: its own, 100ms)
   --quiet-ms MS            fleet (and controller CPU) silence that ends a change measurement (default 300)
   --idle-ms MS             idle window after convergence (default 5000)
+  --controller-node-args=A Node flags for the controller instead of the shipped ones
+                           (pkg/controller/node-flags.ts), space-separated; "=" then empty for none
   --cpu-prof DIR           run the controller and the fleet workers under node --cpu-prof, profiles in DIR
   --skip-storm             skip the kill/restart phase (a SIGKILLed controller writes no profile)
   --skip-tick              skip the idle window around the controller's one-minute resync ticker
@@ -142,6 +146,7 @@ export function parseBenchArgs(argv: string[]): BenchOptions | 'help' {
       ...COMMON_BENCH_FLAGS,
       'min-push-interval': { type: 'string' },
       'cpu-prof': { type: 'string' },
+      'controller-node-args': { type: 'string' },
       'skip-tick': { type: 'boolean' },
       keep: { type: 'boolean' },
       delta: { type: 'boolean' },
@@ -184,5 +189,7 @@ export function parseBenchArgs(argv: string[]): BenchOptions | 'help' {
   if (v.json !== undefined) opts.json = v.json;
   if (v['min-push-interval'] !== undefined) opts.minPushInterval = v['min-push-interval'];
   if (v['cpu-prof'] !== undefined) opts.cpuProfDir = v['cpu-prof'];
+  const nodeArgs = v['controller-node-args']?.split(' ').filter((a) => a !== '');
+  if (nodeArgs) opts.controllerNodeArgs = nodeArgs;
   return opts;
 }

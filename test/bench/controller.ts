@@ -3,6 +3,7 @@
 import { request } from 'node:http';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { CONTROLLER_NODE_FLAGS } from '../../pkg/controller/node-flags.js';
 import { type JsonLineProcess, sleep, spawnNode } from '../support/processes.js';
 import { cpuSeconds, rssBytes } from './proc.js';
 
@@ -27,6 +28,12 @@ export interface ControllerLaunch {
   minPushInterval?: string;
   /** When set, the controller runs under `node --cpu-prof` writing here (on a clean exit only). */
   cpuProfDir?: string;
+  /** Node flags before the script, instead of the shipped CONTROLLER_NODE_FLAGS (test/memory's probe, heap sizes). */
+  nodeArgs?: readonly string[];
+  /** Another build's dist directory (default: this one's, or SKEIN_BENCH_CONTROLLER_DIST). */
+  dist?: string;
+  /** More environment for the controller process. */
+  env?: NodeJS.ProcessEnv;
 }
 
 function readyz(port: number): Promise<number> {
@@ -75,14 +82,15 @@ export class ControllerProcess {
       'warn',
       ...(launch.minPushInterval ? ['--min-push-interval', launch.minPushInterval] : []),
     ];
-    const proc = launch.cpuProfDir
-      ? spawnNode('controller', '--cpu-prof', [
-          '--cpu-prof-dir',
-          launch.cpuProfDir,
-          CONTROLLER_SCRIPT,
-          ...args,
-        ])
-      : spawnNode('controller', CONTROLLER_SCRIPT, args);
+    const script = launch.dist
+      ? path.join(launch.dist, 'cmd', 'skein-controller', 'main.js')
+      : CONTROLLER_SCRIPT;
+    const nodeArgs = [
+      ...(launch.cpuProfDir ? ['--cpu-prof', '--cpu-prof-dir', launch.cpuProfDir] : []),
+      ...(launch.nodeArgs ?? CONTROLLER_NODE_FLAGS),
+    ];
+    const [first, ...rest] = [...nodeArgs, script, ...args];
+    const proc = spawnNode('controller', first ?? script, rest, launch.env);
     const c = new ControllerProcess(proc, launch);
     const deadline = Date.now() + timeoutMs;
     for (;;) {

@@ -63,6 +63,7 @@ export async function runBench(o: BenchOptions): Promise<BenchResult> {
       httpPort,
       ...(o.minPushInterval ? { minPushInterval: o.minPushInterval } : {}),
       ...(o.cpuProfDir ? { cpuProfDir: path.resolve(o.cpuProfDir) } : {}),
+      ...(o.controllerNodeArgs ? { nodeArgs: o.controllerNodeArgs } : {}),
     });
     const startupMs = nowMs() - tSpawn;
     const replicas = o.replicas ?? 1;

@@ -1,7 +1,7 @@
 import http from 'node:http';
 import https from 'node:https';
-import type { KubeConfig } from '@kubernetes/client-node';
 import type { TokenBucket } from '../../ratelimit/token-bucket.js';
+import type { KubeConfig } from './kubeconfig.js';
 
 /** A non-2xx answer from the API server, with the Status it sent when there was one. */
 export class KubeApiError extends Error {
@@ -96,7 +96,8 @@ function sleep(ms: number, signal: AbortSignal): Promise<void> {
 
 /**
  * Minimal JSON client for the Kubernetes API over node:http(s), authenticated
- * by a client-node KubeConfig (certs, bearer tokens, token files, exec plugins).
+ * by a KubeConfig (kubeconfig.ts: certs, bearer tokens, token files; exec plugins
+ * through client-node).
  * Unlike client-node's Watch it has no inactivity timer of its own: the
  * reflector decides when a watch is silent (bookmarks arrive about once a minute).
  */

@@ -1,4 +1,3 @@
-import type { KubeConfig } from '@kubernetes/client-node';
 import type { Logger } from '../../logger/logger.js';
 import { LABEL_MONITORED_BY } from '../../mesh/constants.js';
 import { type AnyObject, OBJECT_KINDS, type ObjectKind } from '../../model/objects.js';
@@ -8,6 +7,7 @@ import { MeshStore } from '../store.js';
 import { validateManifest } from '../validate.js';
 import type { BackoffOptions } from './backoff.js';
 import { KubeClient } from './client.js';
+import type { KubeConfig } from './kubeconfig.js';
 import { type RawObject, Reflector, type ReflectorStats, type WatchRestartReason } from './reflector.js';
 import { STATUS_KINDS, type StatusObject, storedAccepted } from './status.js';
 import { type WatchedType, watchedTypes } from './types.js';

@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { type FSWatcher, watch } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
@@ -26,7 +27,8 @@ export interface LocalRegistryOptions {
 }
 
 interface FileState extends FileStamp {
-  text: string;
+  /** SHA-256 of the text: tells a touched file from an edited one without keeping its text. */
+  digest: string;
   parsed: ParsedFile;
 }
 
@@ -216,11 +218,12 @@ export class LocalRegistry implements Registry {
         continue;
       }
       if (this.unreadable.delete(file) && !this.reported.has(file)) this.reporter.resolved?.(file);
-      if (old && old.text === text) {
+      const digest = createHash('sha256').update(text).digest('base64');
+      if (old && old.digest === digest) {
         this.files.set(file, { ...old, ...stamp });
         continue;
       }
-      this.files.set(file, { ...stamp, text, parsed: parseManifests(file, text) });
+      this.files.set(file, { ...stamp, digest, parsed: parseManifests(file, text) });
       reparsed.add(file);
       changed = true;
     }

@@ -4,7 +4,7 @@
 // models only what the reflector relies on, plus knobs to break it.
 import { randomUUID } from 'node:crypto';
 import http from 'node:http';
-import { KubeConfig } from '../kubeconfig.js';
+import { KubeConfig } from '@kubernetes/client-node';
 
 export type Obj = Record<string, unknown>;
 
