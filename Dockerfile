@@ -31,4 +31,4 @@ COPY charts/skein/crds ./charts/skein/crds
 # the chart mounts writable emptyDirs on /var/lib/skein (--state-dir) and /tmp.
 USER 1000:1000
 EXPOSE 15128 9090 9091 15127
-ENTRYPOINT ["/usr/local/bin/node", "--max-semi-space-size=2", "/app/dist/cmd/skein-controller/main.js"]
+ENTRYPOINT ["/usr/local/bin/node", "--max-semi-space-size=4", "/app/dist/cmd/skein-controller/main.js"]

@@ -114,7 +114,7 @@ test-images: build envoy-bin image-tools
 # Runs the controller on the bundled example mesh; no cluster needed. The Node flag is
 # pkg/controller/node-flags.ts's, as in the image.
 start: build
-	$(NODE) --max-semi-space-size=2 dist/cmd/skein-controller/main.js --local examples/bookstore --state-dir $(STATE) --host 127.0.0.1 --insecure-ads-port 15129
+	$(NODE) --max-semi-space-size=4 dist/cmd/skein-controller/main.js --local examples/bookstore --state-dir $(STATE) --host 127.0.0.1 --insecure-ads-port 15129
 
 # Controller plus proxyless gRPC bookstore apps on loopback, with live counts.
 demo: build

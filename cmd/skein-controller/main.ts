@@ -1,4 +1,4 @@
-#!/usr/bin/env -S node --max-semi-space-size=2
+#!/usr/bin/env -S node --max-semi-space-size=4
 // The shebang's flag is pkg/controller/node-flags.ts's (also in the image's entrypoint).
 import { Controller } from '../../pkg/controller/controller.js';
 import { CONTROLLER_USAGE, parseControllerArgs, UsageError } from '../../pkg/controller/options.js';
