@@ -30,6 +30,7 @@ export interface AnyMessages {
   'type.googleapis.com/envoy.extensions.filters.network.rbac.v3.RBAC': NetworkRbac$RBAC;
   'type.googleapis.com/envoy.extensions.filters.network.tcp_proxy.v3.TcpProxy': TcpProxy;
   'type.googleapis.com/envoy.extensions.resource_monitors.downstream_connections.v3.DownstreamConnectionsConfig': DownstreamConnectionsConfig;
+  'type.googleapis.com/envoy.extensions.retry.host.previous_hosts.v3.PreviousHostsPredicate': NoFields;
   'type.googleapis.com/envoy.extensions.transport_sockets.tls.v3.DownstreamTlsContext': DownstreamTlsContext;
   'type.googleapis.com/envoy.extensions.transport_sockets.tls.v3.Secret': Secret;
   'type.googleapis.com/envoy.extensions.transport_sockets.tls.v3.UpstreamTlsContext': UpstreamTlsContext;
@@ -2164,6 +2165,9 @@ export type Policy = {
   condition?: Expr;
   checked_condition?: CheckedExpr;
 };
+
+/** envoy.extensions.retry.host.previous_hosts.v3.PreviousHostsPredicate */
+export type PreviousHostsPredicate = { [field: string]: never };
 
 /** envoy.config.rbac.v3.Principal */
 export type Principal = {

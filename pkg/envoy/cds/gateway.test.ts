@@ -88,6 +88,15 @@ test("a Retry whose source is the gateway's ServiceAccount: retry_policy on its 
   assert.deepEqual(at(shopRoute(routes, '/books'), 'route', 'retry_policy'), {
     retry_on: '5xx',
     num_retries: { value: 4 },
+    retry_host_predicate: [
+      {
+        name: 'envoy.retry_host_predicates.previous_hosts',
+        typed_config: {
+          '@type': 'type.googleapis.com/envoy.extensions.retry.host.previous_hosts.v3.PreviousHostsPredicate',
+        },
+      },
+    ],
+    host_selection_retry_max_attempts: 3,
   });
   assert.equal(at(shopRoute(routes, '/about'), 'route', 'retry_policy'), undefined);
   assert.deepEqual(at(named(clusters, 'bookstore/bookstore-v1|14001'), 'circuit_breakers'), {

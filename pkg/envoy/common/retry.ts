@@ -3,6 +3,10 @@
 // threshold of the source's upstream cluster for the destination.
 import { GRPC_CONDITIONS, type RetryRule } from '../../catalog/retry.js';
 import type { CircuitBreakers, Duration, Route$RetryPolicy } from '../api/envoy.js';
+import { AnyType, ExtName, typed } from './xds.js';
+
+/** Host selections per retry that may skip an endpoint already tried (Envoy's docs suggest 3). */
+const HOST_SELECTION_ATTEMPTS = 3;
 
 export function durationMs(ms: number): Duration {
   const seconds = Math.floor(ms / 1000);
@@ -14,6 +18,13 @@ export function routeRetryPolicy(rule: RetryRule): Route$RetryPolicy {
   const policy: Route$RetryPolicy = {
     retry_on: rule.retryOn.join(','),
     num_retries: { value: rule.numRetries },
+    // A retry goes to another endpoint than the ones already tried, where one is available: a
+    // request that hung on a terminating pod is otherwise retried on it again by chance
+    // (Envoy's router docs, "Retry plugin configuration": previous_hosts).
+    retry_host_predicate: [
+      { name: ExtName.PreviousHostsPredicate, typed_config: typed(AnyType.PreviousHostsPredicate) },
+    ],
+    host_selection_retry_max_attempts: HOST_SELECTION_ATTEMPTS,
   };
   if (rule.perTryTimeoutMs !== undefined) policy.per_try_timeout = durationMs(rule.perTryTimeoutMs);
   // Envoy's default max_interval is 10x the base; set both so the config says what applies.

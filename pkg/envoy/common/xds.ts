@@ -25,6 +25,7 @@ export const AnyType = {
   MetricsServiceConfig: `${T}envoy.config.metrics.v3.MetricsServiceConfig`,
   ZipkinConfig: `${T}envoy.config.trace.v3.ZipkinConfig`,
   OpenTelemetryConfig: `${T}envoy.config.trace.v3.OpenTelemetryConfig`,
+  PreviousHostsPredicate: `${T}envoy.extensions.retry.host.previous_hosts.v3.PreviousHostsPredicate`,
 } as const;
 
 /** Extension (filter / transport socket) names Envoy knows them by. */
@@ -49,6 +50,7 @@ export const ExtName = {
   MetricsServiceSink: 'envoy.stat_sinks.metrics_service',
   ZipkinTracer: 'envoy.tracers.zipkin',
   OpenTelemetryTracer: 'envoy.tracers.opentelemetry',
+  PreviousHostsPredicate: 'envoy.retry_host_predicates.previous_hosts',
 } as const;
 
 /**

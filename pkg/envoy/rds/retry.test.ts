@@ -20,6 +20,15 @@ test("a Retry puts retry_policy on the source's routes to its destinations and a
   const expected = {
     retry_on: '5xx,reset,retriable-status-codes,unavailable',
     num_retries: { value: 3 },
+    retry_host_predicate: [
+      {
+        name: 'envoy.retry_host_predicates.previous_hosts',
+        typed_config: {
+          '@type': 'type.googleapis.com/envoy.extensions.retry.host.previous_hosts.v3.PreviousHostsPredicate',
+        },
+      },
+    ],
+    host_selection_retry_max_attempts: 3,
     per_try_timeout: { seconds: 0, nanos: 250_000_000 },
     retry_back_off: {
       base_interval: { seconds: 0, nanos: 10_000_000 },
@@ -80,6 +89,16 @@ test('messages stay the same objects while the Retry is unchanged, and change wh
     {
       retry_on: '5xx',
       num_retries: { value: 9 },
+      retry_host_predicate: [
+        {
+          name: 'envoy.retry_host_predicates.previous_hosts',
+          typed_config: {
+            '@type':
+              'type.googleapis.com/envoy.extensions.retry.host.previous_hosts.v3.PreviousHostsPredicate',
+          },
+        },
+      ],
+      host_selection_retry_max_attempts: 3,
     },
   );
   assert.notEqual(named(cds(v3, 'bookbuyer-1'), 'bookstore/bookstore-v1|14001'), c1);
