@@ -42,7 +42,10 @@ function validatorModule(entries: readonly TypeEntry[], indices: readonly number
   // The standalone code requires ajv's runtime helpers (string length, deep equality);
   // an ES module gets `require` from createRequire.
   const code = standalone.default(ajv, refs).replace(/^"use strict";/, '');
-  return `${HEADER}// @ts-nocheck
+  return `${HEADER}// ajv's standalone output is plain JavaScript: its functions take untyped (implicitly
+// \`any\`) parameters, so the file is not type-checked. Its only reader,
+// pkg/schema/validate.ts, types every export as a Validator taking \`unknown\`.
+// @ts-nocheck
 import { createRequire } from 'node:module';
 
 const require = createRequire(import.meta.url);
