@@ -297,6 +297,8 @@ export class AdsServer {
     };
     let authenticate: (first: FirstRequest) => ProxyIdentity;
     let cert: ClientCertificate | undefined;
+    /** The verified client certificate's DER (mTLS only), for the connection table. */
+    let certDer: Buffer | undefined;
     if (mode === 'mtls') {
       let identity: ProxyIdentity;
       try {
@@ -304,6 +306,7 @@ export class AdsServer {
         const peer = call.getAuthContext().sslPeerCertificate;
         identity = identityFromPeerCertificate(peer, this.opts.trustDomain);
         cert = clientCertificateOf(peer);
+        certDer = peer?.raw;
       } catch (e) {
         const message = e instanceof AuthenticationError ? e.message : String(e);
         this.log.warn({ remote }, `refused ADS stream: ${message}`);
@@ -351,7 +354,7 @@ export class AdsServer {
       this.clientCerts.set(id, cert);
       // TLS checks validity only at the handshake, so the connection is ended when the certificate
       // expires; the proxy then presents the renewed one (pkg/injector/bootstrap-rotation.ts).
-      this.connections.certify(remote, call.getAuthContext().sslPeerCertificate?.raw, cert.notAfter);
+      this.connections.certify(remote, certDer, cert.notAfter);
     }
 
     const budget = new RequestBudget(this.limits);
