@@ -326,13 +326,21 @@ describe('two controller replicas serve a proxy the same configuration', { timeo
     const store = new KubeSecretCARecordStore(api, CP, DEFAULT_CA_SECRET);
     const transitions: { stage: string; at: number }[] = [];
     let polling = true;
+    let firstSample: () => void = () => {};
+    const sampled = new Promise<void>((resolve) => {
+      firstSample = resolve;
+    });
     const poller = (async () => {
       while (polling) {
         const stage = (await store.load().catch(() => undefined))?.record.rotation?.stage ?? 'idle';
         if (transitions.at(-1)?.stage !== stage) transitions.push({ stage, at: performance.now() });
+        firstSample();
         await sleep(200);
       }
     })();
+    // The CLI below runs synchronously: the stage before it must be sampled first, or a loaded
+    // machine sees the rotation already in stage 1.
+    await sampled;
     const stages = () => transitions.map((t) => t.stage);
     try {
       const rotate = spawnSync(
