@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { Pod, Service } from '../../model/objects.js';
-import { deriveEndpointSlices, deriveServiceSlices, resolveTargetPort } from './endpoints.js';
+import { SliceDeriver, deriveEndpointSlices, deriveServiceSlices, resolveTargetPort } from './endpoints.js';
 
 function svc(
   name: string,
@@ -127,5 +127,59 @@ describe('derived EndpointSlices', () => {
       [['lonely-local', 0]],
     );
     assert.deepEqual(deriveEndpointSlices([svc('external', undefined, [{ port: 80 }])], []), []);
+  });
+
+  it('matches every pair of a multi-label selector, whichever pair is rarest', () => {
+    const s = svc('front', { app: 'shop', tier: 'front' }, [{ port: 80 }]);
+    const running = (ip: string): Pod['status'] => ({ phase: 'Running', podIP: ip });
+    const names = deriveEndpointSlices(
+      [s],
+      [
+        pod('a', { app: 'shop', tier: 'front' }, running('10.0.0.1')),
+        pod('b', { app: 'shop', tier: 'back' }, running('10.0.0.2')),
+        pod('c', { app: 'blog', tier: 'front' }, running('10.0.0.3')),
+        pod('d', { app: 'shop' }, running('10.0.0.4')),
+        pod('e', { app: 'shop' }, running('10.0.0.5')),
+        pod('f', { tier: 'front', app: 'shop', extra: 'x' }, running('10.0.0.6')),
+      ],
+    ).flatMap((sl) => sl.endpoints.map((e) => e.targetRef?.name));
+    assert.deepEqual(names, ['a', 'f']);
+  });
+});
+
+describe('SliceDeriver', () => {
+  const running = (ip: string): Pod['status'] => ({ phase: 'Running', podIP: ip });
+
+  it('keeps the slice objects of a Service whose object and pods are unchanged, and re-derives one whose pods changed', () => {
+    const web = svc('web', { app: 'web' }, [{ port: 80 }]);
+    const db = svc('db', { app: 'db' }, [{ port: 5432 }]);
+    const webPod = pod('web-1', { app: 'web' }, running('10.0.0.1'));
+    const dbPod = pod('db-1', { app: 'db' }, running('10.0.0.2'));
+    const d = new SliceDeriver();
+    const first = d.derive([web, db], [webPod, dbPod]);
+    // db's pod is re-read (a new object): only db is derived again.
+    const dbPod2 = pod('db-1', { app: 'db' }, running('10.0.0.3'));
+    const second = d.derive([web, db], [webPod, dbPod2]);
+    assert.equal(second[0], first[0], 'web keeps its slice object');
+    assert.notEqual(second[1], first[1]);
+    assert.deepEqual(second[1]?.endpoints[0]?.addresses, ['10.0.0.3']);
+    // A new pod joins web; a Service object re-read re-derives even with the same pods.
+    const webPod2 = pod('web-2', { app: 'web' }, running('10.0.0.4'));
+    const third = d.derive([web, { ...db }], [webPod2, webPod, dbPod2]);
+    assert.deepEqual(third[0]?.endpoints.map((e) => e.targetRef?.name), ['web-1', 'web-2']);
+    assert.notEqual(third[1], second[1]);
+    assert.deepEqual(third[1], second[1]);
+  });
+
+  it('drops a pod that stops matching or ends, and forgets deleted Services', () => {
+    const web = svc('web', { app: 'web' }, [{ port: 80 }]);
+    const d = new SliceDeriver();
+    assert.equal(d.derive([web], [pod('w', { app: 'web' }, running('10.0.0.1'))])[0]?.endpoints.length, 1);
+    assert.equal(d.derive([web], [pod('w', { app: 'other' }, running('10.0.0.1'))])[0]?.endpoints.length, 0);
+    assert.equal(
+      d.derive([web], [pod('w', { app: 'web' }, { phase: 'Failed', podIP: '10.0.0.1' })])[0]?.endpoints.length,
+      0,
+    );
+    assert.deepEqual(d.derive([], [pod('w', { app: 'web' }, running('10.0.0.1'))]), []);
   });
 });

@@ -89,23 +89,36 @@ function sliceOf(
   };
 }
 
+/** Whether a pod can be an endpoint at all: terminal pods never serve again (as in the Kubernetes controller). */
+function live(pod: Pod): boolean {
+  return pod.status?.phase !== 'Succeeded' && pod.status?.phase !== 'Failed';
+}
+
+function byName(a: Pod, b: Pod): number {
+  return a.metadata.name < b.metadata.name ? -1 : a.metadata.name > b.metadata.name ? 1 : 0;
+}
+
+/** The live pods of `candidates` a selector Service selects, sorted by name; [] without a selector. */
+export function selectedPods(svc: Service, candidates: readonly Pod[]): Pod[] {
+  const selector = svc.spec.selector;
+  if (!selector || Object.keys(selector).length === 0) return [];
+  return candidates
+    .filter((p) => p.metadata.namespace === svc.metadata.namespace && selects(selector, p.metadata.labels) && live(p))
+    .sort(byName);
+}
+
 /** EndpointSlices of one Service: one per (IP family, resolved port set), endpoints sorted by pod name. */
 export function deriveServiceSlices(svc: Service, pods: readonly Pod[]): EndpointSlice[] {
-  const selector = svc.spec.selector;
+  return slicesOf(svc, selectedPods(svc, pods));
+}
+
+/** The slices of a selector Service whose selected pods are `members` (sorted by name). */
+export function slicesOf(svc: Service, members: readonly Pod[]): EndpointSlice[] {
   // Services without a selector get their endpoints from explicit slices only.
+  const selector = svc.spec.selector;
   if (!selector || Object.keys(selector).length === 0) return [];
   const base = `${svc.metadata.name}${DERIVED_SLICE_SUFFIX}`;
   const groups = new Map<string, EndpointSlice>();
-  const members = pods
-    .filter(
-      (p) =>
-        p.metadata.namespace === svc.metadata.namespace &&
-        selects(selector, p.metadata.labels) &&
-        // Terminal pods never serve again (as in the Kubernetes controller).
-        p.status?.phase !== 'Succeeded' &&
-        p.status?.phase !== 'Failed',
-    )
-    .sort((a, b) => (a.metadata.name < b.metadata.name ? -1 : a.metadata.name > b.metadata.name ? 1 : 0));
   for (const pod of members) {
     const ports: EndpointSlicePort[] = [];
     for (const sp of svc.spec.ports ?? []) {
@@ -129,16 +142,73 @@ export function deriveServiceSlices(svc: Service, pods: readonly Pod[]): Endpoin
   return [...groups.values()];
 }
 
-/** Derived EndpointSlices of every selector Service. */
+/** Derived EndpointSlices of every selector Service (one-off; the registry keeps a SliceDeriver). */
 export function deriveEndpointSlices(services: readonly Service[], pods: readonly Pod[]): EndpointSlice[] {
-  const byNamespace = new Map<string, Pod[]>();
-  for (const p of pods) {
-    const ns = p.metadata.namespace ?? '';
-    const list = byNamespace.get(ns) ?? [];
-    list.push(p);
-    byNamespace.set(ns, list);
+  return new SliceDeriver().derive(services, pods);
+}
+
+interface Derived {
+  svc: Service;
+  members: readonly Pod[];
+  slices: EndpointSlice[];
+}
+
+// '\0' cannot occur in a label key or value, so a pair is one unambiguous map key.
+const pairKey = (k: string, v: string): string => `${k}\0${v}`;
+
+/**
+ * Derives the slices of every selector Service, again and again as the
+ * manifests change, with work in proportion to what changed: pods are indexed
+ * by namespace and label, so a Service looks only at pods carrying one of its
+ * selector's labels, and a Service whose object and selected pods are the very
+ * objects of the last run keeps its slice objects, which the registry then
+ * recognises as unchanged without comparing them. Parsed objects are never
+ * mutated (a re-read file yields new ones), so identity means "unchanged".
+ */
+export class SliceDeriver {
+  private last = new Map<string, Derived>();
+
+  derive(services: readonly Service[], pods: readonly Pod[]): EndpointSlice[] {
+    const index = new Map<string, Map<string, Pod[]>>();
+    for (const p of pods) {
+      if (!live(p)) continue;
+      const ns = p.metadata.namespace ?? '';
+      let byLabel = index.get(ns);
+      if (!byLabel) index.set(ns, (byLabel = new Map()));
+      for (const [k, v] of Object.entries(p.metadata.labels ?? {})) {
+        const key = pairKey(k, v);
+        const list = byLabel.get(key);
+        if (list) list.push(p);
+        else byLabel.set(key, [p]);
+      }
+    }
+    const next = new Map<string, Derived>();
+    const out: EndpointSlice[] = [];
+    for (const svc of services) {
+      const selector = svc.spec.selector;
+      if (!selector || Object.keys(selector).length === 0) continue;
+      const byLabel = index.get(svc.metadata.namespace ?? '');
+      // The shortest list of pods carrying one of the selector's pairs holds every member.
+      let candidates: readonly Pod[] = [];
+      let first = true;
+      for (const [k, v] of Object.entries(selector)) {
+        const list = byLabel?.get(pairKey(k, v)) ?? [];
+        if (first || list.length < candidates.length) candidates = list;
+        first = false;
+      }
+      const members = selectedPods(svc, candidates);
+      const key = `${svc.metadata.namespace ?? ''}/${svc.metadata.name}`;
+      const prev = this.last.get(key);
+      const same =
+        prev !== undefined &&
+        prev.svc === svc &&
+        prev.members.length === members.length &&
+        prev.members.every((m, i) => m === members[i]);
+      const derived = same ? prev : { svc, members, slices: slicesOf(svc, members) };
+      next.set(key, derived);
+      out.push(...derived.slices);
+    }
+    this.last = next;
+    return out;
   }
-  return services.flatMap((svc) =>
-    deriveServiceSlices(svc, byNamespace.get(svc.metadata.namespace ?? '') ?? []),
-  );
 }

@@ -7,7 +7,7 @@ import { LABEL_MONITORED_BY } from '../../mesh/constants.js';
 import { type AnyObject, OBJECT_KINDS, objectKey } from '../../model/objects.js';
 import { LAST_VALID_IN_FORCE, type Problem, type ProblemReporter, type Registry } from '../registry.js';
 import { MeshStore } from '../store.js';
-import { deriveEndpointSlices } from './endpoints.js';
+import { SliceDeriver } from './endpoints.js';
 import { type FileStamp, listManifestFiles } from './files.js';
 import { type ParsedFile, parseManifests } from './manifests.js';
 
@@ -57,6 +57,8 @@ export class LocalRegistry implements Registry {
   private readonly reporter: ProblemReporter;
   private readonly logger: Logger;
   private readonly meshName: string;
+  /** Keeps derived slices across syncs: only Services whose pods changed are derived again. */
+  private readonly slices = new SliceDeriver();
   private readonly pollIntervalMs: number;
   private readonly debounceMs: number;
   private readonly useFsWatch: boolean;
@@ -269,7 +271,7 @@ export class LocalRegistry implements Registry {
     this.appliedOwner = owner;
     const services = [...desired.values()].filter((o) => o.kind === 'Service');
     const pods = [...desired.values()].filter((o) => o.kind === 'Pod');
-    for (const slice of deriveEndpointSlices(services, pods)) {
+    for (const slice of this.slices.derive(services, pods)) {
       const id = idOf(slice);
       // An explicit EndpointSlice manifest of the same name wins over the derived one.
       if (desired.has(id)) {
