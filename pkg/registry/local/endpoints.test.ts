@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { Pod, Service } from '../../model/objects.js';
-import { SliceDeriver, deriveEndpointSlices, deriveServiceSlices, resolveTargetPort } from './endpoints.js';
+import { deriveEndpointSlices, deriveServiceSlices, resolveTargetPort, SliceDeriver } from './endpoints.js';
 
 function svc(
   name: string,
@@ -166,7 +166,10 @@ describe('SliceDeriver', () => {
     // A new pod joins web; a Service object re-read re-derives even with the same pods.
     const webPod2 = pod('web-2', { app: 'web' }, running('10.0.0.4'));
     const third = d.derive([web, { ...db }], [webPod2, webPod, dbPod2]);
-    assert.deepEqual(third[0]?.endpoints.map((e) => e.targetRef?.name), ['web-1', 'web-2']);
+    assert.deepEqual(
+      third[0]?.endpoints.map((e) => e.targetRef?.name),
+      ['web-1', 'web-2'],
+    );
     assert.notEqual(third[1], second[1]);
     assert.deepEqual(third[1], second[1]);
   });
@@ -177,7 +180,8 @@ describe('SliceDeriver', () => {
     assert.equal(d.derive([web], [pod('w', { app: 'web' }, running('10.0.0.1'))])[0]?.endpoints.length, 1);
     assert.equal(d.derive([web], [pod('w', { app: 'other' }, running('10.0.0.1'))])[0]?.endpoints.length, 0);
     assert.equal(
-      d.derive([web], [pod('w', { app: 'web' }, { phase: 'Failed', podIP: '10.0.0.1' })])[0]?.endpoints.length,
+      d.derive([web], [pod('w', { app: 'web' }, { phase: 'Failed', podIP: '10.0.0.1' })])[0]?.endpoints
+        .length,
       0,
     );
     assert.deepEqual(d.derive([], [pod('w', { app: 'web' }, running('10.0.0.1'))]), []);

@@ -103,7 +103,10 @@ export function selectedPods(svc: Service, candidates: readonly Pod[]): Pod[] {
   const selector = svc.spec.selector;
   if (!selector || Object.keys(selector).length === 0) return [];
   return candidates
-    .filter((p) => p.metadata.namespace === svc.metadata.namespace && selects(selector, p.metadata.labels) && live(p))
+    .filter(
+      (p) =>
+        p.metadata.namespace === svc.metadata.namespace && selects(selector, p.metadata.labels) && live(p),
+    )
     .sort(byName);
 }
 
@@ -174,7 +177,10 @@ export class SliceDeriver {
       if (!live(p)) continue;
       const ns = p.metadata.namespace ?? '';
       let byLabel = index.get(ns);
-      if (!byLabel) index.set(ns, (byLabel = new Map()));
+      if (!byLabel) {
+        byLabel = new Map();
+        index.set(ns, byLabel);
+      }
       for (const [k, v] of Object.entries(p.metadata.labels ?? {})) {
         const key = pairKey(k, v);
         const list = byLabel.get(key);
