@@ -64,3 +64,35 @@ export async function listManifestFiles(root: string): Promise<Map<string, FileS
   for (let i = 0; i < pending.length; i++) await pending[i];
   return out;
 }
+
+/**
+ * The stamps of `known` files updated for the `hinted` paths fs.watch named,
+ * stat-ing only those: a change costs one stat, not one per manifest. Returns
+ * undefined when the hints cannot be trusted to cover the change (a path that
+ * is a directory, hidden, not a manifest name, or gone without having been a
+ * known file), and the caller walks the whole tree instead.
+ */
+export async function restampHinted(
+  root: string,
+  known: ReadonlyMap<string, FileStamp>,
+  hinted: ReadonlySet<string>,
+): Promise<Map<string, FileStamp> | undefined> {
+  const out = new Map(known);
+  for (const file of hinted) {
+    const rel = path.relative(root, file);
+    if (rel === '' || rel.startsWith('..') || path.isAbsolute(rel)) return undefined;
+    if (rel.split(path.sep).some((part) => part.startsWith('.'))) return undefined;
+    if (!MANIFEST.test(path.basename(file))) return undefined;
+    let st: Awaited<ReturnType<typeof stat>>;
+    try {
+      st = await stat(file);
+    } catch (err) {
+      if (!isMissing(err) || !known.has(file)) return undefined;
+      out.delete(file);
+      continue;
+    }
+    if (!st.isFile()) return undefined;
+    out.set(file, { mtimeMs: st.mtimeMs, size: st.size });
+  }
+  return out;
+}

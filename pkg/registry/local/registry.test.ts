@@ -143,6 +143,23 @@ describe('LocalRegistry', () => {
     await eventually(() => assert.deepEqual(events, ['deleted shop/c']));
   });
 
+  it('follows fs.watch alone (no poll within the test): renames, new and removed directories', async () => {
+    await writeFile(path.join(dir, 'one.yaml'), sa('a'));
+    const r = open(); // polls every 60 s
+    await r.start();
+    await rename(path.join(dir, 'one.yaml'), path.join(dir, 'moved.yaml'));
+    await writeFile(path.join(dir, 'two.yaml'), sa('b'));
+    await eventually(() => assert.deepEqual(r.store.keys('ServiceAccount').sort(), ['shop/a', 'shop/b']));
+    await mkdir(path.join(dir, 'team', 'deep'), { recursive: true });
+    await writeFile(path.join(dir, 'team', 'deep', 'c.yaml'), sa('c'));
+    await eventually(() =>
+      assert.deepEqual(r.store.keys('ServiceAccount').sort(), ['shop/a', 'shop/b', 'shop/c']),
+    );
+    await rm(path.join(dir, 'team'), { recursive: true });
+    await rm(path.join(dir, 'moved.yaml'));
+    await eventually(() => assert.deepEqual(r.store.keys('ServiceAccount'), ['shop/b']));
+  });
+
   it('keeps a duplicate in reserve: it takes over when the first one goes', async () => {
     await writeFile(path.join(dir, 'a.yaml'), sa('x'));
     await writeFile(path.join(dir, 'b.yaml'), `${sa('x')}  labels: {from: b}\n`);
