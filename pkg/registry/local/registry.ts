@@ -271,7 +271,8 @@ export class LocalRegistry implements Registry {
       }
     }
     // Only a walk sees every file: an unreadable one a hint did not name is still there.
-    if (!hinted) for (const file of [...this.unreadable.keys()]) if (!stamps.has(file)) this.unreadable.delete(file);
+    if (!hinted)
+      for (const file of [...this.unreadable.keys()]) if (!stamps.has(file)) this.unreadable.delete(file);
     if (changed) this.apply(reparsed);
   }
 
