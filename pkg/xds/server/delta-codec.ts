@@ -5,6 +5,7 @@
 import protobuf from 'protobufjs';
 import type { EncodedResource } from '../cache/encoded.js';
 import { messageType } from '../proto/root.js';
+import { ChunkedResponse } from './chunked-response.js';
 import { record, str, strings, writeCommonFields } from './request-fields.js';
 import type { DeltaDiscoveryRequest } from './types.js';
 
@@ -57,7 +58,13 @@ export interface DeltaDiscoveryResponseParts {
  * holding the Any — exactly `Resource.resource` (also field 2, an Any) — so
  * each Resource is a few bytes of version and name around those shared bytes.
  */
+/** A DeltaDiscoveryResponse in a Buffer of its own (tests and tools). */
 export function encodeDeltaDiscoveryResponse(parts: DeltaDiscoveryResponseParts): Buffer {
+  return deltaDiscoveryResponse(parts).toBuffer();
+}
+
+/** A DeltaDiscoveryResponse as parts around the shared framed resources (chunked-response.ts). */
+export function deltaDiscoveryResponse(parts: DeltaDiscoveryResponseParts): ChunkedResponse {
   const chunks: Uint8Array[] = [
     protobuf.Writer.create().uint32(TAG_SYSTEM_VERSION).string(parts.systemVersionInfo).finish(),
   ];
@@ -83,7 +90,7 @@ export function encodeDeltaDiscoveryResponse(parts: DeltaDiscoveryResponseParts)
     .string(parts.controlPlaneId)
     .ldelim();
   chunks.push(tail.finish());
-  return Buffer.concat(chunks);
+  return new ChunkedResponse(chunks);
 }
 
 /** One resource of a decoded DeltaDiscoveryResponse. */

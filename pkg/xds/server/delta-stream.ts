@@ -4,7 +4,7 @@ import type { Logger } from '../../logger/logger.js';
 import type { EncodedResource } from '../cache/encoded.js';
 import { type GeneratedSet, subscriptionKey } from '../cache/generation.js';
 import { contentVersion } from '../cache/version.js';
-import { encodeDeltaDiscoveryResponse } from './delta-codec.js';
+import { deltaDiscoveryResponse } from './delta-codec.js';
 import { type Refusal, tooManyNames } from './limits.js';
 import { clip, pushOrder, StreamLifecycle, type StreamOptions, typeStatus } from './stream-lifecycle.js';
 import type { DeltaDiscoveryRequest, StreamStatus, TypeStatus } from './types.js';
@@ -393,7 +393,7 @@ export class DeltaAdsStream {
     if (!removalsLeft && (part !== 'removals' || d.updates.length === 0)) st.synced = sets;
     if (part !== 'first' && updates.length === 0 && removed.length === 0) return removalsLeft; // rule 4
     const nonce = this.life.nextNonce(); // rule 1: fresh nonce per response
-    const response = encodeDeltaDiscoveryResponse({
+    const response = deltaDiscoveryResponse({
       systemVersionInfo: d.version,
       resources: updates,
       removedResources: removed,

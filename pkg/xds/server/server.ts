@@ -7,6 +7,7 @@ import type { ProxyIdentity } from '../../mesh/identity.js';
 import { type EncodedResource, ResourceInterner } from '../cache/encoded.js';
 import { GenerationCache } from '../cache/generation.js';
 import { AuthenticationError, identityFromNodeId, identityFromPeerCertificate } from './auth.js';
+import type { ChunkedResponse } from './chunked-response.js';
 import { type ClientCertificate, clientCertificateOf } from './client-cert.js';
 import { ConnectionTable } from './connections.js';
 import { DeltaAdsStream } from './delta-stream.js';
@@ -267,10 +268,11 @@ export class AdsServer {
       ...(this.opts.observer !== undefined ? { observer: this.opts.observer } : {}),
     });
     server.addService(adsServerDefinition(this.limits), {
-      StreamAggregatedResources: (call: grpc.ServerDuplexStream<DiscoveryRequest | RefusedRequest, Buffer>) =>
-        this.onCall(call, mode, (base) => new AdsStream({ ...options(), ...base })),
+      StreamAggregatedResources: (
+        call: grpc.ServerDuplexStream<DiscoveryRequest | RefusedRequest, ChunkedResponse>,
+      ) => this.onCall(call, mode, (base) => new AdsStream({ ...options(), ...base })),
       DeltaAggregatedResources: (
-        call: grpc.ServerDuplexStream<DeltaDiscoveryRequest | RefusedRequest, Buffer>,
+        call: grpc.ServerDuplexStream<DeltaDiscoveryRequest | RefusedRequest, ChunkedResponse>,
       ) => this.onCall(call, mode, (base) => new DeltaAdsStream({ ...options(), ...base })),
     });
     if (mode === 'mtls')
@@ -286,7 +288,7 @@ export class AdsServer {
   }
 
   private onCall<Req extends (DiscoveryRequest | DeltaDiscoveryRequest) & FirstRequest>(
-    call: grpc.ServerDuplexStream<Req | RefusedRequest, Buffer>,
+    call: grpc.ServerDuplexStream<Req | RefusedRequest, ChunkedResponse>,
     mode: Mode,
     create: (base: StreamBase) => ServedStream<Req>,
   ): void {

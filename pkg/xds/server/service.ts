@@ -2,6 +2,7 @@ import type { ServiceDefinition } from '@grpc/grpc-js';
 import protobuf from 'protobufjs';
 import type { EncodedResource } from '../cache/encoded.js';
 import { messageType } from '../proto/root.js';
+import { ChunkedResponse, serializeResponse } from './chunked-response.js';
 import { decodeDeltaDiscoveryRequest, encodeDeltaDiscoveryRequest } from './delta-codec.js';
 import { DELTA_NAME_FIELDS, decodeWithin, SOTW_NAME_FIELDS, type StreamLimits } from './limits.js';
 import { decodeDiscoveryRequest } from './request-decode.js';
@@ -39,11 +40,17 @@ export interface DiscoveryResponseParts {
   controlPlaneId: string;
 }
 
-/**
- * Writes a DiscoveryResponse around pre-encoded resources: the head and tail
- * are a few bytes, the resources are copied once into the frame.
- */
+/** A DiscoveryResponse in a Buffer of its own (REST, tests and tools). */
 export function encodeDiscoveryResponse(parts: DiscoveryResponseParts): Buffer {
+  return discoveryResponse(parts).toBuffer();
+}
+
+/**
+ * A DiscoveryResponse around pre-encoded resources, as parts: the head and
+ * tail are a few bytes, the resources the cache's shared framed bytes,
+ * joined only when grpc-js sends it (chunked-response.ts).
+ */
+export function discoveryResponse(parts: DiscoveryResponseParts): ChunkedResponse {
   const head = protobuf.Writer.create()
     .uint32((1 << 3) | 2)
     .string(parts.versionInfo)
@@ -59,7 +66,10 @@ export function encodeDiscoveryResponse(parts: DiscoveryResponseParts): Buffer {
     .string(parts.controlPlaneId)
     .ldelim()
     .finish();
-  return Buffer.concat([head, ...parts.resources.map((r) => r.framed), tail]);
+  const chunks: Uint8Array[] = [head];
+  for (const r of parts.resources) chunks.push(r.framed);
+  chunks.push(tail);
+  return new ChunkedResponse(chunks);
 }
 
 /** A decoded DiscoveryResponse (for test clients and tools). */
@@ -95,9 +105,9 @@ export function decodeDiscoveryResponse(bytes: Uint8Array): DecodedDiscoveryResp
 
 /**
  * The hand-built grpc-js definition of both ADS methods, SotW and Delta:
- * requests are decoded with protobufjs, responses arrive already encoded (a
- * Buffer from encodeDiscoveryResponse / encodeDeltaDiscoveryResponse) and pass
- * through untouched.
+ * requests are decoded by hand, responses arrive already encoded (a
+ * ChunkedResponse from discoveryResponse / deltaDiscoveryResponse, joined as
+ * grpc-js sends it, or a Buffer from tests).
  */
 export const adsServiceDefinition: ServiceDefinition = {
   StreamAggregatedResources: {
@@ -106,7 +116,7 @@ export const adsServiceDefinition: ServiceDefinition = {
     responseStream: true,
     requestSerialize: (req: DiscoveryRequest): Buffer => Buffer.from(encodeDiscoveryRequest(req)),
     requestDeserialize: (bytes: Buffer): DiscoveryRequest => decodeDiscoveryRequest(bytes),
-    responseSerialize: (res: Buffer): Buffer => res,
+    responseSerialize: serializeResponse,
     responseDeserialize: (bytes: Buffer): Buffer => bytes,
   },
   DeltaAggregatedResources: {
@@ -115,7 +125,7 @@ export const adsServiceDefinition: ServiceDefinition = {
     responseStream: true,
     requestSerialize: (req: DeltaDiscoveryRequest): Buffer => Buffer.from(encodeDeltaDiscoveryRequest(req)),
     requestDeserialize: (bytes: Buffer): DeltaDiscoveryRequest => decodeDeltaDiscoveryRequest(bytes),
-    responseSerialize: (res: Buffer): Buffer => res,
+    responseSerialize: serializeResponse,
     responseDeserialize: (bytes: Buffer): Buffer => bytes,
   },
 };

@@ -9,6 +9,7 @@ import type { Logger } from '../../logger/logger.js';
 import type { ProxyIdentity } from '../../mesh/identity.js';
 import type { GenerationCache } from '../cache/generation.js';
 import { AuthenticationError } from './auth.js';
+import type { ChunkedResponse } from './chunked-response.js';
 import type { Refusal } from './limits.js';
 import { AckClock, type XdsObserver } from './observer.js';
 import type { ProxyConfigSource, StreamStatus, TypeStatus } from './types.js';
@@ -16,7 +17,7 @@ import type { ProxyConfigSource, StreamStatus, TypeStatus } from './types.js';
 /** The write side of one gRPC stream, as the state machine sees it. */
 export interface StreamTransport {
   /** Writes one encoded response; false = the transport wants us to wait. `flushed` runs once it left. */
-  write(response: Buffer, flushed: () => void): boolean;
+  write(response: ChunkedResponse, flushed: () => void): boolean;
   /** Ends the stream with an error status. */
   fail(code: Status, message: string): void;
 }
@@ -303,10 +304,10 @@ export class StreamLifecycle<Req extends { node?: { id: string } }> {
   }
 
   /** Hands one response to the transport, counting its bytes until flushed. */
-  write(response: Buffer, typeUrl: string, nonce: string): void {
+  write(response: ChunkedResponse, typeUrl: string, nonce: string): void {
     this.acks.sent(typeUrl, nonce, this.pushCause ?? Date.now());
     this.opts.observer?.onResponse?.(typeUrl, nonce);
-    const size = response.length;
+    const size = response.byteLength;
     this.buffered += size;
     const ok = this.opts.transport.write(response, () => {
       this.buffered -= size;

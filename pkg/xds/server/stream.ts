@@ -6,7 +6,7 @@ import { type GenerationCache, subscriptionKey } from '../cache/generation.js';
 import { contentVersion } from '../cache/version.js';
 import { changedClusters, takeRewarmed, withRewarmed } from './cluster-rewarm.js';
 import type { Refusal } from './limits.js';
-import { encodeDiscoveryResponse } from './service.js';
+import { discoveryResponse } from './service.js';
 import { carriesFullSet, changedSince } from './sotw-partial.js';
 import { clip, pushOrder, StreamLifecycle, type StreamOptions, typeStatus } from './stream-lifecycle.js';
 import type { DiscoveryRequest, StreamStatus, TypeStatus } from './types.js';
@@ -246,7 +246,7 @@ export class AdsStream {
       return true;
     }
     const nonce = this.life.nextNonce(); // rule 1: fresh nonce per response
-    const response = encodeDiscoveryResponse({
+    const response = discoveryResponse({
       // Rule 3: per type. It names the whole set the proxy holds once it applied
       // this response, a partial one included, so equal versions mean equal content.
       versionInfo: set.version,
