@@ -8,6 +8,7 @@ import { derive } from '../../catalog/derive.js';
 import type { MeshView } from '../../catalog/types.js';
 import { meshConfigOf } from '../../catalog/view.js';
 import type { AccessLog, Listener, Listener$Filter, Struct } from '../api/envoy.js';
+import { deepFreeze } from './freeze.js';
 import { AnyType, ExtName, typed } from './xds.js';
 
 export type AccessLogSetting = 'json' | 'text' | 'off';
@@ -63,18 +64,35 @@ function struct(fields: Readonly<Record<string, string>>): Struct {
   return out;
 }
 
+const sharedLogs = new Map<string, WeakMap<Readonly<Record<string, string>>, AccessLog>>();
+
+/**
+ * The stdout access log of a setting and field set: one deep-frozen object for
+ * every HCM and tcp_proxy that carries it, so the encoder packs its Any once
+ * (proto/any-wrapper.ts caches frozen Anys).
+ */
 export function stdoutAccessLog(
   setting: 'json' | 'text',
   fields: Readonly<Record<string, string>>,
 ): AccessLog {
-  return {
-    name: ExtName.StdoutAccessLog,
-    // text: Envoy's default format line.
-    typed_config: typed(
-      AnyType.StdoutAccessLog,
-      setting === 'json' ? { log_format: { json_format: struct(fields) } } : {},
-    ),
-  };
+  let byFields = sharedLogs.get(setting);
+  if (!byFields) {
+    byFields = new WeakMap();
+    sharedLogs.set(setting, byFields);
+  }
+  let log = byFields.get(fields);
+  if (!log) {
+    log = deepFreeze({
+      name: ExtName.StdoutAccessLog,
+      // text: Envoy's default format line.
+      typed_config: typed(
+        AnyType.StdoutAccessLog,
+        setting === 'json' ? { log_format: { json_format: struct(fields) } } : {},
+      ),
+    });
+    byFields.set(fields, log);
+  }
+  return log;
 }
 
 function withLog(filter: Listener$Filter, setting: 'json' | 'text'): Listener$Filter {
