@@ -98,10 +98,16 @@ function byName(a: Pod, b: Pod): number {
   return a.metadata.name < b.metadata.name ? -1 : a.metadata.name > b.metadata.name ? 1 : 0;
 }
 
+/** A Service's selector; undefined when it has none (its endpoints come from explicit slices only). */
+function selectorOf(svc: Service): Record<string, string> | undefined {
+  const selector = svc.spec.selector;
+  return selector && Object.keys(selector).length > 0 ? selector : undefined;
+}
+
 /** The live pods of `candidates` a selector Service selects, sorted by name; [] without a selector. */
 export function selectedPods(svc: Service, candidates: readonly Pod[]): Pod[] {
-  const selector = svc.spec.selector;
-  if (!selector || Object.keys(selector).length === 0) return [];
+  const selector = selectorOf(svc);
+  if (!selector) return [];
   return candidates
     .filter(
       (p) =>
@@ -117,9 +123,7 @@ export function deriveServiceSlices(svc: Service, pods: readonly Pod[]): Endpoin
 
 /** The slices of a selector Service whose selected pods are `members` (sorted by name). */
 export function slicesOf(svc: Service, members: readonly Pod[]): EndpointSlice[] {
-  // Services without a selector get their endpoints from explicit slices only.
-  const selector = svc.spec.selector;
-  if (!selector || Object.keys(selector).length === 0) return [];
+  if (!selectorOf(svc)) return [];
   const base = `${svc.metadata.name}${DERIVED_SLICE_SUFFIX}`;
   const groups = new Map<string, EndpointSlice>();
   for (const pod of members) {
@@ -191,8 +195,8 @@ export class SliceDeriver {
     const next = new Map<string, Derived>();
     const out: EndpointSlice[] = [];
     for (const svc of services) {
-      const selector = svc.spec.selector;
-      if (!selector || Object.keys(selector).length === 0) continue;
+      const selector = selectorOf(svc);
+      if (!selector) continue;
       const byLabel = index.get(svc.metadata.namespace ?? '');
       // The shortest list of pods carrying one of the selector's pairs holds every member.
       let candidates: readonly Pod[] = [];

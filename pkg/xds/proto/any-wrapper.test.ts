@@ -41,25 +41,30 @@ describe('the Any wrapper', () => {
   });
 
   it('packs a frozen Any once, and re-encodes one that is not frozen after a change', () => {
-    const any = messageType('google.protobuf.Any');
+    const anyType = messageType('google.protobuf.Any');
     const frozen = Object.freeze({ '@type': STDOUT });
-    assert.equal(any.fromObject(frozen), any.fromObject(frozen), 'the same packed message');
+    assert.equal(anyType.fromObject(frozen), anyType.fromObject(frozen), 'the same packed message');
     const open: { '@type': string; log_format?: unknown } = { '@type': STDOUT };
-    const before = Buffer.from(any.encode(any.fromObject(open)).finish());
+    const before = Buffer.from(anyType.encode(anyType.fromObject(open)).finish());
     open.log_format = { text_format_source: { inline_string: 'x' } };
-    const after = Buffer.from(any.encode(any.fromObject(open)).finish());
+    const after = Buffer.from(anyType.encode(anyType.fromObject(open)).finish());
     assert.notDeepEqual(after, before);
   });
 
   it('leaves an Any without @type or of an unknown type as protobufjs leaves it', () => {
-    const any = messageType('google.protobuf.Any');
-    const plain = any.fromObject({ type_url: STDOUT, value: new Uint8Array([1, 2]) }) as protobuf.Message & {
+    const anyType = messageType('google.protobuf.Any');
+    const plain = anyType.fromObject({
+      type_url: STDOUT,
+      value: new Uint8Array([1, 2]),
+    }) as protobuf.Message & {
       type_url?: string;
       value?: Uint8Array;
     };
     assert.equal(plain.type_url, STDOUT);
     assert.deepEqual([...(plain.value ?? [])], [1, 2]);
-    const unknown = any.fromObject({ '@type': 'type.googleapis.com/no.such.Type' }) as protobuf.Message & {
+    const unknown = anyType.fromObject({
+      '@type': 'type.googleapis.com/no.such.Type',
+    }) as protobuf.Message & {
       type_url?: string;
     };
     assert.equal(unknown.type_url ?? '', '');

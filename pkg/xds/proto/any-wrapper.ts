@@ -8,8 +8,8 @@
 // protobufjs does: the same type_url normalisation, depth limit and fallback.
 // A frozen input (a message generators share, envoy/common/freeze.ts) is packed
 // once: it cannot change, so its packed Any is kept for as long as it lives.
-// Installed through protobufjs's public `wrappers` table, before any type is
-// set up (root.ts imports this first).
+// Installed through protobufjs's public `wrappers` table before the first type
+// is set up (root.ts imports this first).
 import protobuf from 'protobufjs';
 
 const ANY = '.google.protobuf.Any';
@@ -18,6 +18,8 @@ interface Resolved {
   type: protobuf.Type;
   typeUrl: string;
 }
+
+let installed = false;
 
 type FromObject = (this: protobuf.Type, object: { [k: string]: unknown }, depth?: number) => protobuf.Message;
 
@@ -62,5 +64,3 @@ export function installAnyTypeCache(): void {
   };
   protobuf.wrappers[ANY] = { ...original, fromObject: fromObject as protobuf.WrapperFromObjectConverter };
 }
-
-let installed = false;

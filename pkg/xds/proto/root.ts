@@ -36,7 +36,7 @@ export function envoyProtoFiles(): string[] {
     .filter((l) => l !== '' && !l.startsWith('#'));
 }
 
-// Before any type is set up: types bind their wrapper when first used.
+// Before the first type is set up: types bind their wrapper when first used.
 installAnyTypeCache();
 
 let cached: protobuf.Root | undefined;

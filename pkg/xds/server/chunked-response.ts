@@ -28,7 +28,7 @@ export class ChunkedResponse {
 
   /**
    * The message joined into the shared scratch buffer: valid only until the
-   * next call of any ChunkedResponse's joinTransient. For responseSerialize,
+   * next joinTransient call, whichever ChunkedResponse makes it. For responseSerialize,
    * whose result grpc-js copies before it returns, and nothing else.
    */
   joinTransient(): Buffer {
