@@ -179,6 +179,8 @@ for (const version of ENVOY_VERSIONS) {
     const envoys: EnvoyProcess[] = [];
     const servers: net.Server[] = [];
     let appRequests: string[] = [];
+    // The app's connections from its sidecar that are still open.
+    const appSockets = new Set<net.Socket>();
     // Loopback ports: admin ×3, bookstore-v1 inbound, bookbuyer outbound (mesh port and any
     // other), bookwarehouse inbound and outbound (3306 and any other), the apps.
     let ports: number[] = [];
@@ -209,6 +211,10 @@ for (const version of ENVOY_VERSIONS) {
       const app = http.createServer((req, res) => {
         appRequests.push(`${req.method} ${req.url}`);
         res.end(`bookstore saw ${req.url}\n`);
+      });
+      app.on('connection', (s: net.Socket) => {
+        appSockets.add(s);
+        s.on('close', () => appSockets.delete(s));
       });
       const greeter = net.createServer((s) => {
         s.on('error', () => {});
@@ -303,6 +309,35 @@ for (const version of ENVOY_VERSIONS) {
       });
       assert.deepEqual(reply, { status: 200, body: 'bookstore saw /books-bought\n' });
       assert.deepEqual(appRequests, ['GET /books-bought']);
+    });
+
+    test("the sidecar closes an idle connection to the app before the app's keep-alive timeout can", async () => {
+      // Node's server keeps an idle connection 5 s; were the app to close it first, a request the
+      // sidecar had just put on it would fail with "connection termination" (cds/sidecar.ts).
+      const idleClosed = async () => {
+        const stats = await storeEnvoy().stats();
+        return [...stats]
+          .filter(([k]) => /^cluster\..*\|local\.upstream_cx_idle_timeout$/.test(k))
+          .reduce((n, [, v]) => n + v, 0);
+      };
+      const before = await idleClosed();
+      const get = () =>
+        httpGet('127.0.0.1', port(BUYER_OUT), '/books-bought', {
+          host: 'bookstore-v1.bookstore:14001',
+          ...BOOKS_BOUGHT_HEADERS,
+        });
+      assert.equal((await get()).status, 200);
+      const sentAt = Date.now();
+      while (appSockets.size > 0 && Date.now() - sentAt < 4000) await new Promise((r) => setTimeout(r, 50));
+      const closedAfter = Date.now() - sentAt;
+      assert.equal(
+        appSockets.size,
+        0,
+        'the app still holds a connection from its sidecar 4 s after the last request',
+      );
+      assert.ok(closedAfter < 4000, `closed after ${closedAfter} ms`);
+      assert.ok((await idleClosed()) > before, 'the sidecar counted no idle-timeout close toward the app');
+      assert.equal((await get()).status, 200, 'the next request opens a new connection');
     });
 
     test('a route the HTTPRouteGroup does not match: 403 from the destination naming the caller, rbac.denied', async () => {

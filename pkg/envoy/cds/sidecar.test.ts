@@ -60,7 +60,7 @@ test('bookbuyer: backend clusters of the split (even bookstore-v2), no apex clus
   });
 });
 
-test('local clusters for every served port, HTTP/2 upstream only for gRPC ports', () => {
+test('local clusters for every served port: HTTP/2 only for gRPC ports, idle connections closed before the app closes them', () => {
   const clusters = cds(bookstoreMesh(), 'bookwarehouse-1');
   assert.deepEqual(
     clusters.map((r) => r.name),
@@ -87,12 +87,27 @@ test('local clusters for every served port, HTTP/2 upstream only for gRPC ports'
     ),
     {
       '@type': 'type.googleapis.com/envoy.extensions.upstreams.http.v3.HttpProtocolOptions',
+      common_http_protocol_options: { idle_timeout: { seconds: 1, nanos: 0 } },
       explicit_http_config: { http2_protocol_options: {} },
     },
   );
+  // TCP: no HTTP options; tcp_proxy would not read them.
   assert.equal(
     at(named(clusters, 'bookwarehouse/bookwarehouse|13306|local'), 'typed_extension_protocol_options'),
     undefined,
+  );
+  const httpLocal = named(cds(bookstoreMesh(), 'bookstore-v1-1'), 'bookstore/bookstore-v1|14001|local');
+  assert.deepEqual(
+    at(
+      httpLocal,
+      'typed_extension_protocol_options',
+      'envoy.extensions.upstreams.http.v3.HttpProtocolOptions',
+    ),
+    {
+      '@type': 'type.googleapis.com/envoy.extensions.upstreams.http.v3.HttpProtocolOptions',
+      common_http_protocol_options: { idle_timeout: { seconds: 1, nanos: 0 } },
+      explicit_http_config: { http_protocol_options: {} },
+    },
   );
   const upstream = named(cds(bookstoreMesh(), 'bookstore-v2-1'), 'bookwarehouse/bookwarehouse|14001');
   assert.ok(at(upstream, 'typed_extension_protocol_options'));

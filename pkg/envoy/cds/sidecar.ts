@@ -12,11 +12,19 @@ import { DiscoveryType, LbPolicy } from '../common/enums.js';
 import { inboundPorts } from '../common/inbound.js';
 import { IdentityMemo, NONE } from '../common/memo.js';
 import { byName, proxyUpstreamClusters, type UpstreamCluster } from '../common/outbound.js';
-import { retryBudgetBreakers } from '../common/retry.js';
+import { durationMs, retryBudgetBreakers } from '../common/retry.js';
 import { upstreamTlsSocket } from '../common/tls.js';
 import { tracingClusterOf, tracingSetting } from '../common/tracing.js';
 import { withUpstreamSetting } from '../common/upstream.js';
-import { adsConfigSource, durationSeconds, http2ProtocolOptions, socketAddress } from '../common/xds.js';
+import {
+  AnyType,
+  adsConfigSource,
+  durationSeconds,
+  ExtName,
+  http2ProtocolOptions,
+  socketAddress,
+  typed,
+} from '../common/xds.js';
 import { egressDnsCluster } from '../egress/egress.js';
 import { egressPlan } from '../egress/plan.js';
 import { BLACKHOLE_CLUSTER, PASSTHROUGH_CLUSTER, TRACING_CLUSTER } from '../names.js';
@@ -68,23 +76,40 @@ export function withRetryBudget(cluster: Cluster, retry: RetryRule | undefined):
   return cluster;
 }
 
+// Idle connections to the app are closed by the sidecar before the app's own
+// keep-alive timeout can (Node 5 s, uvicorn 5 s, gunicorn 2 s): when the app
+// closes first, a request Envoy has just put on that pooled connection fails
+// with "upstream connect error … connection termination" (Envoy's FAQ on
+// upstream idle timeouts). Reconnecting on loopback costs far less.
+export const LOCAL_APP_IDLE_TIMEOUT_MS = 1000;
+
+/** HTTP options for the app's cluster: the idle timeout above, and the app's protocol. */
+function localHttpOptions(port: MeshServicePort): Cluster['typed_extension_protocol_options'] {
+  if (port.protocol === 'tcp') return undefined;
+  return {
+    [ExtName.HttpProtocolOptions]: typed(AnyType.HttpProtocolOptions, {
+      common_http_protocol_options: { idle_timeout: durationMs(LOCAL_APP_IDLE_TIMEOUT_MS) },
+      // gRPC needs HTTP/2 to the app; plain HTTP stays on HTTP/1.1, Envoy's default.
+      explicit_http_config:
+        port.protocol === 'grpc' ? { http2_protocol_options: {} } : { http_protocol_options: {} },
+    }),
+  };
+}
+
 export function localCluster(name: string, port: MeshServicePort): Cluster {
-  return withProtocol(
-    {
-      name,
-      type: DiscoveryType.STATIC,
-      connect_timeout: durationSeconds(CONNECT_TIMEOUT_S),
-      // The app listens on the target port; the sidecar reaches it on loopback
-      // (iptables skips loopback, so this does not loop back into Envoy).
-      load_assignment: {
-        cluster_name: name,
-        endpoints: [
-          { lb_endpoints: [{ endpoint: { address: socketAddress('127.0.0.1', port.targetPort) } }] },
-        ],
-      },
+  const options = localHttpOptions(port);
+  return {
+    name,
+    type: DiscoveryType.STATIC,
+    connect_timeout: durationSeconds(CONNECT_TIMEOUT_S),
+    // The app listens on the target port; the sidecar reaches it on loopback
+    // (iptables skips loopback, so this does not loop back into Envoy).
+    load_assignment: {
+      cluster_name: name,
+      endpoints: [{ lb_endpoints: [{ endpoint: { address: socketAddress('127.0.0.1', port.targetPort) } }] }],
     },
-    port,
-  );
+    ...(options && { typed_extension_protocol_options: options }),
+  };
 }
 
 // Messages keyed on the MeshService they describe and its identities (the
