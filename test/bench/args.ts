@@ -1,5 +1,6 @@
 import { availableParallelism } from 'node:os';
 import { parseArgs } from 'node:util';
+import type { FleetTransportKind } from './fleet-transport.js';
 
 export interface BenchOptions {
   proxies: number;
@@ -7,6 +8,8 @@ export interface BenchOptions {
   mode: 'smi' | 'permissive';
   changes: number;
   workers: number;
+  /** The fleet's client per proxy (fleet-transport.ts). */
+  fleetTransport: FleetTransportKind;
   json?: string;
   minPushInterval?: string;
   /** Quiet time that ends a change measurement, in ms. */
@@ -48,6 +51,8 @@ Usage: node dist/test/bench/main.js [flags]   (or: make bench BENCH_ARGS="...")
   --mode smi|permissive    MeshConfig traffic mode (default smi)
   --changes K              repetitions of each change kind (default 10)
   --workers W              proxy-fleet processes (default: one per core)
+  --fleet-transport T      h2: each proxy a bare HTTP/2 client, as lean as an Envoy's ADS
+                           connection (default); grpc-js: grpc-js's full client per proxy
   --json FILE              also write the results as JSON
   --min-push-interval DUR  passed to the controller (default: its own, 100ms)
   --quiet-ms MS            fleet (and controller CPU) silence that ends a change measurement (default 300)
@@ -94,6 +99,7 @@ export const COMMON_BENCH_FLAGS = {
   mode: { type: 'string' },
   changes: { type: 'string' },
   workers: { type: 'string' },
+  'fleet-transport': { type: 'string' },
   json: { type: 'string' },
   'quiet-ms': { type: 'string' },
   'idle-ms': { type: 'string' },
@@ -110,7 +116,16 @@ type CommonValues = {
 
 export type CommonBenchOptions = Pick<
   BenchOptions,
-  'proxies' | 'services' | 'mode' | 'changes' | 'workers' | 'quietMs' | 'idleMs' | 'skipStorm' | 'timeoutS'
+  | 'proxies'
+  | 'services'
+  | 'mode'
+  | 'changes'
+  | 'workers'
+  | 'fleetTransport'
+  | 'quietMs'
+  | 'idleMs'
+  | 'skipStorm'
+  | 'timeoutS'
 >;
 
 /** The shared flags' values, checked, with the defaults that differ between the two given. */
@@ -123,6 +138,9 @@ export function commonBenchOptions(
   if (proxies < 2 * services) throw new Error(`--services ${services}: every service needs 2 pods (2S <= N)`);
   const mode = v.mode ?? 'smi';
   if (mode !== 'smi' && mode !== 'permissive') throw new Error(`--mode: ${mode} is not smi or permissive`);
+  const fleetTransport = v['fleet-transport'] ?? 'h2';
+  if (fleetTransport !== 'h2' && fleetTransport !== 'grpc-js')
+    throw new Error(`--fleet-transport: ${fleetTransport} is not h2 or grpc-js`);
   return {
     proxies,
     services,
@@ -131,6 +149,7 @@ export function commonBenchOptions(
     // One per core: more processes than cores only duplicate per-process costs (each worker's
     // decode cache, JIT, GC) on the cores the controller needs.
     workers: positiveInt('workers', v.workers, availableParallelism()),
+    fleetTransport,
     quietMs: positiveInt('quiet-ms', v['quiet-ms'], 300),
     idleMs: positiveInt('idle-ms', v['idle-ms'], 5000),
     skipStorm: v['skip-storm'] ?? false,

@@ -1,14 +1,18 @@
-// What the SotW and Delta benchmark proxies share: one channel per proxy, a
-// stream that reconnects with a short backoff, stream numbering (epochs) and
-// ACK reporting. The subclasses keep only their protocol's requests and state.
-import * as grpc from '@grpc/grpc-js';
+// What the SotW and Delta benchmark proxies share: one connection per proxy
+// (fleet-transport.ts), a stream that reconnects with the sidecar's backoff,
+// stream numbering (epochs) and ACK reporting. The subclasses keep only their
+// protocol's requests and state.
 import { TypeUrl } from '../../pkg/envoy/types.js';
 import { ADS_RETRY_BACKOFF } from '../../pkg/injector/bootstrap.js';
 import { parseProxyCommonName } from '../../pkg/mesh/identity.js';
 import { nodeField } from './envoy-node.js';
+import type { ConnectionFactory, FleetConnection, FleetStream } from './fleet-transport.js';
 import type { AckEvent, FleetProxySpec, StreamEndEvent, TypeCode } from './protocol.js';
 import { nowMs } from './protocol.js';
 import type { FactsCache } from './xds-decode.js';
+
+/** gRPC's UNAVAILABLE: the connection was lost or could not be made. */
+const UNAVAILABLE = 14;
 
 export const CODE_OF: Record<string, TypeCode> = {
   [TypeUrl.Cluster]: 'CDS',
@@ -36,7 +40,8 @@ export interface FleetClientOptions {
    * survivors); empty or absent with one controller.
    */
   fallbacks?: readonly string[];
-  credentials: grpc.ChannelCredentials;
+  /** Connects to one controller address (fleet-transport.ts). */
+  connect: ConnectionFactory;
   facts: FactsCache;
   onAck(ev: AckEvent): void;
   onStreamEnd(ev: StreamEndEvent): void;
@@ -47,31 +52,6 @@ export interface FleetClientOptions {
    * sharedNodeBytes); empty for a node of id and cluster only.
    */
   sharedNode: Uint8Array;
-  /** A name the ADS serving certificate carries (default localhost). */
-  serverName?: string;
-}
-
-/**
- * One connection per proxy, as with real sidecars: a local subchannel pool
- * keeps grpc-js from sharing a TCP connection between channels.
- */
-export function fleetChannel(opts: FleetClientOptions, address = opts.address): grpc.Client {
-  return new grpc.Client(address, opts.credentials, {
-    'grpc.use_local_subchannel_pool': 1,
-    // The sidecar bootstrap's ADS retry bounds (grpc-js jitters each step by ±20 % and grows it
-    // 1.6× where Envoy draws uniformly below a doubling interval; both are capped at maxMs).
-    'grpc.initial_reconnect_backoff_ms': ADS_RETRY_BACKOFF.baseMs,
-    'grpc.max_reconnect_backoff_ms': ADS_RETRY_BACKOFF.maxMs,
-    'grpc.max_receive_message_length': 64 * 1024 * 1024,
-    // skein's certificate names localhost too (OSM's only ads.<trust-domain>); an IP as TLS
-    // server name is deprecated (RFC 6066).
-    'grpc.ssl_target_name_override': opts.serverName ?? 'localhost',
-    // Neither is Envoy behaviour, and both cost the shared cores per call and connection:
-    // channelz bookkeeping, and buffering every request for a gRPC-level retry (an xDS client
-    // recovers by opening a new stream, as this one does).
-    'grpc.enable_channelz': 0,
-    'grpc.enable_retries': 0,
-  });
 }
 
 /**
@@ -80,11 +60,11 @@ export function fleetChannel(opts: FleetClientOptions, address = opts.address): 
  */
 export abstract class FleetStreamClient<Req, S> {
   protected readonly types = new Map<string, S>();
-  private client: grpc.Client;
+  private connection: FleetConnection;
   /** The controller addresses this proxy tries, its own first; `at` indexes the one in use. */
   private readonly addresses: readonly string[];
   private at = 0;
-  private call: grpc.ClientDuplexStream<Buffer, Buffer> | undefined;
+  private call: FleetStream | undefined;
   /** The current stream's number (1 = first stream). */
   protected epoch = 0;
   private stopped = false;
@@ -101,7 +81,7 @@ export abstract class FleetStreamClient<Req, S> {
     newState: () => S,
   ) {
     this.addresses = [opts.address, ...(opts.fallbacks ?? [])];
-    this.client = fleetChannel(opts);
+    this.connection = opts.connect(opts.address);
     for (const t of REQUEST_ORDER) this.types.set(t, newState());
   }
 
@@ -117,7 +97,7 @@ export abstract class FleetStreamClient<Req, S> {
     this.stopped = true;
     clearTimeout(this.retryTimer);
     this.call?.cancel();
-    this.client.close();
+    this.connection.close();
   }
 
   protected state(typeUrl: string): S {
@@ -166,50 +146,37 @@ export abstract class FleetStreamClient<Req, S> {
   private openStream(): void {
     this.epoch++;
     const epoch = this.epoch;
-    // Wait for a connection instead of failing at once while the controller is down: the
-    // channel reconnects with its own jittered backoff (250 ms growing to 2 s, as configured in
-    // fleetChannel), one TCP/TLS attempt per step as Envoy's ADS retry makes, without also
-    // creating and failing a call per step (which made the fleet burn most of the 2 cores
-    // while the controller restarted).
-    const call = this.client.makeBidiStreamRequest(
-      this.methodPath,
-      // Requests arrive encoded (write): the node is appended as bytes, not re-encoded.
-      (bytes: Buffer) => bytes,
-      (bytes: Buffer) => bytes,
-      new grpc.Metadata({ waitForReady: true }),
-    );
-    this.call = call;
-    call.on('data', (bytes: Buffer) => {
-      if (epoch !== this.epoch) return;
-      this.responses++;
-      this.failures = 0;
-      this.onResponse(bytes);
-    });
-    call.on('error', () => {
-      // Reported through 'status'.
-    });
-    call.on('status', (s: grpc.StatusObject) => {
-      if (epoch !== this.epoch) return;
-      this.opts.onStreamEnd({ p: this.opts.spec.index, e: epoch, code: s.code, at: nowMs() });
-      if (this.stopped) return;
-      // A lost connection with replicas to spare: the next stream goes to the next replica (with
-      // one controller the channel waits for it to come back, as Envoy's retries do).
-      if (s.code === grpc.status.UNAVAILABLE && this.addresses.length > 1) this.nextReplica();
-      // As Envoy on the injected bootstrap (pkg/injector/bootstrap.ts ADS_RETRY_BACKOFF): a
-      // uniformly random wait below an interval doubling from 250 ms up to 2 s.
-      this.failures++;
-      const interval = Math.min(
-        ADS_RETRY_BACKOFF.maxMs,
-        ADS_RETRY_BACKOFF.baseMs * 2 ** Math.min(this.failures - 1, 8),
-      );
-      this.retryTimer = setTimeout(() => this.openStream(), Math.random() * interval);
+    // Requests arrive encoded (write): the node is appended as bytes, not re-encoded.
+    this.call = this.connection.stream(this.methodPath, {
+      onMessage: (bytes) => {
+        if (epoch !== this.epoch) return;
+        this.responses++;
+        this.failures = 0;
+        this.onResponse(bytes);
+      },
+      onEnd: (code) => {
+        if (epoch !== this.epoch) return;
+        this.opts.onStreamEnd({ p: this.opts.spec.index, e: epoch, code, at: nowMs() });
+        if (this.stopped) return;
+        // A lost connection with replicas to spare: the next stream goes to the next replica (with
+        // one controller it waits for that one to come back, as Envoy's retries do).
+        if (code === UNAVAILABLE && this.addresses.length > 1) this.nextReplica();
+        // As Envoy on the injected bootstrap (pkg/injector/bootstrap.ts ADS_RETRY_BACKOFF): a
+        // uniformly random wait below an interval doubling from 250 ms up to 2 s.
+        this.failures++;
+        const interval = Math.min(
+          ADS_RETRY_BACKOFF.maxMs,
+          ADS_RETRY_BACKOFF.baseMs * 2 ** Math.min(this.failures - 1, 8),
+        );
+        this.retryTimer = setTimeout(() => this.openStream(), Math.random() * interval);
+      },
     });
     this.onStreamOpen();
   }
 
   private nextReplica(): void {
-    this.client.close();
+    this.connection.close();
     this.at = (this.at + 1) % this.addresses.length;
-    this.client = fleetChannel(this.opts, this.addresses[this.at]);
+    this.connection = this.opts.connect(this.addresses[this.at] as string);
   }
 }

@@ -1,8 +1,10 @@
 // The parent side of the proxy fleet: forks the workers, hands each a slice
 // of the proxies, and folds their ACK reports into per-proxy state.
+
 import { type ChildProcess, fork } from 'node:child_process';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import type { FleetTransportKind } from './fleet-transport.js';
 import { cpuSeconds } from './proc.js';
 import {
   type AckEvent,
@@ -31,6 +33,8 @@ export interface FleetOptions {
   delta?: boolean;
   /** Node id and cluster only instead of a real Envoy's Node (envoy-node.ts). */
   minimalNode?: boolean;
+  /** Each proxy's client (default h2, fleet-transport.ts). */
+  transport?: FleetTransportKind;
   /** Run each worker under `node --cpu-prof`, profiles here (written when the fleet stops). */
   cpuProfDir?: string;
 }
@@ -115,6 +119,7 @@ export class Fleet {
         flushMs: fleet.flushMs,
         delta: opts.delta ?? false,
         minimalNode: opts.minimalNode ?? false,
+        transport: opts.transport ?? 'h2',
       });
     }
     const certMs = await Promise.all(ready);

@@ -16,6 +16,7 @@ Usage: node dist/test/bench/peer-main.js [flags]   (or: make bench-peer BENCH_AR
   --mode smi|permissive  traffic mode of both MeshConfigs (default smi)
   --changes K          repetitions of each change kind per controller (default 10)
   --workers W          proxy-fleet processes (default: one per core)
+  --fleet-transport T  h2 (default) or grpc-js: each proxy's client, as for make bench
   --quiet-ms MS        silence that ends a change measurement (default 300)
   --idle-ms MS         idle window after convergence (default 5000)
   --timeout-s S        wait at most S s for initial convergence and the storm (default 180)

@@ -29,6 +29,7 @@ test('OSM v1.2.4 and skein both converge the same fleet and push every change ki
     mode: 'smi',
     changes: 1,
     workers: 1,
+    fleetTransport: 'h2',
     quietMs: 200,
     idleMs: 300,
     timeoutS: 60,

@@ -1,6 +1,7 @@
 // `make bench-peer`: the same topology and the same proxy fleet against Open Service
 // Mesh's osm-controller (osm-peer.ts) and against skein in Kubernetes mode, one after
 // the other in one run, on one real API server both read the same objects from.
+
 import { mkdtemp, rm } from 'node:fs/promises';
 import { loadavg, tmpdir } from 'node:os';
 import path from 'node:path';
@@ -12,6 +13,7 @@ import { freePorts, sleep } from '../support/processes.js';
 import { ChangeDriver } from './changes.js';
 import { ControllerProcess } from './controller.js';
 import { Fleet } from './fleet.js';
+import type { FleetTransportKind } from './fleet-transport.js';
 import { applyTopology, exportCaSecret, kubeChangeSink, waitForEndpoints } from './kube-topology.js';
 import {
   type ChangeKindResult,
@@ -60,6 +62,8 @@ export interface PeerBenchOptions {
   /** Repetitions of each change kind per controller. */
   changes: number;
   workers: number;
+  /** The fleet's client per proxy (fleet-transport.ts), the same for both controllers. */
+  fleetTransport: FleetTransportKind;
   quietMs: number;
   idleMs: number;
   /** skein runs under `node --cpu-prof`, its profile written here when it stops cleanly. */
@@ -148,6 +152,7 @@ async function runOne(
         ...(setup.serverName ? { serverName: setup.serverName } : {}),
         delta: false,
         minimalNode: false,
+        transport: o.fleetTransport,
       })
     ).fleet;
     const initial = await measureInitial(fleet, controller, o.timeoutS * 1000);

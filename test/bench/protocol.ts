@@ -1,4 +1,5 @@
 // Messages between the benchmark parent and its proxy-fleet workers (Node IPC).
+import type { FleetTransportKind } from './fleet-transport.js';
 
 export interface FleetProxySpec {
   index: number;
@@ -22,6 +23,8 @@ export type ParentMessage =
       delta: boolean;
       /** The first request of a stream carries only node id and cluster, not Envoy's whole Node. */
       minimalNode: boolean;
+      /** Each proxy's client (fleet-transport.ts). */
+      transport: FleetTransportKind;
     }
   | { type: 'connect' }
   /** From now on, report whether each EDS response carries this pod IP. */

@@ -106,7 +106,7 @@ export function formatReport(r: BenchResult): string {
   lines.push(
     `skein benchmark: ${t.proxies} proxies, ${t.services} services (+${t.backendServices} split backends) in ${t.namespaces} namespaces, ` +
       `${t.egressPolicies > 0 ? `${t.egressPolicies} Egress, ` : ''}${t.ingressBackends > 0 ? `${t.ingressBackends} IngressBackend, ` : ''}` +
-      `mode ${o.mode}, ${o.delta ? 'Delta' : 'SotW'} ADS, ${o.minimalNode ? 'two-field' : `Envoy ${NODE_FIXTURE_VERSION}`} node, ${o.workers} fleet workers, ${o.changes} changes per kind`,
+      `mode ${o.mode}, ${o.delta ? 'Delta' : 'SotW'} ADS, ${o.minimalNode ? 'two-field' : `Envoy ${NODE_FIXTURE_VERSION}`} node, ${o.workers} fleet workers (${o.fleetTransport} clients), ${o.changes} changes per kind`,
   );
   lines.push(
     `machine: ${r.machine.nproc} cores (${r.machine.cpuModel}), ${r.machine.memTotalMB} MB, node ${r.machine.node}`,

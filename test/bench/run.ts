@@ -102,6 +102,7 @@ export async function runBench(o: BenchOptions): Promise<BenchResult> {
       caDir: path.join(stateDir, 'ca'),
       delta: o.delta ?? false,
       minimalNode: o.minimalNode ?? false,
+      transport: o.fleetTransport,
       ...(o.cpuProfDir ? { cpuProfDir: path.resolve(o.cpuProfDir) } : {}),
     });
     fleet = started2.fleet;

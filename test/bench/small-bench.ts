@@ -17,6 +17,7 @@ export function runSmallBench(extra: Partial<BenchOptions> = {}): Promise<BenchR
     mode: 'smi',
     changes: 1,
     workers: 1,
+    fleetTransport: 'h2',
     quietMs: 200,
     idleMs: 300,
     skipStorm: false,

@@ -1,12 +1,13 @@
 // A proxy-fleet worker process: issues its proxies' certificates from the
 // controller's CA, runs one ADS client per proxy, and reports every ACK to the
 // parent in batches (so its own CPU stays small next to the controller's).
-import * as grpc from '@grpc/grpc-js';
 import { BuiltinCA } from '../../pkg/certificate/builtin.js';
 import { FleetClient } from './ads-client.js';
 import { DeltaFleetClient } from './delta-client.js';
 import { readNodeFixture, sharedNodeBytes } from './envoy-node.js';
 import type { FleetClientOptions } from './fleet-client.js';
+import { type FleetTls, grpcJsConnections } from './fleet-transport.js';
+import { h2Connections } from './h2-transport.js';
 import {
   type AckEvent,
   isParentMessage,
@@ -15,6 +16,7 @@ import {
   type StreamEndEvent,
   type WorkerMessage,
 } from './protocol.js';
+import { abbreviatePeerCertificates } from './tls-peer-chain.js';
 import { addressMarker, FactsCache } from './xds-decode.js';
 
 const CERT_VALIDITY_MS = 24 * 60 * 60 * 1000;
@@ -23,6 +25,7 @@ const CERT_VALIDITY_MS = 24 * 60 * 60 * 1000;
 // grpc-js builds, stack trace included (5% of a worker's CPU in a reconnect
 // storm); nobody reads those traces here.
 Error.stackTraceLimit = 0;
+abbreviatePeerCertificates();
 
 const clients: (FleetClient | DeltaFleetClient)[] = [];
 const facts = new FactsCache();
@@ -75,21 +78,22 @@ async function init(msg: Extract<ParentMessage, { type: 'init' }>): Promise<void
       validityMs: CERT_VALIDITY_MS,
       usage: 'client',
     });
-    const credentials = grpc.credentials.createSsl(
-      rootPem,
-      Buffer.from(cert.keyPem),
-      Buffer.from(cert.certPem),
-    );
+    const tls: FleetTls = {
+      caPem: rootPem,
+      certPem: Buffer.from(cert.certPem),
+      keyPem: Buffer.from(cert.keyPem),
+      // skein's certificate names localhost too; an IP as TLS server name is deprecated (RFC 6066).
+      serverName: msg.serverName ?? 'localhost',
+    };
     const options: FleetClientOptions = {
       spec,
       ...replicaOrder(spec.index, msg.address, msg.replicas),
-      credentials,
+      connect: msg.transport === 'grpc-js' ? grpcJsConnections(tls) : h2Connections(tls),
       facts,
       onAck: (ev) => acks.push(ev),
       onStreamEnd: (ev) => ends.push(ev),
       marker: () => marker,
       sharedNode,
-      ...(msg.serverName ? { serverName: msg.serverName } : {}),
     };
     clients.push(msg.delta ? new DeltaFleetClient(options) : new FleetClient(options));
   }
