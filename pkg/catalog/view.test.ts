@@ -261,6 +261,30 @@ test('servicesOfPod matches selectors in the pod namespace and is memoized per p
   assert.deepEqual(view.servicesOfPod(stranger), []);
 });
 
+test('servicesOfPod finds services selecting by any of the pod labels, in key order, and no others', () => {
+  const http = [{ name: 'http', port: 80 }];
+  const view = buildMeshView(
+    storeWith(
+      namespace('shop', MESH),
+      namespace('other', MESH),
+      // Indexed under different pairs of the same pod, listed out of key order.
+      service('shop', 'zeta', http, { tier: 'web' }),
+      service('shop', 'alpha', http, { app: 'shop', tier: 'web' }),
+      service('shop', 'mid', http, { team: 'a' }),
+      // First pair matches, second does not.
+      service('shop', 'near-miss', http, { app: 'shop', tier: 'db' }),
+      service('shop', 'no-selector', http, {}),
+      // The same selector in another namespace.
+      service('other', 'twin', http, { app: 'shop' }),
+    ),
+    { meshName: MESH },
+  );
+  const p = pod('shop', 'p', { labels: { app: 'shop', tier: 'web', team: 'a' } });
+  assert.deepEqual(keys(view.servicesOfPod(p)), ['shop/alpha', 'shop/mid', 'shop/zeta']);
+  assert.deepEqual(keys(view.servicesOfPod(pod('shop', 'bare', {}))), []);
+  assert.deepEqual(keys(view.servicesOfPod(pod('other', 'q', { labels: { app: 'shop' } }))), ['other/twin']);
+});
+
 test('permissive mode: every service reaches every other, inbound allows any source', () => {
   const store = storeWith(
     ...bookstore(),

@@ -265,6 +265,11 @@ const NO_INGRESS: IngressTable = Object.freeze({
   problems: EMPTY,
 });
 
+/** An index key: a namespace and one label pair (Kubernetes names and label values hold no NUL). */
+function pairKey(namespace: string, key: string, value: string): string {
+  return `${namespace}\0${key}\0${value}`;
+}
+
 class CatalogView implements MeshView {
   readonly version: number;
   readonly permissive: boolean;
@@ -301,6 +306,8 @@ class CatalogView implements MeshView {
   private readonly outboundMemo = new Map<string, readonly MeshService[]>();
   private readonly splitMemo = new Map<string, readonly SplitBackend[] | undefined>();
   private readonly podServices = new WeakMap<Pod, readonly MeshService[]>();
+  /** Service keys by namespace and one pair of their selector (servicesOfPod), built on first use. */
+  private servicesByPair: Map<string, string[]> | undefined;
   private reachable: Map<string, Set<string>> | undefined;
   private ingress: IngressTable | undefined;
   private gateway: { plan: GatewayPlan; problems: readonly PolicyProblem[] } | undefined;
@@ -605,17 +612,60 @@ class CatalogView implements MeshView {
     let out = this.podServices.get(pod);
     if (out === undefined) {
       const phase = pod.status?.phase;
-      const keys =
-        phase === 'Succeeded' || phase === 'Failed' ? [] : this.serviceKeysIn(pod.metadata.namespace);
+      const labels = pod.metadata.labels;
       const list: MeshService[] = [];
-      for (const k of keys) {
-        const svc = this.service(k);
-        if (svc && selectorMatches(svc.selector, pod.metadata.labels)) list.push(svc);
+      if (phase !== 'Succeeded' && phase !== 'Failed' && labels) {
+        for (const k of this.candidateServices(pod.metadata.namespace ?? '', labels)) {
+          const svc = this.service(k);
+          if (svc && selectorMatches(svc.selector, labels)) list.push(svc);
+        }
       }
       out = Object.freeze(list);
       this.podServices.set(pod, out);
     }
     return out;
+  }
+
+  /**
+   * The services of `namespace` that may select a pod with `labels`, in key
+   * order: each service is indexed under one pair of its selector, which every
+   * pod it selects carries, so a pod is checked against the few services
+   * sharing one of its labels instead of every service of its namespace.
+   */
+  private candidateServices(namespace: string, labels: Readonly<Record<string, string>>): readonly string[] {
+    const index = this.selectorPairIndex();
+    let found: string[] | undefined;
+    let merged = false;
+    for (const [k, v] of Object.entries(labels)) {
+      const keys = index.get(pairKey(namespace, k, v));
+      if (!keys) continue;
+      if (!found) found = keys;
+      else {
+        found = [...found, ...keys];
+        merged = true;
+      }
+    }
+    // A service sits under one pair only, so the lists are disjoint; sorted, they keep the key order.
+    if (merged && found) found.sort(compareStrings);
+    return found ?? EMPTY;
+  }
+
+  private selectorPairIndex(): Map<string, string[]> {
+    if (this.servicesByPair) return this.servicesByPair;
+    const index = new Map<string, string[]>();
+    for (const [ns, keys] of this.serviceKeysByNs) {
+      for (const key of keys) {
+        // Without a selector a Service selects no pods (selectorMatches): it is not indexed.
+        const first = Object.entries(this.rawServices.get(key)?.spec?.selector ?? {})[0];
+        if (!first) continue;
+        const at = pairKey(ns, first[0], first[1]);
+        const list = index.get(at);
+        if (list) list.push(key);
+        else index.set(at, [key]);
+      }
+    }
+    this.servicesByPair = index;
+    return index;
   }
 
   outboundServices(source: Identity): readonly MeshService[] {
@@ -710,10 +760,6 @@ class CatalogView implements MeshView {
     }
     this.reachable = bySource;
     return bySource;
-  }
-
-  private serviceKeysIn(namespace: string | undefined): readonly string[] {
-    return this.serviceKeysByNs.get(namespace ?? '') ?? EMPTY;
   }
 
   private podsOf(key: string): readonly Pod[] {
