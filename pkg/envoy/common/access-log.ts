@@ -95,13 +95,32 @@ export function stdoutAccessLog(
   return log;
 }
 
-function withLog(filter: Listener$Filter, setting: 'json' | 'text'): Listener$Filter {
+function logged(filter: Listener$Filter, setting: 'json' | 'text'): Listener$Filter {
   const cfg = filter.typed_config;
   if (cfg?.['@type'] === AnyType.HttpConnectionManager)
     return { ...filter, typed_config: { ...cfg, access_log: [stdoutAccessLog(setting, HTTP_LOG_FIELDS)] } };
   if (cfg?.['@type'] === AnyType.TcpProxy)
     return { ...filter, typed_config: { ...cfg, access_log: [stdoutAccessLog(setting, TCP_LOG_FIELDS)] } };
   return filter;
+}
+
+// A filter shared by several listeners (a deep-frozen outbound HCM, lds/sidecar.ts)
+// gets one logged copy, frozen in turn, so its Any is still packed once.
+const loggedFilters = new WeakMap<Listener$Filter, Map<AccessLogSetting, Listener$Filter>>();
+
+function withLog(filter: Listener$Filter, setting: 'json' | 'text'): Listener$Filter {
+  if (!Object.isFrozen(filter)) return logged(filter, setting);
+  let bySetting = loggedFilters.get(filter);
+  if (!bySetting) {
+    bySetting = new Map();
+    loggedFilters.set(filter, bySetting);
+  }
+  let out = bySetting.get(setting);
+  if (!out) {
+    out = deepFreeze(logged(filter, setting));
+    bySetting.set(setting, out);
+  }
+  return out;
 }
 
 const memo = new WeakMap<Listener, Map<AccessLogSetting, Listener>>();

@@ -149,6 +149,23 @@ test('proxies with the same outbound plan share one outbound listener message', 
   );
 });
 
+test('outbound listeners of different plans share one frozen HCM per destination port (packed once)', () => {
+  const mesh = bookstoreMesh();
+  // bookthief, also calling bookstore-v1, has a plan of its own: another listener, the same HCM.
+  const wider = alsoCalling(mesh, 'bookstore/bookstore-v1');
+  const chain = 'outbound_bookstore/bookstore-v1_14001_http';
+  const hcm = 'envoy.filters.network.http_connection_manager';
+  const buyer = filterConfig(byNameIn(chains(mesh, 'bookbuyer-1', 'outbound-listener'), chain), hcm);
+  const thief = filterConfig(byNameIn(chains(wider, 'bookthief-1', 'outbound-listener'), chain), hcm);
+  assert.notEqual(
+    named(lds(mesh, 'bookbuyer-1'), 'outbound-listener'),
+    named(lds(wider, 'bookthief-1'), 'outbound-listener'),
+  );
+  assert.equal(thief, buyer);
+  assert.ok(Object.isFrozen(buyer) && Object.isFrozen(at(buyer, 'rds')), 'a shared HCM must be immutable');
+  assert.ok(at(buyer, 'access_log'), 'the access log is on the shared copy');
+});
+
 test('ports with a TCP chain keep the HTTP inspector off (server-first protocols start at once) and get no HTTP denial', () => {
   const listener = named(lds(bookstoreMesh(), 'bookwarehouse-1'), 'outbound-listener');
   // bookwarehouse calls mysql (TCP 3306, headless) only.

@@ -3,7 +3,7 @@
 // original_dst listener filter recovers the real destination, which selects
 // a filter chain.
 import type { LocalRateLimits } from '../../catalog/ratelimit.js';
-import type { MeshView, ProxyContext } from '../../catalog/types.js';
+import type { MeshService, MeshView, ProxyContext } from '../../catalog/types.js';
 import { upstreamSettingOf } from '../../catalog/view.js';
 import { PORT_INBOUND_LISTENER, PORT_OUTBOUND_LISTENER } from '../../mesh/constants.js';
 import { type Identity, identityKey } from '../../mesh/identity.js';
@@ -21,6 +21,7 @@ import type {
 } from '../api/envoy.js';
 import { accessLogSetting, withAccessLogs } from '../common/access-log.js';
 import { TrafficDirection } from '../common/enums.js';
+import { deepFreeze } from '../common/freeze.js';
 import {
   type InboundPort,
   inboundPorts,
@@ -126,6 +127,28 @@ function tcpTarget(p: OutboundPort): TcpTarget {
   };
 }
 
+// An outbound HCM names only its destination (stat prefix and route config),
+// so every proxy that may call a service port shares one, deep-frozen: the
+// encoder packs its Any once for all of them (proto/any-wrapper.ts), where
+// each proxy group's listener packed its own. Keyed on the MeshService object
+// (the same while unchanged, MeshView contract), so a changed service gets new ones.
+const outboundHttpFilters = new WeakMap<MeshService, Map<string, Listener$Filter>>();
+
+function outboundHttpFilter(service: MeshService, name: string, routeConfig: string): Listener$Filter {
+  let byName = outboundHttpFilters.get(service);
+  if (!byName) {
+    byName = new Map();
+    outboundHttpFilters.set(service, byName);
+  }
+  const key = `${name}|${routeConfig}`;
+  let filter = byName.get(key);
+  if (!filter) {
+    filter = deepFreeze(httpConnectionManager(name, rds(routeConfig), []));
+    byName.set(key, filter);
+  }
+  return filter;
+}
+
 // http_inspector's results (application_protocols on the socket).
 const HTTP_PROTOCOLS = ['http/1.0', 'http/1.1', 'h2c'];
 
@@ -211,7 +234,7 @@ function outboundListener(plan: OutboundPlan, permissive: boolean, egress: Egres
     ports.add(port);
     const http = isHttpLike(p.port);
     if (!http) tcpPorts.add(port);
-    const filter = http ? httpConnectionManager(name, rds(routeConfig), []) : tcpProxy(name, tcpTarget(p));
+    const filter = http ? outboundHttpFilter(p.service, name, routeConfig) : tcpProxy(name, tcpTarget(p));
     chains.push({ name, filter_chain_match: match, filters: [filter] });
   }
   const listenerFilters = [listenerFilter(ExtName.OriginalDst, typed(AnyType.OriginalDst))];
