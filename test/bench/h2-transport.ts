@@ -18,7 +18,11 @@ import type {
 
 const UNAVAILABLE = 14;
 const INTERNAL = 13;
-/** Large windows, as Envoy's HTTP/2 defaults are: a response is never held for a WINDOW_UPDATE. */
+/**
+ * Large receive windows, as an Envoy's are (Http2ProtocolOptions initial_stream_window_size and
+ * initial_connection_window_size default to 256 MiB, envoy/config/core/v3/protocol.proto): a
+ * response is not held back for WINDOW_UPDATEs, where HTTP/2's default 64 KiB would stall it.
+ */
 const WINDOW = 16 * 1024 * 1024;
 
 /** Splits a gRPC byte stream into messages across DATA frames of any size. */
