@@ -9,6 +9,7 @@ import type { MeshView } from '../../catalog/types.js';
 import { meshConfigOf } from '../../catalog/view.js';
 import type { AccessLog, Listener, Listener$Filter, Struct } from '../api/envoy.js';
 import { deepFreeze } from './freeze.js';
+import { IdentityMemo } from './memo.js';
 import { AnyType, ExtName, typed } from './xds.js';
 
 export type AccessLogSetting = 'json' | 'text' | 'off';
@@ -106,21 +107,11 @@ function logged(filter: Listener$Filter, setting: 'json' | 'text'): Listener$Fil
 
 // A filter shared by several listeners (a deep-frozen outbound HCM, lds/sidecar.ts)
 // gets one logged copy, frozen in turn, so its Any is still packed once.
-const loggedFilters = new WeakMap<Listener$Filter, Map<AccessLogSetting, Listener$Filter>>();
+const loggedFilters = new IdentityMemo<Listener$Filter>();
 
 function withLog(filter: Listener$Filter, setting: 'json' | 'text'): Listener$Filter {
   if (!Object.isFrozen(filter)) return logged(filter, setting);
-  let bySetting = loggedFilters.get(filter);
-  if (!bySetting) {
-    bySetting = new Map();
-    loggedFilters.set(filter, bySetting);
-  }
-  let out = bySetting.get(setting);
-  if (!out) {
-    out = deepFreeze(logged(filter, setting));
-    bySetting.set(setting, out);
-  }
-  return out;
+  return loggedFilters.get([filter], setting, () => deepFreeze(logged(filter, setting)));
 }
 
 const memo = new WeakMap<Listener, Map<AccessLogSetting, Listener>>();

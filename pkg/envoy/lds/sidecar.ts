@@ -132,21 +132,12 @@ function tcpTarget(p: OutboundPort): TcpTarget {
 // encoder packs its Any once for all of them (proto/any-wrapper.ts), where
 // each proxy group's listener packed its own. Keyed on the MeshService object
 // (the same while unchanged, MeshView contract), so a changed service gets new ones.
-const outboundHttpFilters = new WeakMap<MeshService, Map<string, Listener$Filter>>();
+const outboundHttpFilters = new IdentityMemo<Listener$Filter>();
 
 function outboundHttpFilter(service: MeshService, name: string, routeConfig: string): Listener$Filter {
-  let byName = outboundHttpFilters.get(service);
-  if (!byName) {
-    byName = new Map();
-    outboundHttpFilters.set(service, byName);
-  }
-  const key = `${name}|${routeConfig}`;
-  let filter = byName.get(key);
-  if (!filter) {
-    filter = deepFreeze(httpConnectionManager(name, rds(routeConfig), []));
-    byName.set(key, filter);
-  }
-  return filter;
+  return outboundHttpFilters.get([service], `${name}|${routeConfig}`, () =>
+    deepFreeze(httpConnectionManager(name, rds(routeConfig), [])),
+  );
 }
 
 // http_inspector's results (application_protocols on the socket).
