@@ -4,10 +4,10 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import * as grpc from '@grpc/grpc-js';
+import { RawAdsClient } from '../../test/support/xds/test-client.js';
+import { cluster, cn, type Fixture, startFixture } from '../../test/support/xds/testing.js';
 import { TypeUrl } from '../envoy/types.js';
 import { silentLogger } from '../logger/logger.js';
-import { RawAdsClient } from '../xds/server/test-client.js';
-import { cluster, cn, type Fixture, startFixture } from '../xds/server/testing.js';
 import { AdsForwarder } from './forwarder.js';
 
 // The forwarder in front of the real ADS server (mTLS, identity from the certificate).

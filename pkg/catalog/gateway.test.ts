@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
+import { meshConfig, namespace, service } from '../../test/support/catalog-fixtures.js';
 import type { AnyObject, Ingress, IngressBackend, IngressSpec } from '../model/objects.js';
 import { MeshStore } from '../registry/store.js';
-import { meshConfig, namespace, service } from './fixtures.js';
 import type { GatewayPlan } from './gateway.js';
 import { isGatewayIngress } from './gateway.js';
 import type { PolicyProblem } from './problems.js';

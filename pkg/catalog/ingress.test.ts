@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { ingressObjects } from '../envoy/testing/ingress.js';
-import { storeOf } from '../envoy/testing/mesh.js';
+import { ingressObjects } from '../../test/support/envoy/ingress.js';
+import { storeOf } from '../../test/support/envoy/mesh.js';
 import { DEFAULT_MESH_NAME } from '../mesh/constants.js';
 import { ingressPath, routeAdmits } from './ingress.js';
 import { buildMeshView, ingressPorts, policyProblems } from './view.js';

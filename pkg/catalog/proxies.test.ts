@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
+import { namespace, pod, service } from '../../test/support/catalog-fixtures.js';
 import { type ProxyIdentity, parseProxyCommonName } from '../mesh/identity.js';
 import { MeshStore } from '../registry/store.js';
-import { namespace, pod, service } from './fixtures.js';
 import {
   type ConnectedProxy,
   type DisconnectedProxy,

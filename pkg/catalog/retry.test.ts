@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { retry } from '../envoy/testing/retry.js';
+import { retry } from '../../test/support/envoy/retry.js';
 import { validateManifest } from '../registry/validate.js';
 import { ProblemList } from './problems.js';
 import { retriesBySource, retryProblems } from './retry.js';

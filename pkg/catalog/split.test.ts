@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
+import { endpointSlice, namespace, service, trafficSplit } from '../../test/support/catalog-fixtures.js';
 import type { AnyObject } from '../model/objects.js';
 import { MeshStore } from '../registry/store.js';
-import { endpointSlice, namespace, service, trafficSplit } from './fixtures.js';
 import { splitEmptiness, splitOnPort } from './split.js';
 import { buildMeshView, policyProblems } from './view.js';
 

@@ -1,8 +1,5 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { LABEL_MONITORED_BY } from '../mesh/constants.js';
-import type { AnyObject } from '../model/objects.js';
-import { MeshStore } from '../registry/store.js';
 import {
   endpointSlice,
   httpRouteGroup,
@@ -14,7 +11,10 @@ import {
   tcpRoute,
   trafficSplit,
   trafficTarget,
-} from './fixtures.js';
+} from '../../test/support/catalog-fixtures.js';
+import { LABEL_MONITORED_BY } from '../mesh/constants.js';
+import type { AnyObject } from '../model/objects.js';
+import { MeshStore } from '../registry/store.js';
 import { parseServiceHost, portProtocol } from './services.js';
 import type { MeshView } from './types.js';
 import { buildMeshView, meshConfigOf, monitoredNamespaces, policyProblems } from './view.js';

@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { meshConfig } from '../catalog/fixtures.js';
-import { egress, egressMesh } from '../envoy/egress/fixtures.js';
-import { bookstoreObjects } from '../envoy/testing/mesh.js';
+import { meshConfig } from '../../test/support/catalog-fixtures.js';
+import { egress, egressMesh } from '../../test/support/envoy/egress-fixtures.js';
+import { bookstoreObjects } from '../../test/support/envoy/mesh.js';
 import { DEFAULT_MESH_NAME } from '../mesh/constants.js';
 import type { AnyObject, Pod } from '../model/objects.js';
 import { checkEgress, egressText, meshServiceAt, parseEgressTarget } from './egress-check.js';

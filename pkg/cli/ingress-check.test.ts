@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { meshConfig } from '../catalog/fixtures.js';
-import { INGRESS_PRINCIPAL, ingressObjects } from '../envoy/testing/ingress.js';
-import { storeOf, viewOf } from '../envoy/testing/mesh.js';
+import { meshConfig } from '../../test/support/catalog-fixtures.js';
+import { INGRESS_PRINCIPAL, ingressObjects } from '../../test/support/envoy/ingress.js';
+import { storeOf, viewOf } from '../../test/support/envoy/mesh.js';
 import { DEFAULT_MESH_NAME } from '../mesh/constants.js';
 import type { AnyObject, Pod } from '../model/objects.js';
 import { checkIngress, hostWithoutPort, type IngressSource, ingressText } from './ingress-check.js';

@@ -9,7 +9,7 @@ import {
   service,
   tcpRoute,
   trafficTarget,
-} from '../catalog/fixtures.js';
+} from '../../test/support/catalog-fixtures.js';
 import { buildMeshView } from '../catalog/view.js';
 import type { AnyObject } from '../model/objects.js';
 import { MeshStore } from '../registry/store.js';

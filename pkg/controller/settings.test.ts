@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { meshConfig } from '../catalog/fixtures.js';
+import { meshConfig } from '../../test/support/catalog-fixtures.js';
 import { buildMeshView } from '../catalog/view.js';
 import { NO_EXCLUSIONS } from '../injector/exclusions.js';
 import { DEFAULT_SIDECAR_SETTINGS } from '../injector/sidecar-settings.js';

@@ -1,12 +1,12 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { pod, service, shopMesh } from '../catalog/fixtures.js';
+import { pod, service, shopMesh } from '../../test/support/catalog-fixtures.js';
+import { bookbuyerEgresses, egress } from '../../test/support/envoy/egress-fixtures.js';
+import { gatewayObjects } from '../../test/support/envoy/gateway.js';
+import { INGRESS_PRINCIPAL, ingressObjects } from '../../test/support/envoy/ingress.js';
+import { bookstoreObjects, storeOf } from '../../test/support/envoy/mesh.js';
+import { bookbuyerRetries } from '../../test/support/envoy/retry.js';
 import { buildMeshView } from '../catalog/view.js';
-import { bookbuyerEgresses, egress } from '../envoy/egress/fixtures.js';
-import { gatewayObjects } from '../envoy/testing/gateway.js';
-import { INGRESS_PRINCIPAL, ingressObjects } from '../envoy/testing/ingress.js';
-import { bookstoreObjects, storeOf } from '../envoy/testing/mesh.js';
-import { bookbuyerRetries } from '../envoy/testing/retry.js';
 import { DEFAULT_MESH_NAME } from '../mesh/constants.js';
 import type { AnyObject, MeshConfig } from '../model/objects.js';
 import { buildPolicies } from './policies.js';

@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import protobuf from 'protobufjs';
-import { fromObjectForm } from '../envoy/testing/json-form.js';
-import { roundTripProblems } from '../envoy/testing/roundtrip.js';
+import { fromObjectForm } from '../../test/support/envoy/json-form.js';
+import { roundTripProblems } from '../../test/support/envoy/roundtrip.js';
 import type { ProtoObject, ProtoValue } from '../envoy/types.js';
 import { messageType } from '../xds/proto/root.js';
 import {

@@ -2,6 +2,8 @@ import assert from 'node:assert/strict';
 import { X509Certificate } from 'node:crypto';
 import { request } from 'node:https';
 import { after, before, describe, test } from 'node:test';
+import { applyPatch } from '../../test/support/injector/apply-patch.js';
+import { get, named } from '../../test/support/injector/json-path.js';
 import { BuiltinCA } from '../certificate/builtin.js';
 import type { CertificateRequest, IssuedCertificate } from '../certificate/types.js';
 import { parseProxyCommonName } from '../mesh/identity.js';
@@ -10,8 +12,6 @@ import { decideGateway, mutateGateway } from './gateway.js';
 import type { JsonPatchOperation } from './jsonpatch.js';
 import type { MutateOptions, NamespaceLike, SecretManifest } from './mutate.js';
 import { isJsonObject, type Json, type JsonObject, readPod } from './pod.js';
-import { applyPatch } from './testing/apply-patch.js';
-import { get, named } from './testing/json-path.js';
 import { type AdmissionResult, InjectorWebhook, MUTATE_PATH } from './webhook.js';
 
 const CP = 'skein-system';

@@ -1,5 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
+import { applyPatch } from '../../test/support/injector/apply-patch.js';
+import { get, named } from '../../test/support/injector/json-path.js';
 import { parseProxyCommonName } from '../mesh/identity.js';
 import { InjectionError } from './errors.js';
 import { parseMeshExclusions } from './exclusions.js';
@@ -7,8 +9,6 @@ import { escapePointerToken, pointer } from './jsonpatch.js';
 import { checkPod, decide, type MutateOptions, mutate, type NamespaceLike } from './mutate.js';
 import { isJsonObject, type Json, type JsonObject, readPod } from './pod.js';
 import { DEFAULT_SIDECAR_SETTINGS } from './sidecar-settings.js';
-import { applyPatch } from './testing/apply-patch.js';
-import { get, named } from './testing/json-path.js';
 
 const MESH = { meshName: 'skein', controlPlaneNamespace: 'skein-system' };
 const UUID = '6c1e2b8a-4f0d-4d9e-8a51-0f3b2c7d9e11';

@@ -1,12 +1,12 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
+import { applyPatch } from '../../test/support/injector/apply-patch.js';
+import { get, named } from '../../test/support/injector/json-path.js';
 import { InjectionError } from './errors.js';
 import { decide, type MutateOptions } from './mutate.js';
 import type { Json, JsonObject } from './pod.js';
 import { readPod } from './pod.js';
 import { GRPC_BOOTSTRAP_PATH, isProxyless, mutateProxyless } from './proxyless.js';
-import { applyPatch } from './testing/apply-patch.js';
-import { get, named } from './testing/json-path.js';
 
 const UUID = '6c1e2b8a-4f0d-4d9e-8a51-0f3b2c7d9e11';
 const CN = `${UUID}.grpc.buyer.shop.cluster.local`;

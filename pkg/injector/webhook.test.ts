@@ -2,14 +2,14 @@ import assert from 'node:assert/strict';
 import { X509Certificate } from 'node:crypto';
 import { request } from 'node:https';
 import { after, before, test } from 'node:test';
+import { applyPatch } from '../../test/support/injector/apply-patch.js';
+import { get } from '../../test/support/injector/json-path.js';
 import { BuiltinCA } from '../certificate/builtin.js';
 import type { CertificateRequest, IssuedCertificate } from '../certificate/types.js';
 import type { JsonPatchOperation } from './jsonpatch.js';
 import type { NamespaceLike, SecretManifest } from './mutate.js';
 import { isJsonObject, type Json, type JsonObject } from './pod.js';
 import { DEFAULT_SIDECAR_SETTINGS, type SidecarSettings } from './sidecar-settings.js';
-import { applyPatch } from './testing/apply-patch.js';
-import { get } from './testing/json-path.js';
 import { type AdmissionResult, InjectorWebhook, MUTATE_PATH, type SecretWriter } from './webhook.js';
 
 const UUIDS = [

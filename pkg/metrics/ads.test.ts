@@ -1,9 +1,9 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
+import { seriesValue } from '../../test/support/metrics.js';
+import { cluster, cn, FakeSource, type Fixture, startFixture } from '../../test/support/xds/testing.js';
 import { TypeUrl } from '../envoy/types.js';
-import { cluster, cn, FakeSource, type Fixture, startFixture } from '../xds/server/testing.js';
 import { MeshMetrics } from './metrics.js';
-import { seriesValue } from './testing.js';
 
 /** A FakeSource whose pushes carry the time of the change behind them, as the repeater's do. */
 class TimedSource extends FakeSource {

@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
+import { seriesValue } from '../../test/support/metrics.js';
 import { TypeUrl } from '../envoy/types.js';
 import { MeshMetrics, typeLabel } from './metrics.js';
-import { seriesValue } from './testing.js';
 
 describe('MeshMetrics', () => {
   it('counts what the xDS observer reports, by kind and type', async () => {

@@ -4,15 +4,15 @@
 import assert from 'node:assert/strict';
 import { afterEach, describe, it } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { eventually } from '../../test/support/kube/eventually.js';
+import { FakeApiServer, type Obj } from '../../test/support/kube/fake-apiserver.js';
+import { seriesValue } from '../../test/support/metrics.js';
 import { AnnouncementBus } from '../announcements/bus.js';
 import { Coalescer } from '../announcements/coalescer.js';
 import { silentLogger } from '../logger/logger.js';
 import { KubeClient } from '../registry/kube/client.js';
 import { Reflector, type ReflectorOptions } from '../registry/kube/reflector.js';
-import { eventually } from '../registry/kube/testing/eventually.js';
-import { FakeApiServer, type Obj } from '../registry/kube/testing/fake-apiserver.js';
 import { MeshMetrics } from './metrics.js';
-import { seriesValue } from './testing.js';
 
 const logger = silentLogger();
 const PODS = '/api/v1/pods';

@@ -1,11 +1,16 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { meshConfig, shopMesh } from '../catalog/fixtures.js';
+import { meshConfig, shopMesh } from '../../test/support/catalog-fixtures.js';
+import { bookbuyerEgresses, egress, egressMesh } from '../../test/support/envoy/egress-fixtures.js';
+import {
+  INGRESS_PRINCIPAL,
+  ingress,
+  ingressBackend,
+  ingressObjects,
+} from '../../test/support/envoy/ingress.js';
+import { bookstoreObjects, storeOf, viewOf } from '../../test/support/envoy/mesh.js';
 import type { DisconnectedProxy } from '../catalog/proxies.js';
 import { buildMeshView, policyProblems } from '../catalog/view.js';
-import { bookbuyerEgresses, egress, egressMesh } from '../envoy/egress/fixtures.js';
-import { INGRESS_PRINCIPAL, ingress, ingressBackend, ingressObjects } from '../envoy/testing/ingress.js';
-import { bookstoreObjects, storeOf, viewOf } from '../envoy/testing/mesh.js';
 import { TypeUrl } from '../envoy/types.js';
 import type { ProxyIdentity } from '../mesh/identity.js';
 import type { AnyObject } from '../model/objects.js';

@@ -5,9 +5,9 @@
 // a worker decodes each once.
 import { createHash } from 'node:crypto';
 import protobuf from 'protobufjs';
-import { referencesOf } from '../../pkg/envoy/testing/crossref.js';
 import { TypeUrl } from '../../pkg/envoy/types.js';
 import { decodeMessage } from '../../pkg/xds/proto/codec.js';
+import { referencesOf } from '../support/envoy/crossref.js';
 
 export interface RawResource {
   typeUrl: string;

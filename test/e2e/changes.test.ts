@@ -3,11 +3,11 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { TypeUrl } from '../../pkg/envoy/types.js';
-import type { ReceivedResponse } from '../../pkg/xds/server/test-client.js';
 import { adsClient, fetchLikeEnvoy, proxyCredentials } from '../support/envoy-like.js';
 import { validateWithEnvoy } from '../support/envoy-validate.js';
 import { LocalMesh } from '../support/local-mesh.js';
 import { sleep } from '../support/processes.js';
+import type { ReceivedResponse } from '../support/xds/test-client.js';
 
 const BUYER = {
   uuid: '00000000-0000-4000-8000-000000000011',

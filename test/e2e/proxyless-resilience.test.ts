@@ -14,8 +14,8 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import type { ConfigDump } from '../../pkg/debug/config-dump.js';
-import { at } from '../../pkg/envoy/testing/pick.js';
 import { type ProtoObject, type ProtoValue, TypeUrl } from '../../pkg/envoy/types.js';
+import { at } from '../support/envoy/pick.js';
 import { eventually } from '../support/kube-registry-fixture.js';
 import { LocalMesh } from '../support/local-mesh.js';
 

@@ -6,10 +6,10 @@ import { after, before, describe, test } from 'node:test';
 import * as grpc from '@grpc/grpc-js';
 import { TypeUrl } from '../../pkg/envoy/types.js';
 import { proxyCommonName } from '../../pkg/mesh/identity.js';
-import { RawAdsClient } from '../../pkg/xds/server/test-client.js';
 import { LocalMesh, tally } from '../support/local-mesh.js';
 import type { JsonLineProcess } from '../support/processes.js';
 import { freePorts, sleep } from '../support/processes.js';
+import { RawAdsClient } from '../support/xds/test-client.js';
 
 const BOOKSTORE = 'bookstore.bookstore.svc.cluster.local';
 

@@ -9,9 +9,9 @@ import * as grpc from '@grpc/grpc-js';
 import { BuiltinCA } from '../../pkg/certificate/builtin.js';
 import { TypeUrl } from '../../pkg/envoy/types.js';
 import { anyJson } from '../../pkg/xds/rest/proto-json.js';
-import { RawAdsClient, type ReceivedResponse } from '../../pkg/xds/server/test-client.js';
 import { type ClientCert, type HttpsReply, postHttps } from '../support/https.js';
 import { LocalMesh } from '../support/local-mesh.js';
+import { RawAdsClient, type ReceivedResponse } from '../support/xds/test-client.js';
 
 const BUYER = '00000000-0000-4000-8000-000000000011.sidecar.bookbuyer.bookbuyer.cluster.local';
 const THIEF = '00000000-0000-4000-8000-000000000012.sidecar.bookthief.bookthief.cluster.local';

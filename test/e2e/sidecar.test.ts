@@ -10,10 +10,10 @@ import { BuiltinCA } from '../../pkg/certificate/builtin.js';
 import type { ConfigDump } from '../../pkg/debug/config-dump.js';
 import type { DebugPolicies } from '../../pkg/debug/policies.js';
 import type { DebugProxy } from '../../pkg/debug/proxies.js';
-import { crossReferenceProblems } from '../../pkg/envoy/testing/crossref.js';
-import { resourceProblems } from '../../pkg/envoy/testing/roundtrip.js';
 import { TypeUrl } from '../../pkg/envoy/types.js';
 import { spiffeId } from '../../pkg/mesh/identity.js';
+import { crossReferenceProblems } from '../support/envoy/crossref.js';
+import { resourceProblems } from '../support/envoy/roundtrip.js';
 import {
   adsClient,
   type EnvoyLikeResources,

@@ -13,8 +13,8 @@ import { after, before, describe, test } from 'node:test';
 import { TypeUrl } from '../../pkg/envoy/types.js';
 import { ADS_RETRY_BACKOFF, controllerAddress, envoyBootstrap } from '../../pkg/injector/bootstrap.js';
 import { isJsonObject, type Json } from '../../pkg/injector/pod.js';
-import { get } from '../../pkg/injector/testing/json-path.js';
 import { ENVOY_NEWEST, EnvoyProcess, hasEnvoy, loopbackBootstrap } from '../support/envoy-bin.js';
+import { get } from '../support/injector/json-path.js';
 import { freePorts, sleep } from '../support/processes.js';
 import { type RecordedRequest, StubAdsServer } from '../support/stub-ads.js';
 

@@ -20,7 +20,6 @@ import {
 } from '../../pkg/injector/bootstrap.js';
 import { ENVOY_READY_PATH, SecretKey } from '../../pkg/injector/constants.js';
 import { isJsonObject, type Json } from '../../pkg/injector/pod.js';
-import { get } from '../../pkg/injector/testing/json-path.js';
 import { messageType } from '../../pkg/xds/proto/root.js';
 import {
   ENVOY_VERSIONS,
@@ -29,6 +28,7 @@ import {
   envoyValidate,
   loopbackBootstrap,
 } from '../support/envoy-bin.js';
+import { get } from '../support/injector/json-path.js';
 import { freePorts } from '../support/processes.js';
 import { type RecordedRequest, StubAdsServer } from '../support/stub-ads.js';
 

@@ -14,14 +14,14 @@ import net from 'node:net';
 import { after, before, describe, test } from 'node:test';
 import tls from 'node:tls';
 import type { IssuedCertificate } from '../../pkg/certificate/types.js';
-import { fetchSidecarConfig } from '../../pkg/envoy/testing/fetch.js';
+import { fetchSidecarConfig } from '../support/envoy/fetch.js';
 import {
   bookstoreMesh,
   bookstoreVariants,
   POD_NAMES,
   type PodName,
   proxyFor,
-} from '../../pkg/envoy/testing/mesh.js';
+} from '../support/envoy/mesh.js';
 import { ENVOY_VERSIONS, EnvoyProcess, envoyValidate, hasEnvoy } from '../support/envoy-bin.js';
 import {
   bootstrapJson,

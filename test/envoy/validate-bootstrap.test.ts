@@ -2,7 +2,6 @@
 // resources next to it) passes Envoy's own validation rules.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { fromObjectForm } from '../../pkg/envoy/testing/json-form.js';
 import {
   adsSdsFiles,
   BOOTSTRAP_TYPE_URL,
@@ -11,6 +10,7 @@ import {
   envoyBootstrap,
 } from '../../pkg/injector/bootstrap.js';
 import { encodeMessage } from '../../pkg/xds/proto/codec.js';
+import { fromObjectForm } from '../support/envoy/json-form.js';
 import { type EncodedResource, validateWithEnvoy } from '../support/envoy-validate.js';
 
 const probes = {

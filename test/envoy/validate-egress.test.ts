@@ -2,9 +2,9 @@
 // ORIGINAL_DST clusters) pass Envoy's own validation rules.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { bookbuyerEgresses, egressMesh } from '../../pkg/envoy/egress/fixtures.js';
-import { fetchSidecarConfig } from '../../pkg/envoy/testing/fetch.js';
-import { generationContext, proxyFor } from '../../pkg/envoy/testing/mesh.js';
+import { bookbuyerEgresses, egressMesh } from '../support/envoy/egress-fixtures.js';
+import { fetchSidecarConfig } from '../support/envoy/fetch.js';
+import { generationContext, proxyFor } from '../support/envoy/mesh.js';
 import { encodeResources, validateWithEnvoy } from '../support/envoy-validate.js';
 
 test("egress resources pass Envoy's validation rules", async () => {

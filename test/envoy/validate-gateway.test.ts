@@ -5,13 +5,8 @@
 // the clusters and the TLS Secret, in SMI and permissive mode.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import {
-  fetchByKind,
-  gatewayContext,
-  gatewayObjects,
-  gatewayProxy,
-} from '../../pkg/envoy/testing/gateway.js';
-import { storeOf, viewOf } from '../../pkg/envoy/testing/mesh.js';
+import { fetchByKind, gatewayContext, gatewayObjects, gatewayProxy } from '../support/envoy/gateway.js';
+import { storeOf, viewOf } from '../support/envoy/mesh.js';
 import { type EncodedResource, encodeResources, validateWithEnvoy } from '../support/envoy-validate.js';
 
 test("ingress gateway listeners, routes, clusters and secrets pass Envoy's validation rules", async () => {

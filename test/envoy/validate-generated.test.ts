@@ -7,10 +7,10 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import type { ProxyContext } from '../../pkg/catalog/types.js';
 import { meshGenerators } from '../../pkg/envoy/generators.js';
-import { referencesOf } from '../../pkg/envoy/testing/crossref.js';
-import { fetchSidecarConfig } from '../../pkg/envoy/testing/fetch.js';
-import { bookstoreVariants, generationContext, POD_NAMES, proxyFor } from '../../pkg/envoy/testing/mesh.js';
 import { type GenerationContext, type Resource, TypeUrl } from '../../pkg/envoy/types.js';
+import { referencesOf } from '../support/envoy/crossref.js';
+import { fetchSidecarConfig } from '../support/envoy/fetch.js';
+import { bookstoreVariants, generationContext, POD_NAMES, proxyFor } from '../support/envoy/mesh.js';
 import { type EncodedResource, encodeResources, validateWithEnvoy } from '../support/envoy-validate.js';
 
 /** A proxyless client's view: every listener and cluster, then the routes and endpoints they name. */

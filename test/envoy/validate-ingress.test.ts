@@ -3,9 +3,9 @@
 // and permissive mode.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { fetchSidecarConfig } from '../../pkg/envoy/testing/fetch.js';
-import { ingressObjects } from '../../pkg/envoy/testing/ingress.js';
-import { generationContext, proxyFor, storeOf, viewOf } from '../../pkg/envoy/testing/mesh.js';
+import { fetchSidecarConfig } from '../support/envoy/fetch.js';
+import { ingressObjects } from '../support/envoy/ingress.js';
+import { generationContext, proxyFor, storeOf, viewOf } from '../support/envoy/mesh.js';
 import { type EncodedResource, encodeResources, validateWithEnvoy } from '../support/envoy-validate.js';
 
 test("ingress chains, RBAC and secrets pass Envoy's validation rules", async () => {

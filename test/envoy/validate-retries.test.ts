@@ -2,18 +2,12 @@
 // (stdout, JSON and text) pass Envoy's own validation rules.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { meshConfig } from '../../pkg/catalog/fixtures.js';
-import { fetchSidecarConfig } from '../../pkg/envoy/testing/fetch.js';
-import {
-  bookstoreObjects,
-  generationContext,
-  proxyFor,
-  storeOf,
-  viewOf,
-} from '../../pkg/envoy/testing/mesh.js';
-import { bookbuyerRetries } from '../../pkg/envoy/testing/retry.js';
 import { DEFAULT_MESH_NAME } from '../../pkg/mesh/constants.js';
 import type { AnyObject } from '../../pkg/model/objects.js';
+import { meshConfig } from '../support/catalog-fixtures.js';
+import { fetchSidecarConfig } from '../support/envoy/fetch.js';
+import { bookstoreObjects, generationContext, proxyFor, storeOf, viewOf } from '../support/envoy/mesh.js';
+import { bookbuyerRetries } from '../support/envoy/retry.js';
 import { encodeResources, validateWithEnvoy } from '../support/envoy-validate.js';
 
 for (const format of ['json', 'text'] as const) {

@@ -4,23 +4,12 @@
 // on the ingress gateway.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { meshConfig } from '../../pkg/catalog/fixtures.js';
-import { fetchSidecarConfig } from '../../pkg/envoy/testing/fetch.js';
-import {
-  fetchByKind,
-  gatewayContext,
-  gatewayObjects,
-  gatewayProxy,
-} from '../../pkg/envoy/testing/gateway.js';
-import {
-  bookstoreObjects,
-  generationContext,
-  proxyFor,
-  storeOf,
-  viewOf,
-} from '../../pkg/envoy/testing/mesh.js';
 import { DEFAULT_MESH_NAME } from '../../pkg/mesh/constants.js';
 import type { AnyObject, MeshTracing } from '../../pkg/model/objects.js';
+import { meshConfig } from '../support/catalog-fixtures.js';
+import { fetchSidecarConfig } from '../support/envoy/fetch.js';
+import { fetchByKind, gatewayContext, gatewayObjects, gatewayProxy } from '../support/envoy/gateway.js';
+import { bookstoreObjects, generationContext, proxyFor, storeOf, viewOf } from '../support/envoy/mesh.js';
 import { encodeResources, validateWithEnvoy } from '../support/envoy-validate.js';
 
 const cases: [string, MeshTracing][] = [

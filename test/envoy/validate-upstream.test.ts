@@ -4,15 +4,9 @@
 // policies on headers, cookies and source IPs) pass Envoy's own validation rules.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { fetchSidecarConfig } from '../../pkg/envoy/testing/fetch.js';
-import {
-  bookstoreObjects,
-  generationContext,
-  proxyFor,
-  storeOf,
-  viewOf,
-} from '../../pkg/envoy/testing/mesh.js';
-import { upstreamSetting } from '../../pkg/envoy/testing/upstream.js';
+import { fetchSidecarConfig } from '../support/envoy/fetch.js';
+import { bookstoreObjects, generationContext, proxyFor, storeOf, viewOf } from '../support/envoy/mesh.js';
+import { upstreamSetting } from '../support/envoy/upstream.js';
 import { encodeResources, validateWithEnvoy } from '../support/envoy-validate.js';
 
 const setting = upstreamSetting;

@@ -17,7 +17,8 @@ import {
   decodeDiscoveryResponse,
   encodeDiscoveryRequest,
 } from '../../pkg/xds/server/service.js';
-import type { RawAdsClient } from '../../pkg/xds/server/test-client.js';
+import { fuzz, fuzzConfig, type Rng } from '../support/fuzz.js';
+import type { RawAdsClient } from '../support/xds/test-client.js';
 import {
   cluster,
   cn,
@@ -26,8 +27,7 @@ import {
   listener,
   route,
   startFixture,
-} from '../../pkg/xds/server/testing.js';
-import { fuzz, fuzzConfig, type Rng } from '../support/fuzz.js';
+} from '../support/xds/testing.js';
 
 const TYPES = [TypeUrl.Cluster, TypeUrl.ClusterLoadAssignment, TypeUrl.Listener, TypeUrl.RouteConfiguration];
 const MAX_NAMES = 16_384; // DEFAULT_STREAM_LIMITS

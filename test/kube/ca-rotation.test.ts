@@ -19,11 +19,11 @@ import { KubeSecretCARecordStore } from '../../pkg/certificate/kube-secret-store
 import { TypeUrl } from '../../pkg/envoy/types.js';
 import { proxyCommonName, spiffeId } from '../../pkg/mesh/identity.js';
 import { KubeClient } from '../../pkg/registry/kube/client.js';
-import { RawAdsClient } from '../../pkg/xds/server/test-client.js';
 import { acquireCluster, type ClusterEndpoint } from '../support/cluster.js';
 import { type KubeController, startKubeController } from '../support/kube-controller.js';
 import { eventually, prepareMeshCluster } from '../support/kube-registry-fixture.js';
 import { repoRoot } from '../support/local-mesh.js';
+import { RawAdsClient } from '../support/xds/test-client.js';
 
 const skeinCli = path.join(repoRoot, 'dist', 'cmd', 'skein', 'main.js');
 const sfx = randomBytes(3).toString('hex');

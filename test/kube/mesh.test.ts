@@ -19,7 +19,6 @@ import {
 import { TypeUrl } from '../../pkg/envoy/types.js';
 import { DEFAULT_TRUST_DOMAIN, LABEL_MONITORED_BY, LABEL_PROXY_UUID } from '../../pkg/mesh/constants.js';
 import { proxyCommonName } from '../../pkg/mesh/identity.js';
-import { RawAdsClient } from '../../pkg/xds/server/test-client.js';
 import { acquireCluster } from '../support/cluster.js';
 import { adsClient, fetchLikeEnvoy, proxyCredentials } from '../support/envoy-like.js';
 import { validateWithEnvoy } from '../support/envoy-validate.js';
@@ -28,6 +27,7 @@ import { KubeMesh, podAddress, untilCalls } from '../support/kube-mesh.js';
 import { prepareMeshCluster } from '../support/kube-registry-fixture.js';
 import { tally } from '../support/local-mesh.js';
 import { freePorts, type JsonLineProcess, sleep } from '../support/processes.js';
+import { RawAdsClient } from '../support/xds/test-client.js';
 
 // Names of their own: the cluster may be shared with other test files.
 const sfx = randomBytes(3).toString('hex');

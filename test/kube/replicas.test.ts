@@ -26,7 +26,6 @@ import { TypeUrl } from '../../pkg/envoy/types.js';
 import { LABEL_MONITORED_BY, LABEL_PROXY_UUID } from '../../pkg/mesh/constants.js';
 import { KubeApiError, KubeClient } from '../../pkg/registry/kube/client.js';
 import { decodeMessage } from '../../pkg/xds/proto/codec.js';
-import type { ReceivedResponse } from '../../pkg/xds/server/test-client.js';
 import { acquireCluster } from '../support/cluster.js';
 import {
   adsClient,
@@ -39,6 +38,7 @@ import { type KubeController, startKubeController } from '../support/kube-contro
 import { eventually, prepareMeshCluster, SMI_ACCESS } from '../support/kube-registry-fixture.js';
 import { repoRoot } from '../support/local-mesh.js';
 import { sleep } from '../support/processes.js';
+import type { ReceivedResponse } from '../support/xds/test-client.js';
 
 const sfx = randomBytes(3).toString('hex');
 const MESH = `rep-${sfx}`;

@@ -7,11 +7,11 @@
 // last accepted version; Delta: initial_resource_versions). Each client keeps
 // the resources it holds per type, which is what the oracle compares.
 import type * as grpc from '@grpc/grpc-js';
-import { crossReferenceProblems, referencesOf } from '../../pkg/envoy/testing/crossref.js';
 import { type ProtoObject, type Resource, TypeUrl } from '../../pkg/envoy/types.js';
-import { RawDeltaClient, type ReceivedDeltaResponse } from '../../pkg/xds/server/delta-test-client.js';
-import { RawAdsClient, type ReceivedResponse } from '../../pkg/xds/server/test-client.js';
+import { crossReferenceProblems, referencesOf } from '../support/envoy/crossref.js';
 import { sleep } from '../support/processes.js';
+import { RawDeltaClient, type ReceivedDeltaResponse } from '../support/xds/delta-test-client.js';
+import { RawAdsClient, type ReceivedResponse } from '../support/xds/test-client.js';
 
 export interface ClientSpec {
   /** For messages: what this client stands for. */

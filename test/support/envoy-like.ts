@@ -2,11 +2,11 @@ import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import * as grpc from '@grpc/grpc-js';
 import { BuiltinCA } from '../../pkg/certificate/builtin.js';
-import { type ProxyResources, referencesOf } from '../../pkg/envoy/testing/crossref.js';
 import { type Resource, TypeUrl } from '../../pkg/envoy/types.js';
 import { type Identity, proxyCommonName, spiffeId } from '../../pkg/mesh/identity.js';
-import { RawAdsClient, type ReceivedResponse } from '../../pkg/xds/server/test-client.js';
+import { type ProxyResources, referencesOf } from './envoy/crossref.js';
 import type { EncodedResource } from './envoy-validate.js';
+import { RawAdsClient, type ReceivedResponse } from './xds/test-client.js';
 
 /** mTLS channel credentials for a proxy, issued by the controller's CA in `<state>/ca`. */
 export async function proxyCredentials(

@@ -7,13 +7,13 @@
 import { BuiltinCA } from '../../pkg/certificate/builtin.js';
 import type { IssuedCertificate, SecretSource } from '../../pkg/certificate/types.js';
 import { DiscoveryType } from '../../pkg/envoy/common/enums.js';
-import type { ProxyResources } from '../../pkg/envoy/testing/crossref.js';
-import { isProtoObject, plain } from '../../pkg/envoy/testing/pick.js';
 import type { ProtoObject, ProtoValue } from '../../pkg/envoy/types.js';
 import { BOOTSTRAP_TYPE_URL } from '../../pkg/injector/bootstrap.js';
 import { type Identity, serviceIdentityName, spiffeId } from '../../pkg/mesh/identity.js';
 import { encodeMessage } from '../../pkg/xds/proto/codec.js';
 import { bytesToProto3Json } from '../../pkg/xds/rest/proto-json.js';
+import type { ProxyResources } from './envoy/crossref.js';
+import { isProtoObject, plain } from './envoy/pick.js';
 
 /** A fresh CA and a workload certificate (as the manager issues them) per identity key. */
 export interface IssuedMesh {

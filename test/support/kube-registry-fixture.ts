@@ -5,8 +5,8 @@
 import type { CoreV1Api, KubeConfig } from '@kubernetes/client-node';
 import { silentLogger } from '../../pkg/logger/logger.js';
 import { KubeRegistry } from '../../pkg/registry/kube/registry.js';
-import { eventually as retry } from '../../pkg/registry/kube/testing/eventually.js';
 import type { ProblemReporter } from '../../pkg/registry/registry.js';
+import { eventually as retry } from './kube/eventually.js';
 import { applyCrds, createNamespace, createNode } from './kube.js';
 
 export const SMI_ACCESS = { group: 'access.smi-spec.io', version: 'v1alpha3', plural: 'traffictargets' };

@@ -1,18 +1,18 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import type { AnyObject } from '../../model/objects.js';
-import { gatewayRdsGenerator } from '../rds/gateway.js';
-import { referencesOf } from '../testing/crossref.js';
+import { referencesOf } from '../../../test/support/envoy/crossref.js';
 import {
   GATEWAY_NAMESPACE,
   GATEWAY_SA,
   gatewayContext,
   gatewayObjects,
   gatewayProxy,
-} from '../testing/gateway.js';
-import { storeOf, viewOf } from '../testing/mesh.js';
-import { at, byNameIn, list, named } from '../testing/pick.js';
-import { retry } from '../testing/retry.js';
+} from '../../../test/support/envoy/gateway.js';
+import { storeOf, viewOf } from '../../../test/support/envoy/mesh.js';
+import { at, byNameIn, list, named } from '../../../test/support/envoy/pick.js';
+import { retry } from '../../../test/support/envoy/retry.js';
+import type { AnyObject } from '../../model/objects.js';
+import { gatewayRdsGenerator } from '../rds/gateway.js';
 import { gatewayCdsGenerator } from './gateway.js';
 
 function generated(permissive: boolean, extra: AnyObject[] = []) {

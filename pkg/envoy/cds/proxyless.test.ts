@@ -1,9 +1,9 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
+import { bookstoreMesh, generationContext, proxyFor } from '../../../test/support/envoy/mesh.js';
+import { resourceProblems } from '../../../test/support/envoy/roundtrip.js';
 import type { MeshView } from '../../catalog/types.js';
 import { decodeMessage, encodeMessage } from '../../xds/proto/codec.js';
-import { bookstoreMesh, generationContext, proxyFor } from '../testing/mesh.js';
-import { resourceProblems } from '../testing/roundtrip.js';
 import { TypeUrl } from '../types.js';
 import { proxylessClusterGenerator } from './proxyless.js';
 

@@ -1,9 +1,5 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import type { RetryRule } from '../../catalog/retry.js';
-import type { MeshView } from '../../catalog/types.js';
-import { decodeMessage, encodeMessage } from '../../xds/proto/codec.js';
-import type { Cluster } from '../api/envoy.js';
 import {
   bookstoreMesh,
   bookstoreObjects,
@@ -13,8 +9,12 @@ import {
   proxyFor,
   storeOf,
   viewOf,
-} from '../testing/mesh.js';
-import { at, list, named } from '../testing/pick.js';
+} from '../../../test/support/envoy/mesh.js';
+import { at, list, named } from '../../../test/support/envoy/pick.js';
+import type { RetryRule } from '../../catalog/retry.js';
+import type { MeshView } from '../../catalog/types.js';
+import { decodeMessage, encodeMessage } from '../../xds/proto/codec.js';
+import type { Cluster } from '../api/envoy.js';
 import { type ProtoValue, TypeUrl } from '../types.js';
 import { sidecarCdsGenerator, withRetryBudget } from './sidecar.js';
 

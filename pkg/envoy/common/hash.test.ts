@@ -1,14 +1,20 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
+import { gatewayContext, gatewayObjects, gatewayProxy } from '../../../test/support/envoy/gateway.js';
+import {
+  bookstoreObjects,
+  fakeSecrets,
+  proxyFor,
+  storeOf,
+  viewOf,
+} from '../../../test/support/envoy/mesh.js';
+import { named, outboundHosts } from '../../../test/support/envoy/pick.js';
+import { upstreamSetting } from '../../../test/support/envoy/upstream.js';
 import type { MeshView } from '../../catalog/types.js';
 import type { AnyObject } from '../../model/objects.js';
 import { gatewayRdsGenerator } from '../rds/gateway.js';
 import { proxylessRouteGenerator } from '../rds/proxyless.js';
 import { sidecarRdsGenerator } from '../rds/sidecar.js';
-import { gatewayContext, gatewayObjects, gatewayProxy } from '../testing/gateway.js';
-import { bookstoreObjects, fakeSecrets, proxyFor, storeOf, viewOf } from '../testing/mesh.js';
-import { named, outboundHosts } from '../testing/pick.js';
-import { upstreamSetting } from '../testing/upstream.js';
 
 const HASH_ON = [
   { header: 'X-User', terminal: true },

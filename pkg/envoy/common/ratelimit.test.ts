@@ -1,12 +1,18 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
+import { fetchSidecarConfig } from '../../../test/support/envoy/fetch.js';
+import { ingressObjects } from '../../../test/support/envoy/ingress.js';
+import {
+  bookstoreObjects,
+  generationContext,
+  proxyFor,
+  storeOf,
+  viewOf,
+} from '../../../test/support/envoy/mesh.js';
+import { at, byNameIn, list, named, names } from '../../../test/support/envoy/pick.js';
+import { upstreamSetting } from '../../../test/support/envoy/upstream.js';
 import { policyProblems } from '../../catalog/view.js';
 import type { AnyObject } from '../../model/objects.js';
-import { fetchSidecarConfig } from '../testing/fetch.js';
-import { ingressObjects } from '../testing/ingress.js';
-import { bookstoreObjects, generationContext, proxyFor, storeOf, viewOf } from '../testing/mesh.js';
-import { at, byNameIn, list, named, names } from '../testing/pick.js';
-import { upstreamSetting } from '../testing/upstream.js';
 import type { ProtoValue } from '../types.js';
 
 const setting = upstreamSetting;

@@ -1,13 +1,19 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
+import {
+  bookstoreObjects,
+  fakeSecrets,
+  proxyFor,
+  storeOf,
+  viewOf,
+} from '../../../test/support/envoy/mesh.js';
+import { at, named, outboundHosts } from '../../../test/support/envoy/pick.js';
 import { buildMeshView } from '../../catalog/view.js';
 import { DEFAULT_MESH_NAME } from '../../mesh/constants.js';
 import type { AnyObject, UpstreamTrafficSettingSpec } from '../../model/objects.js';
 import { proxylessClusterGenerator } from '../cds/proxyless.js';
 import { sidecarCdsGenerator } from '../cds/sidecar.js';
 import { sidecarRdsGenerator } from '../rds/sidecar.js';
-import { bookstoreObjects, fakeSecrets, proxyFor, storeOf, viewOf } from '../testing/mesh.js';
-import { at, named, outboundHosts } from '../testing/pick.js';
 import { durationMs } from './upstream.js';
 
 const V1 = 'bookstore/bookstore-v1|14001';

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { bookstoreMesh, fakeSecrets, proxyFor } from '../testing/mesh.js';
-import { resourceProblems } from '../testing/roundtrip.js';
+import { bookstoreMesh, fakeSecrets, proxyFor } from '../../../test/support/envoy/mesh.js';
+import { resourceProblems } from '../../../test/support/envoy/roundtrip.js';
 import { TypeUrl } from '../types.js';
 import { edsGenerator, parseUpstreamClusterName } from './eds.js';
 

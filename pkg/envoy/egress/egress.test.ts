@@ -1,6 +1,16 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { httpRouteGroup, service } from '../../catalog/fixtures.js';
+import { httpRouteGroup, service } from '../../../test/support/catalog-fixtures.js';
+import { bookbuyerEgresses, egress, egressMesh } from '../../../test/support/envoy/egress-fixtures.js';
+import {
+  bookstoreObjects,
+  fakeSecrets,
+  type PodName,
+  proxyFor,
+  storeOf,
+  viewOf,
+} from '../../../test/support/envoy/mesh.js';
+import { at, byNameIn, list, named, names } from '../../../test/support/envoy/pick.js';
 import type { MeshView } from '../../catalog/types.js';
 import { buildMeshView, egressRulesOf, policyProblems } from '../../catalog/view.js';
 import { DEFAULT_MESH_NAME } from '../../mesh/constants.js';
@@ -8,9 +18,6 @@ import type { MeshConfig } from '../../model/objects.js';
 import { sidecarCdsGenerator } from '../cds/sidecar.js';
 import { sidecarLdsGenerator } from '../lds/sidecar.js';
 import { sidecarRdsGenerator } from '../rds/sidecar.js';
-import { bookstoreObjects, fakeSecrets, type PodName, proxyFor, storeOf, viewOf } from '../testing/mesh.js';
-import { at, byNameIn, list, named, names } from '../testing/pick.js';
-import { bookbuyerEgresses, egress, egressMesh } from './fixtures.js';
 import { egressPlan, NO_EGRESS } from './plan.js';
 
 function gen(g: typeof sidecarLdsGenerator, mesh: MeshView, pod: PodName) {

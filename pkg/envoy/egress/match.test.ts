@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { meshConfig } from '../../catalog/fixtures.js';
+import { meshConfig } from '../../../test/support/catalog-fixtures.js';
+import { egress, egressMesh } from '../../../test/support/envoy/egress-fixtures.js';
 import { DEFAULT_MESH_NAME } from '../../mesh/constants.js';
-import { egress, egressMesh } from './fixtures.js';
 import { type EgressDestination, matchEgress } from './match.js';
 import { egressPlan } from './plan.js';
 

@@ -1,13 +1,19 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { meshConfig } from '../../catalog/fixtures.js';
+import { meshConfig } from '../../../test/support/catalog-fixtures.js';
+import {
+  bookstoreObjects,
+  fakeSecrets,
+  type PodName,
+  proxyFor,
+  storeOf,
+} from '../../../test/support/envoy/mesh.js';
+import { at, list, named } from '../../../test/support/envoy/pick.js';
 import type { MeshView } from '../../catalog/types.js';
 import { buildMeshView } from '../../catalog/view.js';
 import { DEFAULT_MESH_NAME } from '../../mesh/constants.js';
 import type { AnyObject, MeshConfigSpec } from '../../model/objects.js';
 import { HTTP_LOG_FIELDS } from '../common/access-log.js';
-import { bookstoreObjects, fakeSecrets, type PodName, proxyFor, storeOf } from '../testing/mesh.js';
-import { at, list, named } from '../testing/pick.js';
 import type { ProtoValue } from '../types.js';
 import { gatewayLdsGenerator } from './gateway.js';
 import { sidecarLdsGenerator } from './sidecar.js';

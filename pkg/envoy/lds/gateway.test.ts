@@ -1,11 +1,11 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { service } from '../../catalog/fixtures.js';
+import { service } from '../../../test/support/catalog-fixtures.js';
+import { gatewayContext, gatewayObjects, gatewayProxy } from '../../../test/support/envoy/gateway.js';
+import { bookstoreMesh, proxyFor, storeOf, viewOf } from '../../../test/support/envoy/mesh.js';
+import { at, byNameIn, list, named, names } from '../../../test/support/envoy/pick.js';
 import { buildMeshView } from '../../catalog/view.js';
 import { DEFAULT_MESH_NAME } from '../../mesh/constants.js';
-import { gatewayContext, gatewayObjects, gatewayProxy } from '../testing/gateway.js';
-import { bookstoreMesh, proxyFor, storeOf, viewOf } from '../testing/mesh.js';
-import { at, byNameIn, list, named, names } from '../testing/pick.js';
 import type { ProtoValue } from '../types.js';
 import { gatewayLdsGenerator } from './gateway.js';
 

@@ -1,14 +1,21 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { pod, service } from '../../catalog/fixtures.js';
+import { pod, service } from '../../../test/support/catalog-fixtures.js';
+import { ingress, ingressBackend, ingressObjects } from '../../../test/support/envoy/ingress.js';
+import {
+  bookstoreObjects,
+  fakeSecrets,
+  type PodName,
+  proxyFor,
+  storeOf,
+  viewOf,
+} from '../../../test/support/envoy/mesh.js';
+import { at, byNameIn, list, named, names } from '../../../test/support/envoy/pick.js';
 import { buildMeshView, ingressPorts, policyProblems } from '../../catalog/view.js';
 import { DEFAULT_MESH_NAME } from '../../mesh/constants.js';
 import type { AnyObject } from '../../model/objects.js';
 import { deriveEndpointSlices } from '../../registry/local/endpoints.js';
 import { sdsGenerator } from '../sds/sds.js';
-import { ingress, ingressBackend, ingressObjects } from '../testing/ingress.js';
-import { bookstoreObjects, fakeSecrets, type PodName, proxyFor, storeOf, viewOf } from '../testing/mesh.js';
-import { at, byNameIn, list, named, names } from '../testing/pick.js';
 import { sidecarLdsGenerator } from './sidecar.js';
 
 function meshOf(objects: AnyObject[]) {

@@ -1,10 +1,16 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
+import {
+  bookstoreMesh,
+  generationContext,
+  leftTheMesh,
+  type PodName,
+  proxyFor,
+} from '../../../test/support/envoy/mesh.js';
+import { resourceProblems } from '../../../test/support/envoy/roundtrip.js';
 import type { MeshView } from '../../catalog/types.js';
 import type { HTTPMatch } from '../../model/objects.js';
 import { decodeMessage, encodeMessage } from '../../xds/proto/codec.js';
-import { bookstoreMesh, generationContext, leftTheMesh, type PodName, proxyFor } from '../testing/mesh.js';
-import { resourceProblems } from '../testing/roundtrip.js';
 import { type ProtoObject, type ProtoValue, TypeUrl } from '../types.js';
 import { proxylessListenerGenerator, proxylessServerListener } from './proxyless.js';
 

@@ -1,7 +1,5 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import type { MeshView } from '../../catalog/types.js';
-import { stdoutAccessLog, TCP_LOG_FIELDS } from '../common/access-log.js';
 import {
   alsoCalling,
   bookstoreMesh,
@@ -12,8 +10,10 @@ import {
   proxyFor,
   storeOf,
   viewOf,
-} from '../testing/mesh.js';
-import { at, byNameIn, list, named, names } from '../testing/pick.js';
+} from '../../../test/support/envoy/mesh.js';
+import { at, byNameIn, list, named, names } from '../../../test/support/envoy/pick.js';
+import type { MeshView } from '../../catalog/types.js';
+import { stdoutAccessLog, TCP_LOG_FIELDS } from '../common/access-log.js';
 import { sidecarLdsGenerator } from './sidecar.js';
 
 // Access logs are on by default (JSON to stdout): every tcp_proxy carries this one.

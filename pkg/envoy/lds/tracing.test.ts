@@ -1,6 +1,15 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { meshConfig } from '../../catalog/fixtures.js';
+import { meshConfig } from '../../../test/support/catalog-fixtures.js';
+import { gatewayContext, gatewayObjects, gatewayProxy } from '../../../test/support/envoy/gateway.js';
+import {
+  bookstoreObjects,
+  fakeSecrets,
+  type PodName,
+  proxyFor,
+  storeOf,
+} from '../../../test/support/envoy/mesh.js';
+import { at, list, named } from '../../../test/support/envoy/pick.js';
 import type { MeshView } from '../../catalog/types.js';
 import { buildMeshView } from '../../catalog/view.js';
 import { DEFAULT_MESH_NAME } from '../../mesh/constants.js';
@@ -9,9 +18,6 @@ import { gatewayCdsGenerator } from '../cds/gateway.js';
 import { sidecarCdsGenerator } from '../cds/sidecar.js';
 import { DiscoveryType, ZipkinEndpointVersion } from '../common/enums.js';
 import { TRACING_CLUSTER } from '../names.js';
-import { gatewayContext, gatewayObjects, gatewayProxy } from '../testing/gateway.js';
-import { bookstoreObjects, fakeSecrets, type PodName, proxyFor, storeOf } from '../testing/mesh.js';
-import { at, list, named } from '../testing/pick.js';
 import type { ProtoValue } from '../types.js';
 import { gatewayLdsGenerator } from './gateway.js';
 import { sidecarLdsGenerator } from './sidecar.js';

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { bookstoreMesh } from '../testing/mesh.js';
+import { bookstoreMesh } from '../../../test/support/envoy/mesh.js';
 import { parseServerListenerName, resolveClientTarget } from './targets.js';
 
 test('client targets resolve by any host form, with the port or (single-port services) without', () => {

@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { gatewayContext, gatewayObjects, gatewayProxy } from '../testing/gateway.js';
-import { storeOf, viewOf } from '../testing/mesh.js';
-import { at, byNameIn, isProtoObject, list, named } from '../testing/pick.js';
+import { gatewayContext, gatewayObjects, gatewayProxy } from '../../../test/support/envoy/gateway.js';
+import { storeOf, viewOf } from '../../../test/support/envoy/mesh.js';
+import { at, byNameIn, isProtoObject, list, named } from '../../../test/support/envoy/pick.js';
 import type { ProtoObject, ProtoValue } from '../types.js';
 import { gatewayRdsGenerator } from './gateway.js';
 

@@ -1,7 +1,5 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import type { MeshView } from '../../catalog/types.js';
-import { decodeMessage, encodeMessage } from '../../xds/proto/codec.js';
 import {
   bookstoreMesh,
   bookstoreObjects,
@@ -10,9 +8,11 @@ import {
   rawSplit,
   storeOf,
   viewOf,
-} from '../testing/mesh.js';
-import { bookbuyerRetries, retry } from '../testing/retry.js';
-import { resourceProblems } from '../testing/roundtrip.js';
+} from '../../../test/support/envoy/mesh.js';
+import { bookbuyerRetries, retry } from '../../../test/support/envoy/retry.js';
+import { resourceProblems } from '../../../test/support/envoy/roundtrip.js';
+import type { MeshView } from '../../catalog/types.js';
+import { decodeMessage, encodeMessage } from '../../xds/proto/codec.js';
 import { type ProtoObject, TypeUrl } from '../types.js';
 import { proxylessRouteGenerator } from './proxyless.js';
 

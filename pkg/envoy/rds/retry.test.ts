@@ -1,11 +1,17 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
+import {
+  bookstoreObjects,
+  fakeSecrets,
+  proxyFor,
+  storeOf,
+  viewOf,
+} from '../../../test/support/envoy/mesh.js';
+import { at, byNameIn, list, named, outboundHosts } from '../../../test/support/envoy/pick.js';
+import { bookbuyerRetries, retry } from '../../../test/support/envoy/retry.js';
 import { buildMeshView, policyProblems } from '../../catalog/view.js';
 import { DEFAULT_MESH_NAME } from '../../mesh/constants.js';
 import { sidecarCdsGenerator } from '../cds/sidecar.js';
-import { bookstoreObjects, fakeSecrets, proxyFor, storeOf, viewOf } from '../testing/mesh.js';
-import { at, byNameIn, list, named, outboundHosts } from '../testing/pick.js';
-import { bookbuyerRetries, retry } from '../testing/retry.js';
 import { sidecarRdsGenerator } from './sidecar.js';
 
 const ctx = (mesh: ReturnType<typeof viewOf>) => ({ mesh, secrets: fakeSecrets('all') });

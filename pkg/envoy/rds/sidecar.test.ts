@@ -1,6 +1,5 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import type { MeshView } from '../../catalog/types.js';
 import {
   bookstoreMesh,
   bookstoreObjects,
@@ -10,8 +9,9 @@ import {
   rawSplit,
   storeOf,
   viewOf,
-} from '../testing/mesh.js';
-import { at, byNameIn, list, named, names, outboundHosts } from '../testing/pick.js';
+} from '../../../test/support/envoy/mesh.js';
+import { at, byNameIn, list, named, names, outboundHosts } from '../../../test/support/envoy/pick.js';
+import type { MeshView } from '../../catalog/types.js';
 import { serviceDomains, sidecarRdsGenerator } from './sidecar.js';
 
 function rds(mesh: MeshView, pod: PodName, requested?: string[]) {

@@ -2,9 +2,14 @@
 // goes to the gateway kind only, and only for Secrets its Ingresses name.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
+import {
+  fakeKeyPair,
+  gatewayContext,
+  gatewayObjects,
+  gatewayProxy,
+} from '../../../test/support/envoy/gateway.js';
+import { POD_NAMES, proxyFor, storeOf, viewOf } from '../../../test/support/envoy/mesh.js';
 import type { ProxyContext } from '../../catalog/types.js';
-import { fakeKeyPair, gatewayContext, gatewayObjects, gatewayProxy } from '../testing/gateway.js';
-import { POD_NAMES, proxyFor, storeOf, viewOf } from '../testing/mesh.js';
 import { sdsGenerator } from './sds.js';
 
 const SHOP = 'bookstore/shop-tls';

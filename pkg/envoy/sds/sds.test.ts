@@ -1,8 +1,5 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import type { MeshView } from '../../catalog/types.js';
-import { spiffeId } from '../../mesh/identity.js';
-import { decodeMessage, encodeMessage } from '../../xds/proto/codec.js';
 import {
   bookstoreMesh,
   bookstoreObjects,
@@ -13,8 +10,11 @@ import {
   proxyFor,
   storeOf,
   viewOf,
-} from '../testing/mesh.js';
-import { at, list, named } from '../testing/pick.js';
+} from '../../../test/support/envoy/mesh.js';
+import { at, list, named } from '../../../test/support/envoy/pick.js';
+import type { MeshView } from '../../catalog/types.js';
+import { spiffeId } from '../../mesh/identity.js';
+import { decodeMessage, encodeMessage } from '../../xds/proto/codec.js';
 import { TypeUrl } from '../types.js';
 import { inboundSanMatchers, sdsGenerator } from './sds.js';
 

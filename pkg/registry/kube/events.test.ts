@@ -1,12 +1,12 @@
 import assert from 'node:assert/strict';
 import { afterEach, beforeEach, describe, it } from 'node:test';
-import { namespace, service } from '../../catalog/fixtures.js';
+import { namespace, service } from '../../../test/support/catalog-fixtures.js';
+import { FakeApiServer, metaField } from '../../../test/support/kube/fake-apiserver.js';
 import { silentLogger } from '../../logger/logger.js';
 import { teeReporter } from '../problems.js';
 import { MeshStore } from '../store.js';
 import { KubeClient } from './client.js';
 import { KubeEventReporter, storeLookup } from './events.js';
-import { FakeApiServer, metaField } from './testing/fake-apiserver.js';
 
 const SHOP_EVENTS = '/api/v1/namespaces/shop/events';
 

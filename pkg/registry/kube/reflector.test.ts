@@ -1,11 +1,11 @@
 import assert from 'node:assert/strict';
 import { afterEach, beforeEach, describe, it } from 'node:test';
+import { eventually } from '../../../test/support/kube/eventually.js';
+import { FakeApiServer, metaField, type Obj } from '../../../test/support/kube/fake-apiserver.js';
 import { silentLogger } from '../../logger/logger.js';
 import { TokenBucket } from '../../ratelimit/token-bucket.js';
 import { KubeClient } from './client.js';
 import { type RawObject, Reflector, type ReflectorOptions } from './reflector.js';
-import { eventually } from './testing/eventually.js';
-import { FakeApiServer, metaField, type Obj } from './testing/fake-apiserver.js';
 
 const PODS = '/api/v1/pods';
 

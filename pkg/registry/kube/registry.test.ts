@@ -1,11 +1,11 @@
 import assert from 'node:assert/strict';
 import { afterEach, beforeEach, describe, it } from 'node:test';
+import { eventually } from '../../../test/support/kube/eventually.js';
+import { FakeApiServer, type Obj } from '../../../test/support/kube/fake-apiserver.js';
 import { silentLogger } from '../../logger/logger.js';
 import { LABEL_MONITORED_BY } from '../../mesh/constants.js';
 import { ProblemCollector } from '../problems.js';
 import { KubeRegistry, type KubeRegistryOptions, kubeSource } from './registry.js';
-import { eventually } from './testing/eventually.js';
-import { FakeApiServer, type Obj } from './testing/fake-apiserver.js';
 import { watchedTypes } from './types.js';
 
 const CP = 'skein-system';

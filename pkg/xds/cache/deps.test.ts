@@ -1,13 +1,19 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { endpointSlice } from '../../catalog/fixtures.js';
+import { endpointSlice } from '../../../test/support/catalog-fixtures.js';
+import { referencesOf } from '../../../test/support/envoy/crossref.js';
+import { bookbuyerEgresses } from '../../../test/support/envoy/egress-fixtures.js';
+import { ingressObjects } from '../../../test/support/envoy/ingress.js';
+import {
+  bookstoreObjects,
+  fakeSecrets,
+  type PodName,
+  proxyFor,
+  storeOf,
+} from '../../../test/support/envoy/mesh.js';
 import type { MeshView, ProxyContext } from '../../catalog/types.js';
 import { buildMeshView } from '../../catalog/view.js';
-import { bookbuyerEgresses } from '../../envoy/egress/fixtures.js';
 import { meshGenerators } from '../../envoy/generators.js';
-import { referencesOf } from '../../envoy/testing/crossref.js';
-import { ingressObjects } from '../../envoy/testing/ingress.js';
-import { bookstoreObjects, fakeSecrets, type PodName, proxyFor, storeOf } from '../../envoy/testing/mesh.js';
 import { type GenerationContext, TypeUrl } from '../../envoy/types.js';
 import { DEFAULT_MESH_NAME } from '../../mesh/constants.js';
 import { DependencyTracker } from './deps.js';

@@ -4,7 +4,7 @@ import { messageType } from './root.js';
 /**
  * Encodes a message given in `fromObject` form. protobufjs drops unknown fields
  * silently here, so every generator's output is checked by a round trip in its
- * tests (pkg/envoy/testing/roundtrip.ts). `verify` is not used: it rejects
+ * tests (test/support/envoy/roundtrip.ts). `verify` is not used: it rejects
  * enum names, which `fromObject` accepts.
  */
 export function encodeMessage(typeUrl: string, message: ProtoObject): Uint8Array {

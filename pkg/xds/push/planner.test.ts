@@ -4,30 +4,30 @@
 // other proxy is pushed or has anything generated for it.
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { AnnouncementBus } from '../../announcements/bus.js';
-import { publishStoreChanges } from '../../announcements/store.js';
-import { endpointSlice, sa, trafficSplit, trafficTarget } from '../../catalog/fixtures.js';
-import { type ProxyGroup, proxyContext, proxyGroup } from '../../catalog/proxies.js';
-import type { MeshView, ProxyContext } from '../../catalog/types.js';
-import { buildMeshView } from '../../catalog/view.js';
-import type { IssuedCertificate, SecretSource } from '../../certificate/types.js';
-import { meshGenerators } from '../../envoy/generators.js';
-import { referencesOf } from '../../envoy/testing/crossref.js';
+import { endpointSlice, sa, trafficSplit, trafficTarget } from '../../../test/support/catalog-fixtures.js';
+import { referencesOf } from '../../../test/support/envoy/crossref.js';
 import {
   bookstoreObjects,
   FAKE_TRUST_BUNDLE,
   type PodName,
   proxyFor,
   storeOf,
-} from '../../envoy/testing/mesh.js';
+} from '../../../test/support/envoy/mesh.js';
+import type { RawAdsClient, ReceivedResponse } from '../../../test/support/xds/test-client.js';
+import { type Fixture, startFixture } from '../../../test/support/xds/testing.js';
+import { AnnouncementBus } from '../../announcements/bus.js';
+import { publishStoreChanges } from '../../announcements/store.js';
+import { type ProxyGroup, proxyContext, proxyGroup } from '../../catalog/proxies.js';
+import type { MeshView, ProxyContext } from '../../catalog/types.js';
+import { buildMeshView } from '../../catalog/view.js';
+import type { IssuedCertificate, SecretSource } from '../../certificate/types.js';
+import { meshGenerators } from '../../envoy/generators.js';
 import { type GenerationContext, type Resource, type ResourceGenerator, TypeUrl } from '../../envoy/types.js';
 import { silentLogger } from '../../logger/logger.js';
 import { DEFAULT_MESH_NAME } from '../../mesh/constants.js';
 import type { ProxyIdentity } from '../../mesh/identity.js';
 import type { Pod } from '../../model/objects.js';
 import { DependencyTracker } from '../cache/deps.js';
-import type { RawAdsClient, ReceivedResponse } from '../server/test-client.js';
-import { type Fixture, startFixture } from '../server/testing.js';
 import type { ProxyConfigSource } from '../server/types.js';
 import { PushPlanner } from './planner.js';
 

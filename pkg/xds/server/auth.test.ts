@@ -1,9 +1,9 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { status } from '@grpc/grpc-js';
+import { cluster, cn, type Fixture, startFixture, TRUST_DOMAIN } from '../../../test/support/xds/testing.js';
 import { TypeUrl } from '../../envoy/types.js';
 import { identityFromNodeId } from './auth.js';
-import { cluster, cn, type Fixture, startFixture, TRUST_DOMAIN } from './testing.js';
 
 describe('ADS server authentication', () => {
   let f: Fixture;

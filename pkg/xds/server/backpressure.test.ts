@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
+import { cluster, cn, type Fixture, startFixture } from '../../../test/support/xds/testing.js';
 import { TypeUrl } from '../../envoy/types.js';
-import { cluster, cn, type Fixture, startFixture } from './testing.js';
 
 // ~200 KB per CDS response: bigger than the HTTP/2 windows, so a client that
 // stops reading makes the server's writes stall.

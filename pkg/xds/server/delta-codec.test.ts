@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
+import { cluster } from '../../../test/support/xds/testing.js';
 import { TypeUrl } from '../../envoy/types.js';
 import { encodeResource } from '../cache/encoded.js';
 import { decodeMessage } from '../proto/codec.js';
@@ -9,7 +10,6 @@ import {
   encodeDeltaDiscoveryRequest,
   encodeDeltaDiscoveryResponse,
 } from './delta-codec.js';
-import { cluster } from './testing.js';
 
 test('DeltaDiscoveryRequest round-trips every field the server reads', () => {
   const req = {

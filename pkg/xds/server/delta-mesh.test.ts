@@ -3,12 +3,12 @@
 // never gets another identity's key.
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { crossReferenceProblems, referencesOf } from '../../envoy/testing/crossref.js';
-import { bookstoreMesh, proxyFor } from '../../envoy/testing/mesh.js';
-import { resourceProblems } from '../../envoy/testing/roundtrip.js';
+import { crossReferenceProblems, referencesOf } from '../../../test/support/envoy/crossref.js';
+import { bookstoreMesh, proxyFor } from '../../../test/support/envoy/mesh.js';
+import { resourceProblems } from '../../../test/support/envoy/roundtrip.js';
+import type { RawDeltaClient, ReceivedDeltaResponse } from '../../../test/support/xds/delta-test-client.js';
+import { type Fixture, MeshSource, startFixture } from '../../../test/support/xds/testing.js';
 import { type Resource, TypeUrl } from '../../envoy/types.js';
-import type { RawDeltaClient, ReceivedDeltaResponse } from './delta-test-client.js';
-import { type Fixture, MeshSource, startFixture } from './testing.js';
 
 function typeUrlOf(text: string): TypeUrl {
   const t = Object.values(TypeUrl).find((u) => u === text);

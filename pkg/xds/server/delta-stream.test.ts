@@ -2,9 +2,7 @@ import assert from 'node:assert/strict';
 import { after, afterEach, before, describe, it } from 'node:test';
 import { status } from '@grpc/grpc-js';
 import { pino } from 'pino';
-import { TypeUrl } from '../../envoy/types.js';
-import { encodeResource } from '../cache/encoded.js';
-import type { RawDeltaClient, ReceivedDeltaResponse } from './delta-test-client.js';
+import type { RawDeltaClient, ReceivedDeltaResponse } from '../../../test/support/xds/delta-test-client.js';
 import {
   cluster,
   cn,
@@ -14,7 +12,9 @@ import {
   listener,
   route,
   startFixture,
-} from './testing.js';
+} from '../../../test/support/xds/testing.js';
+import { TypeUrl } from '../../envoy/types.js';
+import { encodeResource } from '../cache/encoded.js';
 
 /** name → version of a response's resources, as initial_resource_versions wants them. */
 function versionsOf(...responses: ReceivedDeltaResponse[]): Map<string, string> {

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import * as grpc from '@grpc/grpc-js';
+import { cluster, cn, endpoints, type Fixture, startFixture } from '../../../test/support/xds/testing.js';
 import { TypeUrl } from '../../envoy/types.js';
 import { encodeDeltaDiscoveryRequest } from './delta-codec.js';
 import {
@@ -14,7 +15,6 @@ import {
   streamLimits,
 } from './limits.js';
 import { decodeDiscoveryRequest, encodeDiscoveryRequest } from './service.js';
-import { cluster, cn, endpoints, type Fixture, startFixture } from './testing.js';
 
 const NODE = { id: cn(1), cluster: 'c' };
 

@@ -7,10 +7,10 @@
 // (skein_xds_refused_total). REST xDS: test/e2e/rest-xds.test.ts.
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { bookstoreMesh, proxyFor } from '../../envoy/testing/mesh.js';
+import { bookstoreMesh, proxyFor } from '../../../test/support/envoy/mesh.js';
+import { type Fixture, MeshSource, startFixture } from '../../../test/support/xds/testing.js';
 import type { ProtoObject } from '../../envoy/types.js';
 import { TypeUrl } from '../../envoy/types.js';
-import { type Fixture, MeshSource, startFixture } from './testing.js';
 
 /** The name every proxy's listeners and clusters reference: the stream's own identity's key. */
 const SELF = 'service-cert:self';

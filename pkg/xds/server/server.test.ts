@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { status } from '@grpc/grpc-js';
+import { cluster, cn, eventually, startFixture } from '../../../test/support/xds/testing.js';
 import { TypeUrl } from '../../envoy/types.js';
-import { cluster, cn, eventually, startFixture } from './testing.js';
 
 describe('AdsServer lifecycle', () => {
   it('stop() ends connected streams, reports the disconnects and stops listening', async () => {

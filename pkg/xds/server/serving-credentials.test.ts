@@ -2,8 +2,8 @@ import assert from 'node:assert/strict';
 import { X509Certificate } from 'node:crypto';
 import { describe, it } from 'node:test';
 import { connect } from 'node:tls';
+import { cluster, cn, startFixture } from '../../../test/support/xds/testing.js';
 import { TypeUrl } from '../../envoy/types.js';
-import { cluster, cn, startFixture } from './testing.js';
 
 /** The certificate the ADS port presents to a new handshake (with a client certificate, as mTLS requires). */
 function presented(port: number, ca: string, client?: { certPem: string; keyPem: string }): Promise<string> {

@@ -1,7 +1,6 @@
 import assert from 'node:assert/strict';
 import { after, afterEach, before, describe, it } from 'node:test';
-import { TypeUrl } from '../../envoy/types.js';
-import type { RawAdsClient } from './test-client.js';
+import type { RawAdsClient } from '../../../test/support/xds/test-client.js';
 import {
   cluster,
   cn,
@@ -11,7 +10,8 @@ import {
   listener,
   route,
   startFixture,
-} from './testing.js';
+} from '../../../test/support/xds/testing.js';
+import { TypeUrl } from '../../envoy/types.js';
 
 describe('ADS stream protocol (xDS rules)', () => {
   let f: Fixture;

@@ -1,23 +1,23 @@
 import * as grpc from '@grpc/grpc-js';
-import { proxyContext } from '../../catalog/proxies.js';
-import type { MeshView, ProxyContext } from '../../catalog/types.js';
-import { BuiltinCA } from '../../certificate/builtin.js';
-import type { SecretSource } from '../../certificate/types.js';
-import { meshGenerators } from '../../envoy/generators.js';
-import { generationContext } from '../../envoy/testing/mesh.js';
+import { proxyContext } from '../../../pkg/catalog/proxies.js';
+import type { MeshView, ProxyContext } from '../../../pkg/catalog/types.js';
+import { BuiltinCA } from '../../../pkg/certificate/builtin.js';
+import type { SecretSource } from '../../../pkg/certificate/types.js';
+import { meshGenerators } from '../../../pkg/envoy/generators.js';
 import {
   type GenerationContext,
   type ProtoObject,
   type Resource,
   type ResourceGenerator,
   TypeUrl,
-} from '../../envoy/types.js';
-import { silentLogger } from '../../logger/logger.js';
-import { type ProxyIdentity, proxyCommonName } from '../../mesh/identity.js';
+} from '../../../pkg/envoy/types.js';
+import { silentLogger } from '../../../pkg/logger/logger.js';
+import { type ProxyIdentity, proxyCommonName } from '../../../pkg/mesh/identity.js';
+import { AdsServer } from '../../../pkg/xds/server/server.js';
+import type { AdsServerOptions, ProxyConfigSource } from '../../../pkg/xds/server/types.js';
+import { generationContext } from '../envoy/mesh.js';
 import { RawDeltaClient } from './delta-test-client.js';
-import { AdsServer } from './server.js';
 import { RawAdsClient, type RawAdsClientOptions } from './test-client.js';
-import type { AdsServerOptions, ProxyConfigSource } from './types.js';
 
 // Test fixtures for the ADS server: a fake ProxyConfigSource over mutable
 // resource tables, certificates from the built-in CA, and client factories.

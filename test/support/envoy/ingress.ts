@@ -2,10 +2,11 @@
 // outside the mesh at 10.0.9.9 (IPRange) and in a monitored, uninjected
 // namespace (Service source), reaching bookstore-v1 over http through an
 // Ingress, and bookwarehouse over https (mTLS with the ingress certificate).
-import { httpRouteGroup, namespace, pod, service } from '../../catalog/fixtures.js';
-import { DEFAULT_MESH_NAME } from '../../mesh/constants.js';
-import type { AnyObject, Ingress, IngressBackend, IngressBackendSpec } from '../../model/objects.js';
-import { deriveEndpointSlices } from '../../registry/local/endpoints.js';
+
+import { DEFAULT_MESH_NAME } from '../../../pkg/mesh/constants.js';
+import type { AnyObject, Ingress, IngressBackend, IngressBackendSpec } from '../../../pkg/model/objects.js';
+import { deriveEndpointSlices } from '../../../pkg/registry/local/endpoints.js';
+import { httpRouteGroup, namespace, pod, service } from '../catalog-fixtures.js';
 import { type BookstoreOptions, bookstoreObjects } from './mesh.js';
 
 export function ingressBackend(ns: string, name: string, spec: IngressBackendSpec): IngressBackend {

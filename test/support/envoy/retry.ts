@@ -1,5 +1,5 @@
-// Retry objects added to the bookstore test mesh (envoy/testing/mesh.ts).
-import type { AnyObject, Retry, RetryPolicySpec } from '../../model/objects.js';
+// Retry objects added to the bookstore test mesh (test/support/envoy/mesh.ts).
+import type { AnyObject, Retry, RetryPolicySpec } from '../../../pkg/model/objects.js';
 
 export function retry(
   ns: string,

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { TypeUrl } from '../types.js';
-import { roundTripProblems } from './roundtrip.js';
+import { roundTripProblems } from '../../test/support/envoy/roundtrip.js';
+import { TypeUrl } from './types.js';
 
 const cluster = {
   name: 'ns/svc|80',

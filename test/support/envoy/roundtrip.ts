@@ -6,9 +6,9 @@
 // then encoded, decoded, and compared after normalising representations.
 import { isDeepStrictEqual } from 'node:util';
 import protobuf from 'protobufjs';
-import { decodeMessage, encodeMessage } from '../../xds/proto/codec.js';
-import { envoyRoot, messageType } from '../../xds/proto/root.js';
-import type { ProtoObject, Resource } from '../types.js';
+import type { ProtoObject, Resource } from '../../../pkg/envoy/types.js';
+import { decodeMessage, encodeMessage } from '../../../pkg/xds/proto/codec.js';
+import { envoyRoot, messageType } from '../../../pkg/xds/proto/root.js';
 
 type Normal = string | number | boolean | Normal[] | { [k: string]: Normal };
 

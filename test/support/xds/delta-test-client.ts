@@ -1,13 +1,13 @@
-import type { ProtoObject } from '../../envoy/types.js';
-import { decodeMessage } from '../proto/codec.js';
+import type { ProtoObject } from '../../../pkg/envoy/types.js';
+import { decodeMessage } from '../../../pkg/xds/proto/codec.js';
 import {
   type DecodedDeltaDiscoveryResponse,
   decodeDeltaDiscoveryResponse,
   encodeDeltaDiscoveryRequest,
-} from './delta-codec.js';
+} from '../../../pkg/xds/server/delta-codec.js';
+import { ADS_DELTA_PATH } from '../../../pkg/xds/server/service.js';
+import type { DeltaDiscoveryRequest } from '../../../pkg/xds/server/types.js';
 import { type RawAdsClientOptions, RawClientCall } from './raw-client.js';
-import { ADS_DELTA_PATH } from './service.js';
-import type { DeltaDiscoveryRequest } from './types.js';
 
 /** A delta response with its resources decoded to plain objects. */
 export interface ReceivedDeltaResponse extends DecodedDeltaDiscoveryResponse {

@@ -1,5 +1,5 @@
 // An UpstreamTrafficSetting manifest for the generator and validation tests.
-import type { AnyObject, UpstreamTrafficSettingSpec } from '../../model/objects.js';
+import type { AnyObject, UpstreamTrafficSettingSpec } from '../../../pkg/model/objects.js';
 
 /** The setting named after the service it shapes, `host` its cluster FQDN. */
 export function upstreamSetting(

@@ -1,13 +1,13 @@
-import type { ProtoObject } from '../../envoy/types.js';
-import { decodeMessage } from '../proto/codec.js';
-import { type RawAdsClientOptions, RawClientCall } from './raw-client.js';
+import type { ProtoObject } from '../../../pkg/envoy/types.js';
+import { decodeMessage } from '../../../pkg/xds/proto/codec.js';
 import {
   ADS_SOTW_PATH,
   type DecodedDiscoveryResponse,
   decodeDiscoveryResponse,
   encodeDiscoveryRequest,
-} from './service.js';
-import type { DiscoveryRequest } from './types.js';
+} from '../../../pkg/xds/server/service.js';
+import type { DiscoveryRequest } from '../../../pkg/xds/server/types.js';
+import { type RawAdsClientOptions, RawClientCall } from './raw-client.js';
 
 export type { RawAdsClientOptions } from './raw-client.js';
 

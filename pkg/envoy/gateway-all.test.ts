@@ -4,11 +4,16 @@
 // and resolves every reference.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import type { Resource } from '../types.js';
-import { crossReferenceProblems } from './crossref.js';
-import { fetchByKind, gatewayContext, gatewayObjects, gatewayProxy } from './gateway.js';
-import { proxyFor, storeOf, viewOf } from './mesh.js';
-import { resourceProblems } from './roundtrip.js';
+import { crossReferenceProblems } from '../../test/support/envoy/crossref.js';
+import {
+  fetchByKind,
+  gatewayContext,
+  gatewayObjects,
+  gatewayProxy,
+} from '../../test/support/envoy/gateway.js';
+import { proxyFor, storeOf, viewOf } from '../../test/support/envoy/mesh.js';
+import { resourceProblems } from '../../test/support/envoy/roundtrip.js';
+import type { Resource } from './types.js';
 
 const SECRET_SETS = [[], ['bookstore/shop-tls'], ['bookstore/shop-tls', 'bookwarehouse/warehouse-tls']];
 

@@ -2,7 +2,7 @@
 // each other consistently, the way Envoy resolves them: route config names in
 // listeners, clusters in routes and tcp_proxy, a ClusterLoadAssignment for
 // every EDS cluster, and every SDS secret a transport socket names.
-import type { ProtoObject, ProtoValue, Resource } from '../types.js';
+import type { ProtoObject, ProtoValue, Resource } from '../../../pkg/envoy/types.js';
 
 export interface ProxyResources {
   listeners: readonly Resource[];

@@ -9,6 +9,17 @@
 // bookbuyer's TrafficTarget names bookstore-v1's service account only, so it
 // may call the apex and bookstore-v1 but not bookstore-v2, which it reaches
 // only through the split; bookstore-v2 has no inbound rule at all.
+
+import { proxyContext } from '../../../pkg/catalog/proxies.js';
+import type { MeshView, ProxyContext } from '../../../pkg/catalog/types.js';
+import { buildMeshView } from '../../../pkg/catalog/view.js';
+import type { IssuedCertificate, SecretSource } from '../../../pkg/certificate/types.js';
+import type { GenerationContext } from '../../../pkg/envoy/types.js';
+import { DEFAULT_MESH_NAME, LABEL_PROXY_UUID, type ProxyKind } from '../../../pkg/mesh/constants.js';
+import { proxyCommonName } from '../../../pkg/mesh/identity.js';
+import type { AnyObject, HTTPMatch, Pod, ServicePort } from '../../../pkg/model/objects.js';
+import { deriveEndpointSlices } from '../../../pkg/registry/local/endpoints.js';
+import { MeshStore } from '../../../pkg/registry/store.js';
 import {
   httpRouteGroup,
   meshConfig,
@@ -19,17 +30,7 @@ import {
   tcpRoute,
   trafficSplit,
   trafficTarget,
-} from '../../catalog/fixtures.js';
-import { proxyContext } from '../../catalog/proxies.js';
-import type { MeshView, ProxyContext } from '../../catalog/types.js';
-import { buildMeshView } from '../../catalog/view.js';
-import type { IssuedCertificate, SecretSource } from '../../certificate/types.js';
-import { DEFAULT_MESH_NAME, LABEL_PROXY_UUID, type ProxyKind } from '../../mesh/constants.js';
-import { proxyCommonName } from '../../mesh/identity.js';
-import type { AnyObject, HTTPMatch, Pod, ServicePort } from '../../model/objects.js';
-import { deriveEndpointSlices } from '../../registry/local/endpoints.js';
-import { MeshStore } from '../../registry/store.js';
-import type { GenerationContext } from '../types.js';
+} from '../catalog-fixtures.js';
 
 const MATCH_BOOKS_BOUGHT: HTTPMatch = {
   name: 'books-bought',

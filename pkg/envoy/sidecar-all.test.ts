@@ -4,12 +4,19 @@
 // then RDS/EDS/SDS by the names they reference).
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import type { SecretSource } from '../../certificate/types.js';
-import type { Resource } from '../types.js';
-import { crossReferenceProblems } from './crossref.js';
-import { fetchSidecarConfig } from './fetch.js';
-import { bookstoreMesh, bookstoreVariants, fakeSecrets, overrideView, POD_NAMES, proxyFor } from './mesh.js';
-import { resourceProblems } from './roundtrip.js';
+import { crossReferenceProblems } from '../../test/support/envoy/crossref.js';
+import { fetchSidecarConfig } from '../../test/support/envoy/fetch.js';
+import {
+  bookstoreMesh,
+  bookstoreVariants,
+  fakeSecrets,
+  overrideView,
+  POD_NAMES,
+  proxyFor,
+} from '../../test/support/envoy/mesh.js';
+import { resourceProblems } from '../../test/support/envoy/roundtrip.js';
+import type { SecretSource } from '../certificate/types.js';
+import type { Resource } from './types.js';
 
 test('every resource of every pod round-trips and resolves every reference', () => {
   let total = 0;

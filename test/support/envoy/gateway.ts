@@ -6,15 +6,15 @@
 // bookwarehouse/warehouse-tls). A TrafficTarget lets the gateway's identity
 // call bookstore-v1 only: in SMI mode bookwarehouse answers 403.
 
-import { sa, trafficTarget } from '../../catalog/fixtures.js';
-import { proxyContext } from '../../catalog/proxies.js';
-import type { MeshView, ProxyContext } from '../../catalog/types.js';
-import type { SecretSource, TlsKeyPair } from '../../certificate/types.js';
-import { proxyCommonName } from '../../mesh/identity.js';
-import type { AnyObject } from '../../model/objects.js';
-import { meshGenerators } from '../generators.js';
-import type { GenerationContext, ResourceGenerator } from '../types.js';
-import { TypeUrl } from '../types.js';
+import { proxyContext } from '../../../pkg/catalog/proxies.js';
+import type { MeshView, ProxyContext } from '../../../pkg/catalog/types.js';
+import type { SecretSource, TlsKeyPair } from '../../../pkg/certificate/types.js';
+import { meshGenerators } from '../../../pkg/envoy/generators.js';
+import type { GenerationContext, ResourceGenerator } from '../../../pkg/envoy/types.js';
+import { TypeUrl } from '../../../pkg/envoy/types.js';
+import { proxyCommonName } from '../../../pkg/mesh/identity.js';
+import type { AnyObject } from '../../../pkg/model/objects.js';
+import { sa, trafficTarget } from '../catalog-fixtures.js';
 import { type ProxyResources, referencesOf } from './crossref.js';
 import { ingress } from './ingress.js';
 import { type BookstoreOptions, bookstoreObjects, fakeSecrets } from './mesh.js';

@@ -1,9 +1,9 @@
-// Egress objects added to the bookstore test mesh (envoy/testing/mesh.ts):
+// Egress objects added to the bookstore test mesh (test/support/envoy/mesh.ts):
 // bookbuyer may reach one host of each protocol; bookthief nothing.
 
-import type { MeshView } from '../../catalog/types.js';
-import type { AnyObject, Egress, EgressSpec } from '../../model/objects.js';
-import { bookstoreObjects, storeOf, viewOf } from '../testing/mesh.js';
+import type { MeshView } from '../../../pkg/catalog/types.js';
+import type { AnyObject, Egress, EgressSpec } from '../../../pkg/model/objects.js';
+import { bookstoreObjects, storeOf, viewOf } from './mesh.js';
 
 export function egress(ns: string, name: string, spec: EgressSpec): Egress {
   return { apiVersion: 'policy.skein.dev/v1alpha1', kind: 'Egress', metadata: { namespace: ns, name }, spec };

@@ -1,7 +1,7 @@
 // Reading into pod and patch JSON in tests: a missing step fails the
 // assertion naming the path, instead of a TypeError further on.
 import assert from 'node:assert/strict';
-import { isJsonObject, type Json, type JsonObject } from '../pod.js';
+import { isJsonObject, type Json, type JsonObject } from '../../../pkg/injector/pod.js';
 
 /** The value at `path` (object keys and array indexes); asserts every step exists. */
 export function get(v: Json | undefined, ...path: (string | number)[]): Json {

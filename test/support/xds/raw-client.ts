@@ -1,5 +1,5 @@
 import * as grpc from '@grpc/grpc-js';
-import { ResponseQueue } from './response-queue.js';
+import { ResponseQueue } from '../../../pkg/xds/server/response-queue.js';
 
 export interface RawAdsClientOptions {
   address: string;

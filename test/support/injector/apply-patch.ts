@@ -2,8 +2,8 @@
 // (add, replace, remove), strict about the parts the API server is strict
 // about: the parent must exist, `replace`/`remove` need an existing target,
 // and `-` appends only to arrays.
-import type { JsonPatchOperation } from '../jsonpatch.js';
-import { isJsonObject, type Json } from '../pod.js';
+import type { JsonPatchOperation } from '../../../pkg/injector/jsonpatch.js';
+import { isJsonObject, type Json } from '../../../pkg/injector/pod.js';
 
 function unescapeToken(token: string): string {
   // RFC 6901: `~1` → `/` first, then `~0` → `~`.

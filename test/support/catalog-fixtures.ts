@@ -1,6 +1,8 @@
 // Small builders for mesh objects, for tests here and in packages that test
 // against a MeshView (generators, xDS server). Not used at runtime.
-import { LABEL_MONITORED_BY, LABEL_PROXY_UUID } from '../mesh/constants.js';
+
+import { LABEL_SERVICE_NAME } from '../../pkg/catalog/services.js';
+import { LABEL_MONITORED_BY, LABEL_PROXY_UUID } from '../../pkg/mesh/constants.js';
 import type {
   AnyObject,
   EndpointSlice,
@@ -18,8 +20,7 @@ import type {
   TrafficSplitBackend,
   TrafficTarget,
   TrafficTargetRule,
-} from '../model/objects.js';
-import { LABEL_SERVICE_NAME } from './services.js';
+} from '../../pkg/model/objects.js';
 
 export function namespace(name: string, mesh?: string): Namespace {
   const metadata = mesh ? { name, labels: { [LABEL_MONITORED_BY]: mesh } } : { name };

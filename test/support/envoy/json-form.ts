@@ -2,8 +2,8 @@
 // the injector's bootstrap writes in JSON form, Duration ("0.25s" → {seconds, nanos}),
 // so what Envoy reads as JSON can be encoded and checked with the protobufjs tools.
 import protobuf from 'protobufjs';
-import { messageType } from '../../xds/proto/root.js';
-import type { ProtoObject, ProtoValue } from '../types.js';
+import type { ProtoObject, ProtoValue } from '../../../pkg/envoy/types.js';
+import { messageType } from '../../../pkg/xds/proto/root.js';
 
 const DURATION = '.google.protobuf.Duration';
 

@@ -1,5 +1,5 @@
 // Test helper: navigate generated ProtoObjects without casts.
-import type { ProtoObject, ProtoValue, Resource } from '../types.js';
+import type { ProtoObject, ProtoValue, Resource } from '../../../pkg/envoy/types.js';
 
 export function isProtoObject(v: ProtoValue | undefined): v is ProtoObject {
   return typeof v === 'object' && v !== null && !Array.isArray(v);

@@ -1,4 +1,4 @@
-import type { MeshMetrics } from './metrics.js';
+import type { MeshMetrics } from '../../pkg/metrics/metrics.js';
 
 /**
  * The value of one series (metric `name`, or a histogram's `name_count` /

@@ -4,19 +4,9 @@
 // encodes nor hashes it again; a change re-encodes only what it changed.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { httpRouteGroup, pod, sa, trafficTarget } from '../../catalog/fixtures.js';
-import type { MeshView } from '../../catalog/types.js';
-import { buildMeshView } from '../../catalog/view.js';
-import { DEFAULT_MESH_NAME } from '../../mesh/constants.js';
-import type { AnyObject, Pod, Service } from '../../model/objects.js';
-import { deriveEndpointSlices } from '../../registry/local/endpoints.js';
-import type { MeshStore } from '../../registry/store.js';
-import { ResourceInterner } from '../../xds/cache/encoded.js';
-import { GenerationCache, subscriptionKey } from '../../xds/cache/generation.js';
-import { meshGenerators } from '../generators.js';
-import { type Resource, TypeUrl } from '../types.js';
-import { referencesOf } from './crossref.js';
-import { fetchSidecarConfig } from './fetch.js';
+import { httpRouteGroup, pod, sa, trafficTarget } from '../../test/support/catalog-fixtures.js';
+import { referencesOf } from '../../test/support/envoy/crossref.js';
+import { fetchSidecarConfig } from '../../test/support/envoy/fetch.js';
 import {
   type BookstoreOptions,
   bookstoreObjects,
@@ -25,7 +15,17 @@ import {
   proxyFor,
   storeOf,
   viewOf,
-} from './mesh.js';
+} from '../../test/support/envoy/mesh.js';
+import type { MeshView } from '../catalog/types.js';
+import { buildMeshView } from '../catalog/view.js';
+import { DEFAULT_MESH_NAME } from '../mesh/constants.js';
+import type { AnyObject, Pod, Service } from '../model/objects.js';
+import { deriveEndpointSlices } from '../registry/local/endpoints.js';
+import type { MeshStore } from '../registry/store.js';
+import { ResourceInterner } from '../xds/cache/encoded.js';
+import { GenerationCache, subscriptionKey } from '../xds/cache/generation.js';
+import { meshGenerators } from './generators.js';
+import { type Resource, TypeUrl } from './types.js';
 
 const secrets = fakeSecrets('all');
 
