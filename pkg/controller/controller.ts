@@ -4,7 +4,7 @@ import path from 'node:path';
 import { AnnouncementBus } from '../announcements/bus.js';
 import { publishStoreChanges } from '../announcements/store.js';
 import { type ProxyGroup, ProxyRegistry, proxyContext, proxyGroup } from '../catalog/proxies.js';
-import type { MeshView } from '../catalog/types.js';
+import type { MeshView, ProxyContext } from '../catalog/types.js';
 import { buildMeshView, meshConfigOf, policyProblems } from '../catalog/view.js';
 import { readWorkloadCert, WorkloadCertWriter, workloadCertsDir } from '../certificate/files.js';
 import {
@@ -25,7 +25,7 @@ import { staleRules } from '../injector/stale-rules.js';
 import type { LeaseElector } from '../leader/elector.js';
 import type { Leadership } from '../leader/leadership.js';
 import type { Logger } from '../logger/logger.js';
-import type { Identity } from '../mesh/identity.js';
+import type { Identity, ProxyIdentity } from '../mesh/identity.js';
 import { MeshMetrics } from '../metrics/metrics.js';
 import type { MeshConfig } from '../model/objects.js';
 import type { KubeClient } from '../registry/kube/client.js';
@@ -99,6 +99,13 @@ export class Controller {
   private workloads: LocalWorkloads | undefined;
   private writer: WorkloadCertWriter | undefined;
   private view: MeshView | undefined;
+  /**
+   * Each connected identity's last context and the view it was built from: a
+   * context is a function of the two alone (catalog/proxies.ts), and a stream
+   * asks for it on every response and every push round. Frozen, so no reader
+   * can change what the next one gets.
+   */
+  private readonly contexts = new WeakMap<ProxyIdentity, { view: MeshView; ctx: ProxyContext }>();
   /** The settings of the MeshConfig object they came from (undefined: none), so problems are logged once per change. */
   private settings: { from: MeshConfig | undefined; value: MeshSettings } | undefined;
   private problems: ProblemLog;
@@ -732,7 +739,7 @@ export class Controller {
       proxyDisconnected: (streamId) => {
         this.proxies.disconnect(streamId);
       },
-      proxyContext: (identity) => proxyContext(identity, this.currentView()),
+      proxyContext: (identity) => this.contextOf(identity),
       generationContext: () => ({ mesh: this.currentView(), secrets }),
       // Called right after proxyConnected; the planner pushes the stream only when a
       // change may affect its group, timed from the earliest change behind the push.
@@ -742,6 +749,17 @@ export class Controller {
         return planner.register(streamId, identity, push);
       },
     };
+  }
+
+  private contextOf(identity: ProxyIdentity): ProxyContext {
+    const view = this.currentView();
+    const known = this.contexts.get(identity);
+    if (known?.view === view) return known.ctx;
+    const ctx = proxyContext(identity, view);
+    Object.freeze(ctx.services);
+    Object.freeze(ctx);
+    this.contexts.set(identity, { view, ctx });
+    return ctx;
   }
 
   /** The current MeshConfig's settings; recomputed only when the MeshConfig object changed. */
