@@ -2134,7 +2134,7 @@ export type Percent = {
 export type Permission = {
   and_rules?: Permission_Set;
   or_rules?: Permission_Set;
-  any?: boolean;
+  any?: boolean; // the proto field `any` (match everything), not a TypeScript any
   header?: HeaderMatcher;
   url_path?: PathMatcher;
   destination_ip?: CidrRange;
@@ -2173,7 +2173,7 @@ export type PreviousHostsPredicate = { [field: string]: never };
 export type Principal = {
   and_ids?: Principal_Set;
   or_ids?: Principal_Set;
-  any?: boolean;
+  any?: boolean; // the proto field `any` (match everything), not a TypeScript any
   authenticated?: Principal_Authenticated;
   source_ip?: CidrRange;
   direct_remote_ip?: CidrRange;

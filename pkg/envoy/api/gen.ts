@@ -158,11 +158,16 @@ function renderEnum(e: protobuf.Enum, name: string): string {
   return unionAlias(name, members);
 }
 
+/** A same-line note for field names a reader could take for TypeScript (RBAC's match-all `any`). */
+function fieldNote(name: string): string {
+  return name === 'any' ? ' // the proto field `any` (match everything), not a TypeScript any' : '';
+}
+
 function renderMessage(t: protobuf.Type, name: string, names: ReadonlyMap<Named, string>): string {
   const fields = t.fieldsArray;
   // No fields: nothing but `{}` may be written (an index signature of never).
   if (fields.length === 0) return `export type ${name} = { [field: string]: never };`;
-  const lines = fields.map((f) => `  ${f.name}?: ${fieldType(f, names)};`);
+  const lines = fields.map((f) => `  ${f.name}?: ${fieldType(f, names)};${fieldNote(f.name)}`);
   return `export type ${name} = {\n${lines.join('\n')}\n};`;
 }
 

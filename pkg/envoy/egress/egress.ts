@@ -33,7 +33,7 @@ import { DiscoveryType, RbacAction } from '../common/enums.js';
 import { localReplyBody } from '../common/local-reply.js';
 import { AnyType, adsConfigSource, durationSeconds, ExtName, socketAddress, typed } from '../common/xds.js';
 import { BLACKHOLE_CLUSTER, PASSTHROUGH_CLUSTER } from '../names.js';
-import { headerRegexToSafeRegex, pathRegexToSafeRegex } from '../rbac/rbac.js';
+import { EVERY_PEER, headerRegexToSafeRegex, pathRegexToSafeRegex } from '../rbac/rbac.js';
 import type { EgressDnsCluster, EgressHttpPort, EgressPlan } from './plan.js';
 
 /** Stat prefix and chain name of what an egress port refuses. */
@@ -88,9 +88,8 @@ function hostRbac(p: EgressHttpPort): HttpFilter {
   if (permissions.length > 0) {
     policies['egress-hosts'] = {
       permissions: [{ or_rules: { rules: permissions } }],
-      // Envoy RBAC's `Principal.any` (a proto field, not a TypeScript any): the chain is this
-      // proxy's own outbound traffic, so who calls is settled; only the host is checked.
-      principals: [{ any: true }],
+      // The chain is this proxy's own outbound traffic, so who calls is settled; only the host is checked.
+      principals: [EVERY_PEER],
     };
   }
   return {

@@ -5,7 +5,7 @@ import type { IngressPolicy, IngressPort, IngressRoute } from '../../catalog/ing
 import type { CidrRange, ConfigRbac$RBAC, HttpFilter, Permission, Policy, Principal } from '../api/envoy.js';
 import { RbacAction } from '../common/enums.js';
 import { AnyType, ExtName, typed } from '../common/xds.js';
-import { httpMatchPermission } from './rbac.js';
+import { EVERY_REQUEST, httpMatchPermission } from './rbac.js';
 
 function escapeRe2(text: string): string {
   return text.replace(/[\\^$.*+?()[\]{}|]/g, '\\$&');
@@ -34,8 +34,8 @@ function anyOf(rules: Permission[]): Permission {
 }
 function allOf(rules: Permission[]): Permission {
   const [only] = rules;
-  // Envoy RBAC's `Permission.any` (matches every request), not a TypeScript any: no rules, no limit.
-  if (rules.length === 0) return { any: true };
+  // No rules, no limit.
+  if (rules.length === 0) return EVERY_REQUEST;
   return rules.length === 1 && only ? only : { and_rules: { rules } };
 }
 
@@ -80,11 +80,10 @@ function policyPermission(port: IngressPort, policy: IngressPolicy): Permission 
   const parts: Permission[] = [];
   if (port.routes !== 'all') parts.push(anyOf(port.routes.map(ingressRoutePermission)));
   if (policy.matches !== 'all') {
-    // spec.matches naming no existing match admits nothing: a never-matching rule
-    // (`not_rule` of Envoy RBAC's `Permission.any`, a proto field, not a TypeScript any).
+    // spec.matches naming no existing match admits nothing: a never-matching rule.
     parts.push(
       policy.matches.length === 0
-        ? { not_rule: { any: true } }
+        ? { not_rule: EVERY_REQUEST }
         : anyOf(policy.matches.map(httpMatchPermission)),
     );
   }

@@ -33,10 +33,15 @@ export function headerRegexToSafeRegex(regex: string): string {
   return `(?:${regex})`;
 }
 
+/** Envoy RBAC's Principal that every peer matches (its proto field `any`, not a TypeScript any). */
+export const EVERY_PEER: Principal = Object.freeze({ any: true }); // proto field, not a TypeScript any
+/** Envoy RBAC's Permission that every request matches (its proto field `any`, not a TypeScript any). */
+export const EVERY_REQUEST: Permission = Object.freeze({ any: true }); // proto field, not a TypeScript any
+
 function principals(rule: InboundRule, trustDomain: string): Principal[] {
   // 'any' (permissive): the DownstreamTlsContext already demands a client
   // certificate from the mesh CA, so any authenticated peer is a mesh member.
-  if (rule.sources === 'any') return [{ any: true }]; // Envoy's Principal.any field
+  if (rule.sources === 'any') return [EVERY_PEER];
   // Exact SPIFFE ids, never regexes: one identity cannot match another's id.
   return rule.sources.map((id) => ({
     authenticated: { principal_name: { exact: spiffeId(id, trustDomain) } },
@@ -66,9 +71,8 @@ export function httpMatchPermission(match: HTTPMatch): Permission {
       },
     });
   }
-  // `{ any: true }` here and below is Envoy RBAC's Permission/Principal `any` proto field
-  // (match everything), not a TypeScript any. An HTTP match with no parts matches every request.
-  if (parts.length === 0) return { any: true };
+  // An HTTP match with no parts matches every request.
+  if (parts.length === 0) return EVERY_REQUEST;
   if (parts.length === 1 && parts[0]) return parts[0];
   return { and_rules: { rules: parts } };
 }
@@ -90,7 +94,7 @@ export function rbacRules(
     // with no sources allows no one, so it gets no policy.
     if (who.length === 0) return;
     const what: Permission[] =
-      !http || rule.http === 'all' ? [{ any: true }] : rule.http.map(httpMatchPermission);
+      !http || rule.http === 'all' ? [EVERY_REQUEST] : rule.http.map(httpMatchPermission);
     if (what.length === 0) return;
     const name = rule.origin in policies ? `${rule.origin}#${i}` : rule.origin;
     policies[name] = { permissions: what, principals: who };
