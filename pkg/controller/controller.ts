@@ -187,7 +187,7 @@ export class Controller {
       streams: () => this.streams(),
       sentResources: (streamId) => this.ads?.sentResources(streamId),
       podOf: (identity) => {
-        const pod = proxyContext(identity, this.currentView()).pod;
+        const pod = this.contextOf(identity).pod;
         return pod ? { namespace: pod.metadata.namespace ?? '', name: pod.metadata.name } : undefined;
       },
       certificates: () => this.certs?.list() ?? [],

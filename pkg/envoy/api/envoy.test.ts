@@ -5,7 +5,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { decodeMessage, encodeMessage } from '../../xds/proto/codec.js';
-import { AnyType, durationSeconds, ExtName, http2ProtocolOptions, typed } from '../common/xds.js';
+import { AnyType, durationSeconds, ExtName, httpProtocolOptions, typed } from '../common/xds.js';
 import { TypeUrl } from '../types.js';
 import type { Cluster, Listener } from './envoy.js';
 
@@ -19,7 +19,7 @@ test('a typed Cluster is the fromObject form the encoder takes: enums by name or
     type: 'STRICT_DNS',
     lb_policy: 0,
     connect_timeout: durationSeconds(2),
-    typed_extension_protocol_options: http2ProtocolOptions(),
+    typed_extension_protocol_options: httpProtocolOptions(true),
   };
   assert.deepEqual(roundTrip(TypeUrl.Cluster, cluster), {
     name: 'c',

@@ -16,15 +16,7 @@ import { durationMs, retryBudgetBreakers } from '../common/retry.js';
 import { upstreamTlsSocket } from '../common/tls.js';
 import { tracingClusterOf, tracingSetting } from '../common/tracing.js';
 import { withUpstreamSetting } from '../common/upstream.js';
-import {
-  AnyType,
-  adsConfigSource,
-  durationSeconds,
-  ExtName,
-  http2ProtocolOptions,
-  socketAddress,
-  typed,
-} from '../common/xds.js';
+import { adsConfigSource, durationSeconds, httpProtocolOptions, socketAddress } from '../common/xds.js';
 import { egressDnsCluster } from '../egress/egress.js';
 import { egressPlan } from '../egress/plan.js';
 import { BLACKHOLE_CLUSTER, PASSTHROUGH_CLUSTER, TRACING_CLUSTER } from '../names.js';
@@ -35,7 +27,7 @@ const CONNECT_TIMEOUT_S = 1;
 
 function withProtocol(cluster: Cluster, port: MeshServicePort): Cluster {
   // gRPC needs HTTP/2 to the upstream; plain HTTP stays on Envoy's HTTP/1.1 default.
-  if (port.protocol === 'grpc') cluster.typed_extension_protocol_options = http2ProtocolOptions();
+  if (port.protocol === 'grpc') cluster.typed_extension_protocol_options = httpProtocolOptions(true);
   return cluster;
 }
 
@@ -86,14 +78,10 @@ export const LOCAL_APP_IDLE_TIMEOUT_MS = 1000;
 /** HTTP options for the app's cluster: the idle timeout above, and the app's protocol. */
 function localHttpOptions(port: MeshServicePort): Cluster['typed_extension_protocol_options'] {
   if (port.protocol === 'tcp') return undefined;
-  return {
-    [ExtName.HttpProtocolOptions]: typed(AnyType.HttpProtocolOptions, {
-      common_http_protocol_options: { idle_timeout: durationMs(LOCAL_APP_IDLE_TIMEOUT_MS) },
-      // gRPC needs HTTP/2 to the app; plain HTTP stays on HTTP/1.1, Envoy's default.
-      explicit_http_config:
-        port.protocol === 'grpc' ? { http2_protocol_options: {} } : { http_protocol_options: {} },
-    }),
-  };
+  // gRPC needs HTTP/2 to the app; plain HTTP stays on HTTP/1.1, Envoy's default.
+  return httpProtocolOptions(port.protocol === 'grpc', {
+    idle_timeout: durationMs(LOCAL_APP_IDLE_TIMEOUT_MS),
+  });
 }
 
 export function localCluster(name: string, port: MeshServicePort): Cluster {

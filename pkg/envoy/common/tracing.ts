@@ -18,7 +18,7 @@ import type { MeshTracing } from '../../model/objects.js';
 import type { Cluster, HttpConnectionManager_Tracing, Listener, Listener$Filter } from '../api/envoy.js';
 import { TRACING_CLUSTER } from '../names.js';
 import { DiscoveryType, ZipkinEndpointVersion } from './enums.js';
-import { AnyType, durationSeconds, ExtName, http2ProtocolOptions, socketAddress, typed } from './xds.js';
+import { AnyType, durationSeconds, ExtName, httpProtocolOptions, socketAddress, typed } from './xds.js';
 
 export type TracingProvider = 'zipkin' | 'opentelemetry';
 
@@ -112,7 +112,7 @@ export function tracingCluster(s: TracingSetting): Cluster {
       endpoints: [{ lb_endpoints: [{ endpoint: { address: socketAddress(s.address, s.port) } }] }],
     },
   };
-  if (s.provider === 'opentelemetry') cluster.typed_extension_protocol_options = http2ProtocolOptions();
+  if (s.provider === 'opentelemetry') cluster.typed_extension_protocol_options = httpProtocolOptions(true);
   return cluster;
 }
 

@@ -5,7 +5,7 @@ import type { Protocol } from '../../catalog/types.js';
 import type { UpstreamSetting } from '../../catalog/upstream.js';
 import type { CircuitBreakers_Thresholds, Cluster, Duration, OutlierDetection } from '../api/envoy.js';
 import { LbPolicy } from './enums.js';
-import { AnyType, ExtName, typed } from './xds.js';
+import { httpProtocolOptions } from './xds.js';
 
 /** Milliseconds as a protobuf Duration (whole nanoseconds: the registry refuses finer). */
 export function durationMs(ms: number): Duration {
@@ -87,13 +87,9 @@ export function withUpstreamSetting(
   if (t) cluster.circuit_breakers = { thresholds: [t] };
   if (s.maxRequestsPerConnection !== undefined && protocol !== 'tcp')
     // Cluster.max_requests_per_connection is deprecated for this field (cluster.proto).
-    cluster.typed_extension_protocol_options = {
-      [ExtName.HttpProtocolOptions]: typed(AnyType.HttpProtocolOptions, {
-        common_http_protocol_options: { max_requests_per_connection: { value: s.maxRequestsPerConnection } },
-        explicit_http_config:
-          protocol === 'grpc' ? { http2_protocol_options: {} } : { http_protocol_options: {} },
-      }),
-    };
+    cluster.typed_extension_protocol_options = httpProtocolOptions(protocol === 'grpc', {
+      max_requests_per_connection: { value: s.maxRequestsPerConnection },
+    });
   if (s.outlierDetection) cluster.outlier_detection = outlierDetection(s.outlierDetection);
   switch (s.loadBalancer?.policy) {
     case 'LeastRequest':

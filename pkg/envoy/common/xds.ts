@@ -1,6 +1,13 @@
 // Small building blocks shared by the sidecar and proxyless generators: Any
 // type URLs, well-known extension names and config sources.
-import type { Address, AnyMessages, ConfigSource, Duration, TypedAny } from '../api/envoy.js';
+import type {
+  Address,
+  AnyMessages,
+  ConfigSource,
+  Core$HttpProtocolOptions,
+  Duration,
+  TypedAny,
+} from '../api/envoy.js';
 import { ApiVersion } from './enums.js';
 
 const T = 'type.googleapis.com/';
@@ -70,11 +77,19 @@ export function socketAddress(address: string, port: number): Address {
   return { socket_address: { address, port_value: port } };
 }
 
-/** Upstream HTTP/2 (gRPC needs it end to end); HTTP/1.1 is Envoy's default otherwise. */
-export function http2ProtocolOptions(): { [name: string]: TypedAny<typeof AnyType.HttpProtocolOptions> } {
+/**
+ * A cluster's typed HttpProtocolOptions: HTTP/2 to the upstream when `http2`
+ * (gRPC needs it end to end), else HTTP/1.1, with the `common` options (idle
+ * timeout, requests per connection) when given.
+ */
+export function httpProtocolOptions(
+  http2: boolean,
+  common?: Core$HttpProtocolOptions,
+): { [name: string]: TypedAny<typeof AnyType.HttpProtocolOptions> } {
   return {
     [ExtName.HttpProtocolOptions]: typed(AnyType.HttpProtocolOptions, {
-      explicit_http_config: { http2_protocol_options: {} },
+      ...(common && { common_http_protocol_options: common }),
+      explicit_http_config: http2 ? { http2_protocol_options: {} } : { http_protocol_options: {} },
     }),
   };
 }
