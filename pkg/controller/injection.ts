@@ -18,6 +18,7 @@ import { CaBundleSync, type KubeWatchClient } from '../injector/ca-bundle.js';
 import type { Exclusions } from '../injector/exclusions.js';
 import { FileSecretWriter } from '../injector/file-secrets.js';
 import { GATEWAY_INGRESS } from '../injector/gateway.js';
+import { UnidentifiedGatewayReaper } from '../injector/gateway-reaper.js';
 import {
   KubeBootstrapCredentialWriter,
   KubeSecretWriter,
@@ -37,6 +38,7 @@ import type { Leadership } from '../leader/leadership.js';
 import type { Logger } from '../logger/logger.js';
 import { DEFAULT_CERT_VALIDITY_MS, LABEL_GATEWAY, LABEL_PROXY_UUID } from '../mesh/constants.js';
 import type { Pod } from '../model/objects.js';
+import { KubeApiError } from '../registry/kube/client.js';
 import { Reflector } from '../registry/kube/reflector.js';
 import type { MeshStore } from '../registry/store.js';
 import type { ControllerOptions } from './options.js';
@@ -125,6 +127,7 @@ export class Injection {
     private readonly caBundle: CaBundleSync | undefined,
     private readonly secretGc: BootstrapSecretGc | undefined,
     private readonly gatewayPods: Reflector<Pod> | undefined,
+    private readonly gatewayReaper: UnidentifiedGatewayReaper | undefined,
     readonly rotation: BootstrapCertRotation | undefined,
   ) {}
 
@@ -224,12 +227,26 @@ export class Injection {
       rotation.start();
     }
     let gatewayPods: Reflector<Pod> | undefined;
+    let gatewayReaper: UnidentifiedGatewayReaper | undefined;
     if (i.kube && secretGc && o.ingressGateway) {
       // The gateway's pods live outside the mesh's namespaces, so the registry never
       // reports them gone: a watch of its own tells the collector.
       const gc = secretGc;
       const kube = i.kube;
-      let lastGatewayDelete = 0;
+      const reaper = new UnidentifiedGatewayReaper({
+        deletePod: async (name) => {
+          try {
+            await kube.request(
+              'DELETE',
+              `/api/v1/namespaces/${encodeURIComponent(o.namespace)}/pods/${encodeURIComponent(name)}`,
+            );
+          } catch (err) {
+            if (!(err instanceof KubeApiError && err.status === 404)) throw err;
+          }
+        },
+        logger: log,
+      });
+      gatewayReaper = reaper;
       gatewayPods = new Reflector<Pod>({
         name: 'gateway Pod',
         client: i.kube,
@@ -237,29 +254,12 @@ export class Injection {
         query: { labelSelector: `${LABEL_GATEWAY}=${GATEWAY_INGRESS}` },
         decode: (raw) => raw as unknown as Pod,
         handler: {
-          // A gateway pod created before the webhook could answer (Helm creates the Deployment
-          // and the webhook configuration together) has no identity and can never start: delete
-          // it so its ReplicaSet makes another, through the webhook.
-          upsert: (_key, pod) => {
-            if (pod.metadata.labels?.[LABEL_PROXY_UUID] !== undefined || !kube) return;
-            // At most one every 5 s: a webhook configuration without the gateway's entry would
-            // otherwise make this a tight loop with the ReplicaSet.
-            if (Date.now() - lastGatewayDelete < 5_000) return;
-            lastGatewayDelete = Date.now();
-            log.warn(
-              { pod: pod.metadata.name },
-              'ingress gateway pod was admitted without its identity (no webhook yet); deleting it so it is recreated',
-            );
-            void kube
-              .request(
-                'DELETE',
-                `/api/v1/namespaces/${encodeURIComponent(o.namespace)}/pods/${encodeURIComponent(pod.metadata.name)}`,
-              )
-              .catch((err: unknown) =>
-                log.warn({ err, pod: pod.metadata.name }, 'could not delete the gateway pod'),
-              );
+          // A gateway pod admitted before the webhook could answer can never start (gateway-reaper.ts).
+          upsert: (_key, pod) => reaper.seen(pod),
+          delete: (_key, pod) => {
+            reaper.gone(pod);
+            gc.podDeleted(pod);
           },
-          delete: (_key, pod) => gc.podDeleted(pod),
         },
         logger: log,
       });
@@ -277,7 +277,7 @@ export class Injection {
       caBundle.start();
     }
     log.info({ port, sans: names }, 'sidecar-injection webhook serving');
-    return new Injection(port, webhook, renewal, caBundle, secretGc, gatewayPods, rotation);
+    return new Injection(port, webhook, renewal, caBundle, secretGc, gatewayPods, gatewayReaper, rotation);
   }
 
   /** This replica became leader: reconcile the caBundle now, collect what it saw as a follower. */
@@ -314,6 +314,7 @@ export class Injection {
     this.rotation?.stop();
     await this.caBundle?.stop();
     await this.webhook.close();
+    this.gatewayReaper?.stop();
     await this.gatewayPods?.stop();
     await this.secretGc?.stop();
   }

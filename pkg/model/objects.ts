@@ -10,6 +10,8 @@ export interface ObjectMeta {
   uid?: string;
   resourceVersion?: string;
   generation?: number;
+  /** Set once the object is being deleted (graceful deletion, finalizers). */
+  deletionTimestamp?: string;
 }
 
 export interface KubeObject<K extends string = string, S = unknown> {

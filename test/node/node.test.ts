@@ -418,12 +418,38 @@ describe('the test node', { skip, timeout: 900_000 }, () => {
       assert.equal(outcomes['200'], 20, JSON.stringify(outcomes));
       assert.equal((await get('/admin')).status, 404, 'a path no Ingress routes');
       assert.equal((await get('/books/1', 'evil.example.com')).status, 404, 'a host no Ingress routes');
-      // The gateway pod ran as the chart declares it: Envoy as 1500, its bootstrap Secret mounted by kubelet.
+      // The gateway pods ran as the chart declares them: Envoy as 1500, the bootstrap Secret mounted by
+      // kubelet. A pod admitted before the controller was up has no identity; the controller deletes it
+      // (failurePolicy Ignore, see the chart's webhook) and kubelet marks it Failed while it goes, so a
+      // pod being deleted may be listed: it must be one without identity, and every other pod must run.
       const pods = (await mesh.api.request('GET', `/api/v1/namespaces/${mesh.controlPlane}/pods`, {
         query: { labelSelector: 'app=skein-ingress-gateway' },
-      })) as { items: { metadata: { labels: Record<string, string> }; status: { phase: string } }[] };
-      assert.equal(pods.items[0]?.status.phase, 'Running');
-      assert.ok(pods.items[0]?.metadata.labels['skein.dev/proxy-uuid']);
+      })) as {
+        items: {
+          metadata: { name: string; labels: Record<string, string>; deletionTimestamp?: string };
+          status: { phase: string };
+        }[];
+      };
+      const seen = JSON.stringify(
+        pods.items.map((p) => ({
+          name: p.metadata.name,
+          phase: p.status.phase,
+          deleting: p.metadata.deletionTimestamp ?? null,
+          uuid: p.metadata.labels['skein.dev/proxy-uuid'] ?? null,
+        })),
+      );
+      const live = pods.items.filter((p) => p.metadata.deletionTimestamp === undefined);
+      assert.ok(live.length >= 1, `no gateway pod left: ${seen}`);
+      for (const p of live) {
+        assert.equal(p.status.phase, 'Running', seen);
+        assert.ok(p.metadata.labels['skein.dev/proxy-uuid'], seen);
+      }
+      for (const p of pods.items.filter((p) => p.metadata.deletionTimestamp !== undefined))
+        assert.equal(
+          p.metadata.labels['skein.dev/proxy-uuid'],
+          undefined,
+          `a gateway with identity deleted: ${seen}`,
+        );
     });
 
     test('permissive and SMI mode switch at runtime', async () => {
