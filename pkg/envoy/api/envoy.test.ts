@@ -1,7 +1,7 @@
-// What the generated types buy: the encoder (protobufjs fromObject) silently
-// drops a misspelt field or an enum name it does not know, while the types
-// refuse both at compile time. Each @ts-expect-error fails the build if the
-// line ever compiles.
+// What the generated types buy: the encoder (like protobufjs fromObject)
+// silently drops a misspelt field, while the types refuse it at compile time;
+// an enum name the enum lacks is refused by both. Each @ts-expect-error fails
+// the build if the line ever compiles.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { decodeMessage, encodeMessage } from '../../xds/proto/codec.js';
@@ -35,7 +35,7 @@ test('a typed Cluster is the fromObject form the encoder takes: enums by name or
   });
 });
 
-test('what the types refuse, the encoder would have dropped without a word', () => {
+test('what the types refuse, the encoder drops without a word or refuses at run time', () => {
   // @ts-expect-error: Cluster has connect_timeout, not conect_timeout
   const misspelt: Cluster = { name: 'c', conect_timeout: durationSeconds(1) };
   assert.deepEqual(roundTrip(TypeUrl.Cluster, misspelt), { name: 'c' });
@@ -67,6 +67,9 @@ test('what the types refuse, the encoder would have dropped without a word', () 
 
   // @ts-expect-error: Envoy has no discovery type EDSS
   const badEnum: Cluster = { name: 'c', type: 'EDSS' };
-  // Dropped: the cluster would be STATIC, the proto3 default.
-  assert.deepEqual(roundTrip(TypeUrl.Cluster, badEnum), { name: 'c' });
+  // protobufjs dropped it (the cluster would have been STATIC, the proto3 default); the encoder refuses it.
+  assert.throws(
+    () => encodeMessage(TypeUrl.Cluster, badEnum),
+    /envoy\.config\.cluster\.v3\.Cluster\.type: EDSS is not a value of \.envoy\.config\.cluster\.v3\.Cluster\.DiscoveryType/,
+  );
 });

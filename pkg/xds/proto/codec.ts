@@ -1,15 +1,16 @@
 import type { ProtoObject } from '../../envoy/types.js';
+import { encodeDirect } from './direct-encode.js';
 import { messageType } from './root.js';
 
 /**
- * Encodes a message given in `fromObject` form. protobufjs drops unknown fields
- * silently here, so every generator's output is checked by a round trip in its
- * tests (test/support/envoy/roundtrip.ts). `verify` is not used: it rejects
- * enum names, which `fromObject` accepts.
+ * Encodes a message given in `fromObject` form, straight to bytes
+ * (direct-encode.ts). Unknown fields are ignored, as protobufjs ignores them,
+ * so every generator's output is checked by a round trip in its tests
+ * (test/support/envoy/roundtrip.ts); an unknown enum name or an Any of a type
+ * not loaded throws.
  */
 export function encodeMessage(typeUrl: string, message: ProtoObject): Uint8Array {
-  const type = messageType(typeUrl);
-  return type.encode(type.fromObject(message)).finish();
+  return encodeDirect(messageType(typeUrl), message);
 }
 
 /** Decodes to plain-object form (proto field names, Anys expanded with `@type`). */
