@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import type protobuf from 'protobufjs';
+import protobuf from 'protobufjs';
 import { bookbuyerEgresses } from '../../../test/support/envoy/egress-fixtures.js';
 import {
   fetchByKind,
@@ -18,6 +18,7 @@ import {
   viewOf,
 } from '../../../test/support/envoy/mesh.js';
 import type { Resource } from '../../envoy/types.js';
+import { encodeResource, hashContent } from '../cache/encoded.js';
 import { encodeDirect } from './direct-encode.js';
 import { envoyRoot, messageType } from './root.js';
 
@@ -149,4 +150,23 @@ test('what protobufjs would drop or empty is refused, naming the field', () => {
   assert.throws(() => encodeDirect(permission, cyclic), /max depth exceeded/);
   assert.throws(() => byProtobufjs(permission, cyclic), /depth exceeded/);
   assert.ok(envoyRoot());
+});
+
+test('a framed resource is protobufjs framing protobufjs bytes, hashed over the message bytes', () => {
+  for (const r of everyResource().slice(0, 80)) {
+    const typeName = r.typeUrl.replace(/^type\.googleapis\.com\//, '');
+    const value = byProtobufjs(messageType(typeName), r.message);
+    const framed = protobuf.Writer.create()
+      .uint32(18)
+      .fork()
+      .uint32(10)
+      .string(r.typeUrl)
+      .uint32(18)
+      .bytes(value)
+      .ldelim()
+      .finish();
+    const encoded = encodeResource(r);
+    assert.deepEqual(Buffer.from(encoded.framed), Buffer.from(framed), `${r.typeUrl} ${r.name}`);
+    assert.equal(encoded.hash, hashContent(r.name, value));
+  }
 });

@@ -15,8 +15,9 @@
 // name the enum does not have (protobufjs drops the field) and an Any whose
 // `@type` names no loaded type (protobufjs sends an empty Any).
 import protobuf from 'protobufjs';
+import { BufferWriter } from './buffer-writer.js';
 
-type Writer = protobuf.Writer;
+type Writer = BufferWriter;
 type Plain = { readonly [k: string]: unknown };
 type Write = (w: Writer, v: unknown) => void;
 
@@ -305,22 +306,30 @@ function anyPlan(anyType: protobuf.Type): Plan {
         w.ldelim();
         return;
       }
-      let value = packedFrozen.get(o);
-      if (value === undefined) {
-        const own = protobuf.Writer.create();
-        plan.encode(o, own, depth + 1);
-        // Its own copy: a pooled result would pin an 8 KB slab for as long as the message lives.
-        value = new Uint8Array(own.finish());
-        packedFrozen.set(o, value);
+      const value = packedFrozen.get(o);
+      if (value !== undefined) {
+        w.uint32(VALUE).bytes(value);
+        return;
       }
-      w.uint32(VALUE).bytes(value);
+      w.uint32(VALUE).fork();
+      plan.encode(o, w, depth + 1);
+      const n = w.ldelim();
+      // Its own copy of the value's bytes, which end where the writer stands.
+      packedFrozen.set(o, new Uint8Array(w.view(w.length - n)));
     },
   };
 }
 
+const scratch = new BufferWriter();
+
 /** Encodes `message` (fromObject form) as `type`. Throws on input protobufjs would convert wrongly or drop. */
 export function encodeDirect(type: protobuf.Type, message: Plain): Uint8Array {
-  const w = protobuf.Writer.create();
+  scratch.reset();
+  planOf(type).encode(message, scratch, 0);
+  return scratch.finish();
+}
+
+/** Appends `message` (fromObject form) encoded as `type` to `w`, e.g. inside a message `w` has forked. */
+export function encodeInto(w: BufferWriter, type: protobuf.Type, message: Plain): void {
   planOf(type).encode(message, w, 0);
-  return w.finish();
 }
