@@ -17,12 +17,33 @@ import {
   storeOf,
   viewOf,
 } from '../../../test/support/envoy/mesh.js';
+import { bookbuyerRetries } from '../../../test/support/envoy/retry.js';
+import { upstreamSetting } from '../../../test/support/envoy/upstream.js';
 import type { Resource } from '../../envoy/types.js';
 import { encodeResource, hashContent } from '../cache/encoded.js';
 import { encodeDirect } from './direct-encode.js';
 import { envoyRoot, messageType } from './root.js';
 
 type Plain = { [k: string]: unknown };
+
+/** Circuit breakers, outlier detection, timeouts, each load-balancing policy and hash policies. */
+const UPSTREAM_SETTINGS = [
+  upstreamSetting('bookstore', 'bookstore-v1', {
+    connectionSettings: {
+      tcp: { maxConnections: 1, connectTimeout: '1s' },
+      http: { maxRequests: 1, maxPendingRequests: 1, maxRetries: 2, maxRequestsPerConnection: 5 },
+    },
+    outlierDetection: { consecutive5xx: 2, interval: '2s', baseEjectionTime: '10s', maxEjectionPercent: 100 },
+    loadBalancer: { policy: 'LeastRequest', choiceCount: 2 },
+    requestTimeout: '300ms',
+  }),
+  upstreamSetting('bookstore', 'bookstore', {
+    loadBalancer: { policy: 'RingHash', hashOn: [{ header: 'x-user' }, { sourceIP: true }] },
+  }),
+  upstreamSetting('bookwarehouse', 'bookwarehouse', {
+    loadBalancer: { policy: 'Maglev', hashOn: [{ cookie: { name: 'id', ttl: '30m' } }] },
+  }),
+];
 
 /** What protobufjs writes for the same input: the reference the direct encoder must equal byte for byte. */
 function byProtobufjs(type: protobuf.Type, message: Plain): Buffer {
@@ -42,6 +63,7 @@ function everyResource(): Resource[] {
     bookstoreObjects({ permissive: true }),
     bookstoreObjects({ weights: { v1: 30, v2: 70 }, tcpSplitPort: { port: 9000, targetPort: 9001 } }),
     [...bookstoreObjects(), ...bookbuyerEgresses()],
+    [...bookstoreObjects(), ...bookbuyerRetries(), ...UPSTREAM_SETTINGS],
     ingressObjects(),
   ];
   for (const objects of meshes) {
@@ -97,6 +119,8 @@ test('scalars, enums, maps, packed and unpacked repeats, 64-bit and bytes as pro
   // bytes from base64 strings and from Uint8Array.
   sameAsProtobufjs('envoy.config.core.v3.DataSource', { inline_bytes: 'aGVsbG8=' });
   sameAsProtobufjs('envoy.config.core.v3.DataSource', { inline_bytes: new Uint8Array([0, 1, 255]) });
+  sameAsProtobufjs('envoy.config.core.v3.DataSource', { inline_bytes: [7, 8] });
+  sameAsProtobufjs('google.protobuf.Any', { type_url: 'type.googleapis.com/envoy.Nope', value: [] });
   // Nested Anys, a map of Anys, an Any without @type.
   sameAsProtobufjs('envoy.config.cluster.v3.Cluster', {
     name: 'c',

@@ -30,9 +30,11 @@ function tag(id: number, wire: number): number {
   return ((id << 3) | wire) >>> 0;
 }
 
+/** bytes as protobufjs's fromObject takes them: base64, a Uint8Array, or an array of byte values. */
 function bytesOf(v: unknown, where: string): Uint8Array {
   if (typeof v === 'string') return Buffer.from(v, 'base64');
   if (v instanceof Uint8Array) return v;
+  if (Array.isArray(v)) return Uint8Array.from(v as number[]);
   throw new TypeError(`${where}: bytes expected`);
 }
 
