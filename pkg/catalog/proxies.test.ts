@@ -10,6 +10,7 @@ import {
   proxyContext,
   proxyGroup,
 } from './proxies.js';
+import type { MeshView } from './types.js';
 import { buildMeshView } from './view.js';
 
 const UUID_A = 'aaaaaaaa-aaaa-4aaa-8aaa-aaaaaaaaaaaa';
@@ -145,6 +146,14 @@ test('a namespace leaving the mesh gives its proxies another group, and proxyGro
   assert.notEqual(after, before);
   assert.equal(after.groupKey, ctx.groupKey);
   assert.equal(proxyGroup(ident(UUID_A), left, after), after);
+  // A caller that keeps contexts passes them: the group key is read from the one it gives.
+  const asked: MeshView[] = [];
+  const kept = proxyGroup(ident(UUID_A), inMesh, after, (id, view) => {
+    asked.push(view);
+    return proxyContext(id, view);
+  });
+  assert.deepEqual(asked, [inMesh]);
+  assert.equal(kept.groupKey, before.groupKey);
 });
 
 /** One service with a named target port, backed by two pods listening on different numbers for it. */

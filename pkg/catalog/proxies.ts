@@ -188,7 +188,13 @@ export interface ProxyGroup {
  * (servicesOfPod reads only those; the list is the same object while no
  * service changed, MeshView identity contract). Costs a lookup when unchanged.
  */
-export function proxyGroup(identity: ProxyIdentity, view: MeshView, previous?: ProxyGroup): ProxyGroup {
+export function proxyGroup(
+  identity: ProxyIdentity,
+  view: MeshView,
+  previous?: ProxyGroup,
+  /** The proxy's context in `view`; a caller that keeps contexts passes its own. */
+  contextIn: (identity: ProxyIdentity, view: MeshView) => ProxyContext = proxyContext,
+): ProxyGroup {
   const pod = view.podOfProxy(identity.uuid);
   const services = view.services();
   const inMesh = identity.kind === 'gateway' || view.inMesh(identity.namespace);
@@ -199,5 +205,5 @@ export function proxyGroup(identity: ProxyIdentity, view: MeshView, previous?: P
     previous.inMesh === inMesh
   )
     return previous;
-  return { groupKey: proxyContext(identity, view).groupKey, pod, services, inMesh };
+  return { groupKey: contextIn(identity, view).groupKey, pod, services, inMesh };
 }

@@ -338,7 +338,9 @@ export class Controller {
     this.planner = new PushPlanner<ProxyGroup>(this.bus, {
       tracker: this.dependencies,
       context: () => ({ mesh: this.currentView(), secrets }),
-      membership: (identity, mesh, previous) => proxyGroup(identity, mesh, previous),
+      // The context the responses use, so a connecting proxy's is computed once per view.
+      membership: (identity, mesh, previous) =>
+        proxyGroup(identity, mesh, previous, (id, view) => this.contextOf(id, view)),
       carryOver: (ctx, unaffected) => this.ads?.cache.carryOver(ctx, unaffected),
       minIntervalMs: o.minPushIntervalMs ?? settings.minPushIntervalMs,
       logger: log.child({ component: 'push-planner' }),
@@ -751,8 +753,7 @@ export class Controller {
     };
   }
 
-  private contextOf(identity: ProxyIdentity): ProxyContext {
-    const view = this.currentView();
+  private contextOf(identity: ProxyIdentity, view: MeshView = this.currentView()): ProxyContext {
     const known = this.contexts.get(identity);
     if (known?.view === view) return known.ctx;
     const ctx = proxyContext(identity, view);
