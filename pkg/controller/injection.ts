@@ -244,6 +244,7 @@ export class Injection {
             if (!(err instanceof KubeApiError && err.status === 404)) throw err;
           }
         },
+        ...(i.leadership ? { leadership: i.leadership } : {}),
         logger: log,
       });
       gatewayReaper = reaper;
@@ -284,6 +285,7 @@ export class Injection {
   leadershipGained(): void {
     this.caBundle?.resync();
     this.secretGc?.leadershipGained();
+    this.gatewayReaper?.leadershipGained();
   }
 
   /** The CA bundle changed (a CA rotation): re-patch the webhook configuration now. */

@@ -92,3 +92,26 @@ test('nothing is deleted after stop', async () => {
   await sleep(SPACING * 2);
   assert.deepEqual(deleted, []);
 });
+
+test('a follower deletes nothing, and deletes what it queued once it leads', async () => {
+  const deleted: string[] = [];
+  const leadership = { isLeader: false };
+  const r = new UnidentifiedGatewayReaper({
+    spacingMs: SPACING,
+    leadership,
+    logger: silentLogger(),
+    deletePod: async (name) => {
+      deleted.push(name);
+    },
+  });
+  r.seen(pod('gw-a'));
+  r.seen(pod('gw-b'));
+  await sleep(SPACING * 3);
+  assert.deepEqual(deleted, []);
+  assert.deepEqual(r.pending, ['gw-a', 'gw-b']);
+  leadership.isLeader = true;
+  r.leadershipGained();
+  await sleep(SPACING * 4);
+  r.stop();
+  assert.deepEqual(deleted, ['gw-a', 'gw-b']);
+});

@@ -5,6 +5,7 @@
 // answer has no bootstrap, so its Envoy exits at start and it can never serve;
 // deleting it makes its ReplicaSet create another, through the webhook.
 
+import { ALWAYS_LEADER, type Leadership } from '../leader/leadership.js';
 import type { Logger } from '../logger/logger.js';
 import { LABEL_PROXY_UUID } from '../mesh/constants.js';
 import type { Pod } from '../model/objects.js';
@@ -21,6 +22,11 @@ export interface GatewayReaperOptions {
    * a tight loop with the ReplicaSet.
    */
   spacingMs?: number;
+  /**
+   * Deleting is singleton work: only the leader deletes; a follower keeps its
+   * queue and deletes once `leadershipGained` is called. Default: always leader.
+   */
+  leadership?: Leadership;
   logger: Logger;
 }
 
@@ -33,6 +39,7 @@ export interface GatewayReaperOptions {
 export class UnidentifiedGatewayReaper {
   readonly #o: GatewayReaperOptions;
   readonly #spacingMs: number;
+  readonly #leadership: Leadership;
   readonly #queued = new Set<string>();
   #lastDelete = Number.NEGATIVE_INFINITY;
   #timer: NodeJS.Timeout | undefined;
@@ -41,6 +48,12 @@ export class UnidentifiedGatewayReaper {
   constructor(o: GatewayReaperOptions) {
     this.#o = o;
     this.#spacingMs = o.spacingMs ?? 5_000;
+    this.#leadership = o.leadership ?? ALWAYS_LEADER;
+  }
+
+  /** This replica became leader: delete what it queued as a follower. */
+  leadershipGained(): void {
+    this.#schedule();
   }
 
   /** A gateway pod was added or changed. */
@@ -85,7 +98,8 @@ export class UnidentifiedGatewayReaper {
 
   #deleteOne(): void {
     const name = this.#queued.values().next().value;
-    if (name === undefined || this.#stopped) return;
+    // A follower keeps the queue for when it leads (leadershipGained).
+    if (name === undefined || this.#stopped || !this.#leadership.isLeader) return;
     this.#queued.delete(name);
     this.#lastDelete = Date.now();
     this.#o.logger.warn(
