@@ -116,6 +116,7 @@ export class CaBundleSync {
     while (!this.#stop.signal.aborted) {
       const round = new AbortController();
       this.#round = round;
+      // AbortSignal.any: aborted when the first of these is (a DOM API, not a TypeScript any).
       const signal = AbortSignal.any([this.#stop.signal, round.signal]);
       try {
         await this.#listAndWatch(signal);
@@ -160,6 +161,7 @@ export class CaBundleSync {
     let chain: Promise<void> = Promise.resolve();
     let failure: unknown;
     const watchAbort = new AbortController();
+    // AbortSignal.any: aborted when the first of these is (a DOM API, not a TypeScript any).
     const watchSignal = AbortSignal.any([signal, watchAbort.signal]);
     const timeout = this.#o.watchTimeoutSeconds ?? 300 + Math.floor(Math.random() * 300);
     await this.#o.client

@@ -320,10 +320,10 @@ test('buildGraph: enableEgress (or permissive mode) is one "any destination" nod
       streams: [],
     });
     assert.equal(g.external.length, 1, JSON.stringify(traffic));
-    const any = g.external[0];
-    assert.equal(any?.id, 'ext:any');
-    assert.match(any?.passthrough ?? '', traffic.permissive ? /permissive mode/ : /enableEgress/);
-    assert.deepEqual(any?.moot, ['bookbuyer/api', 'bookbuyer/db', 'bookbuyer/github', 'bookbuyer/smtp']);
+    const anywhere = g.external[0];
+    assert.equal(anywhere?.id, 'ext:any');
+    assert.match(anywhere?.passthrough ?? '', traffic.permissive ? /permissive mode/ : /enableEgress/);
+    assert.deepEqual(anywhere?.moot, ['bookbuyer/api', 'bookbuyer/db', 'bookbuyer/github', 'bookbuyer/smtp']);
     assert.deepEqual(
       g.edges.filter((e) => e.kind === 'egress'),
       [],

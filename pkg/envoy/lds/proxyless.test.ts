@@ -11,6 +11,7 @@ import { resourceProblems } from '../../../test/support/envoy/roundtrip.js';
 import type { MeshView } from '../../catalog/types.js';
 import type { HTTPMatch } from '../../model/objects.js';
 import { decodeMessage, encodeMessage } from '../../xds/proto/codec.js';
+import { EVERY_PEER, EVERY_REQUEST } from '../rbac/rbac.js';
 import { type ProtoObject, type ProtoValue, TypeUrl } from '../types.js';
 import { proxylessListenerGenerator, proxylessServerListener } from './proxyless.js';
 
@@ -180,8 +181,7 @@ test('permissive mode allows any caller on the server listener', () => {
   )['rules'];
   const policies = Object.values(obj(obj(rules)['policies'])).map(obj);
   assert.ok(policies.length > 0);
-  for (const p of policies)
-    assert.deepEqual(p, { permissions: [{ any: true }], principals: [{ any: true }] });
+  for (const p of policies) assert.deepEqual(p, { permissions: [EVERY_REQUEST], principals: [EVERY_PEER] });
 });
 
 test('requested server listeners: pod IP or unspecified IP on a pod port only', () => {
@@ -200,8 +200,8 @@ test('requested server listeners: pod IP or unspecified IP on a pod port only', 
       'grpc/server?xds.resource.listening_address=10.244.1.10:15001',
     ],
   );
-  const any = decoded(obj(out[0]?.message));
-  assert.deepEqual(any['address'], { socket_address: { address: '0.0.0.0', port_value: 15001 } });
+  const unspecified = decoded(obj(out[0]?.message));
+  assert.deepEqual(unspecified['address'], { socket_address: { address: '0.0.0.0', port_value: 15001 } });
   // A client pod backs no service: no server listener at all.
   assert.deepEqual(
     generate(mesh, 'bookbuyer-1', undefined).filter((r) => r.name.startsWith('grpc/server')),

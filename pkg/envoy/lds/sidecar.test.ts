@@ -14,6 +14,7 @@ import {
 import { at, byNameIn, list, named, names } from '../../../test/support/envoy/pick.js';
 import type { MeshView } from '../../catalog/types.js';
 import { stdoutAccessLog, TCP_LOG_FIELDS } from '../common/access-log.js';
+import { EVERY_PEER, EVERY_REQUEST } from '../rbac/rbac.js';
 import { sidecarLdsGenerator } from './sidecar.js';
 
 // Access logs are on by default (JSON to stdout): every tcp_proxy carries this one.
@@ -297,7 +298,7 @@ test('permissive mode: inbound RBAC allows any authenticated peer', () => {
   const all = chains(bookstoreMesh({ permissive: true }), 'bookstore-v1-1', 'inbound-listener');
   const rules = httpRbac(byNameIn(all, 'inbound_bookstore/bookstore-v1_14001_http'));
   assert.deepEqual(at(rules, 'policies'), {
-    permissive: { permissions: [{ any: true }], principals: [{ any: true }] },
+    permissive: { permissions: [EVERY_REQUEST], principals: [EVERY_PEER] },
   });
 });
 
@@ -351,7 +352,7 @@ test('TCP inbound: network RBAC then tcp_proxy to the local cluster on the targe
     { authenticated: { principal_name: { exact: 'spiffe://cluster.local/ns/bookstore/sa/bookstore-v2' } } },
   ]);
   assert.deepEqual(list(rbac, 'rules', 'policies', 'TrafficTarget bookwarehouse/db', 'permissions'), [
-    { any: true },
+    EVERY_REQUEST,
   ]);
 });
 

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { httpMatchPermission, pathRegexToSafeRegex, rbacRules } from './rbac.js';
+import { EVERY_REQUEST, httpMatchPermission, pathRegexToSafeRegex, rbacRules } from './rbac.js';
 
 test('pathRegex is anchored at the start only', () => {
   assert.equal(pathRegexToSafeRegex('/books'), '(?:/books).*');
@@ -11,8 +11,8 @@ test('pathRegex is anchored at the start only', () => {
 });
 
 test('a match with no conditions (or only wildcards) allows any request', () => {
-  assert.deepEqual(httpMatchPermission({ name: 'm' }), { any: true });
-  assert.deepEqual(httpMatchPermission({ name: 'm', pathRegex: '.*', methods: ['*'] }), { any: true });
+  assert.deepEqual(httpMatchPermission({ name: 'm' }), EVERY_REQUEST);
+  assert.deepEqual(httpMatchPermission({ name: 'm', pathRegex: '.*', methods: ['*'] }), EVERY_REQUEST);
   assert.deepEqual(httpMatchPermission({ name: 'm', methods: ['get'] }), {
     header: { name: ':method', string_match: { exact: 'GET' } },
   });
@@ -40,7 +40,7 @@ test('rules without sources give no policy; repeated origins stay distinct', () 
     action: 0,
     policies: {
       o: {
-        permissions: [{ any: true }],
+        permissions: [EVERY_REQUEST],
         principals: [{ authenticated: { principal_name: { exact: 'spiffe://example.org/ns/a/sa/b' } } }],
       },
     },

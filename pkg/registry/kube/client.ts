@@ -122,6 +122,7 @@ export class KubeClient {
   /** One request; resolves with the parsed JSON body, rejects with KubeApiError on non-2xx. */
   async request(method: string, path: string, options: RequestOptions = {}): Promise<unknown> {
     const timeout = AbortSignal.timeout(this.requestTimeoutMs);
+    // AbortSignal.any: aborted when the first of these is (a DOM API, not a TypeScript any).
     const signal = options.signal ? AbortSignal.any([options.signal, timeout]) : timeout;
     for (let attempt = 1; ; attempt++) {
       await this.limiter?.take(signal);
@@ -151,6 +152,7 @@ export class KubeClient {
       () => connect.abort(new Error(`no response within ${this.requestTimeoutMs} ms`)),
       this.requestTimeoutMs,
     );
+    // AbortSignal.any: aborted when the first of these is (a DOM API, not a TypeScript any).
     const combined = signal ? AbortSignal.any([signal, connect.signal]) : connect.signal;
     let res: http.IncomingMessage;
     try {

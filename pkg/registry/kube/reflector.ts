@@ -318,6 +318,7 @@ export class Reflector<T> {
   /** One watch request; resolves when the server ends it, throws on anything else. */
   private async watchOnce(): Promise<void> {
     const watchAbort = new AbortController();
+    // AbortSignal.any: aborted when the first of these is (a DOM API, not a TypeScript any).
     const signal = AbortSignal.any([this.abort.signal, watchAbort.signal]);
     let idleTimer: NodeJS.Timeout | undefined;
     const arm = () => {

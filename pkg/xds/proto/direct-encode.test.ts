@@ -19,6 +19,7 @@ import {
 } from '../../../test/support/envoy/mesh.js';
 import { bookbuyerRetries } from '../../../test/support/envoy/retry.js';
 import { upstreamSetting } from '../../../test/support/envoy/upstream.js';
+import { EVERY_REQUEST } from '../../envoy/rbac/rbac.js';
 import type { Resource } from '../../envoy/types.js';
 import { encodeResource, hashContent } from '../cache/encoded.js';
 import { encodeDirect } from './direct-encode.js';
@@ -169,7 +170,7 @@ test('what protobufjs would drop or empty is refused, naming the field', () => {
   assert.throws(() => encodeDirect(cluster, { health_checks: {} }), /Cluster\.health_checks: array expected/);
   // Depth is bounded as protobufjs bounds it: a cyclic input throws instead of overflowing the stack.
   const permission = messageType('envoy.config.rbac.v3.Permission');
-  const cyclic: Plain = { any: true };
+  const cyclic: Plain = { ...EVERY_REQUEST };
   cyclic['and_rules'] = { rules: [cyclic] };
   assert.throws(() => encodeDirect(permission, cyclic), /max depth exceeded/);
   assert.throws(() => byProtobufjs(permission, cyclic), /depth exceeded/);
