@@ -70,7 +70,7 @@ const sharedLogs = new Map<string, WeakMap<Readonly<Record<string, string>>, Acc
 /**
  * The stdout access log of a setting and field set: one deep-frozen object for
  * every HCM and tcp_proxy that carries it, so the encoder packs its Any once
- * (proto/any-wrapper.ts caches frozen Anys).
+ * (proto/direct-encode.ts keeps a frozen Any's payload).
  */
 export function stdoutAccessLog(
   setting: 'json' | 'text',

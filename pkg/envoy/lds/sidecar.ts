@@ -129,7 +129,7 @@ function tcpTarget(p: OutboundPort): TcpTarget {
 
 // An outbound HCM names only its destination (stat prefix and route config),
 // so every proxy that may call a service port shares one, deep-frozen: the
-// encoder packs its Any once for all of them (proto/any-wrapper.ts), where
+// encoder packs its Any once for all of them (proto/direct-encode.ts), where
 // each proxy group's listener packed its own. Keyed on the MeshService object
 // (the same while unchanged, MeshView contract), so a changed service gets new ones.
 const outboundHttpFilters = new IdentityMemo<Listener$Filter>();

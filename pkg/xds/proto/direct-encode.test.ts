@@ -146,6 +146,13 @@ test('a frozen Any is packed once and encodes as an unfrozen one does', () => {
   const first = Buffer.from(encodeDirect(type, filter(frozen)));
   assert.deepEqual(first, byProtobufjs(type, filter(payload)));
   assert.deepEqual(Buffer.from(encodeDirect(type, filter(frozen))), first);
+  // One that is not frozen may change, and is packed again each time.
+  const open: Plain = { ...payload };
+  const before = Buffer.from(encodeDirect(type, filter(open)));
+  open['suppress_envoy_headers'] = false;
+  const after = Buffer.from(encodeDirect(type, filter(open)));
+  assert.notDeepEqual(after, before);
+  assert.deepEqual(after, byProtobufjs(type, filter(open)));
 });
 
 test('what protobufjs would drop or empty is refused, naming the field', () => {

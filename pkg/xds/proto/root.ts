@@ -3,7 +3,6 @@ import { createRequire } from 'node:module';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import protobuf from 'protobufjs';
-import { installAnyTypeCache } from './any-wrapper.js';
 
 // Envoy's protos come from @grpc/grpc-js-xds's deps/ (never copied into skein);
 // google/protobuf/descriptor.proto from protobufjs itself.
@@ -35,9 +34,6 @@ export function envoyProtoFiles(): string[] {
     .map((l) => l.trim())
     .filter((l) => l !== '' && !l.startsWith('#'));
 }
-
-// Before the first type is set up: types bind their wrapper when first used.
-installAnyTypeCache();
 
 let cached: protobuf.Root | undefined;
 

@@ -4,6 +4,7 @@
 // already encoded, so a resource is never re-encoded per stream.
 import protobuf from 'protobufjs';
 import type { EncodedResource } from '../cache/encoded.js';
+import { encodeDirect } from '../proto/direct-encode.js';
 import { messageType } from '../proto/root.js';
 import { ChunkedResponse } from './chunked-response.js';
 import { record, str, strings, writeCommonFields } from './request-fields.js';
@@ -30,7 +31,6 @@ export { decodeDeltaDiscoveryRequest } from './request-decode.js';
 
 /** Encodes a DeltaDiscoveryRequest (test clients and the benchmark). */
 export function encodeDeltaDiscoveryRequest(req: DeltaDiscoveryRequest): Uint8Array {
-  const type = messageType(REQUEST_TYPE);
   const msg: Record<string, unknown> = {
     type_url: req.typeUrl,
     resource_names_subscribe: req.resourceNamesSubscribe,
@@ -39,7 +39,7 @@ export function encodeDeltaDiscoveryRequest(req: DeltaDiscoveryRequest): Uint8Ar
     response_nonce: req.responseNonce,
   };
   writeCommonFields(req, msg);
-  return type.encode(type.fromObject(msg)).finish();
+  return encodeDirect(messageType(REQUEST_TYPE), msg);
 }
 
 export interface DeltaDiscoveryResponseParts {

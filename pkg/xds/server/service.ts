@@ -1,6 +1,7 @@
 import type { ServiceDefinition } from '@grpc/grpc-js';
 import protobuf from 'protobufjs';
 import type { EncodedResource } from '../cache/encoded.js';
+import { encodeDirect } from '../proto/direct-encode.js';
 import { messageType } from '../proto/root.js';
 import { ChunkedResponse, serializeResponse } from './chunked-response.js';
 import { decodeDeltaDiscoveryRequest, encodeDeltaDiscoveryRequest } from './delta-codec.js';
@@ -21,7 +22,6 @@ const RESPONSE_TYPE = 'envoy.service.discovery.v3.DiscoveryResponse';
 
 /** Encodes a DiscoveryRequest (used by test clients and tools). */
 export function encodeDiscoveryRequest(req: DiscoveryRequest): Uint8Array {
-  const type = messageType(REQUEST_TYPE);
   const msg: Record<string, unknown> = {
     version_info: req.versionInfo,
     resource_names: req.resourceNames,
@@ -29,7 +29,7 @@ export function encodeDiscoveryRequest(req: DiscoveryRequest): Uint8Array {
     response_nonce: req.responseNonce,
   };
   writeCommonFields(req, msg);
-  return type.encode(type.fromObject(msg)).finish();
+  return encodeDirect(messageType(REQUEST_TYPE), msg);
 }
 
 export interface DiscoveryResponseParts {
