@@ -163,6 +163,13 @@ test('what protobufjs would drop or empty is refused, naming the field', () => {
   );
   // An enum table is no plain object: inherited names are no values.
   assert.throws(() => encodeDirect(cluster, { lb_policy: 'toString' }), /toString is not a value/);
+  // Repeated enums too, names and numbers as protobufjs takes them.
+  const statuses = messageType('envoy.config.core.v3.HealthStatusSet');
+  assert.throws(
+    () => encodeDirect(statuses, { statuses: ['HEALTHY', 'toString'] }),
+    /toString is not a value/,
+  );
+  sameAsProtobufjs('envoy.config.core.v3.HealthStatusSet', { statuses: ['HEALTHY', 3, 'DRAINING'] });
   assert.throws(
     () =>
       encodeDirect(cluster, {

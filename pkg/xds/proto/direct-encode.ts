@@ -77,16 +77,21 @@ function scalarWriter(type: string, where: string): Write {
   }
 }
 
+function notAValue(where: string, enumName: string, v: unknown): never {
+  throw new TypeError(`${where}: ${String(v)} is not a value of ${enumName}`);
+}
+
+/** An enum's values by name, without a prototype (so `toString` is no value). */
+function enumTable(e: protobuf.Enum): { [name: string]: number } {
+  return Object.assign(Object.create(null) as { [name: string]: number }, e.values);
+}
+
 /** Writes an enum value given by name or number (as int32, as protobufjs does). */
 function enumWriter(e: protobuf.Enum, where: string): Write {
-  const values = e.values;
+  const values = enumTable(e);
   return (w, v) => {
-    if (typeof v === 'number') {
-      w.int32(v);
-      return;
-    }
-    const n = typeof v === 'string' ? values[v] : undefined;
-    if (n === undefined) throw new TypeError(`${where}: ${String(v)} is not a value of ${e.fullName}`);
+    const n = typeof v === 'number' ? v : typeof v === 'string' ? values[v] : undefined;
+    if (n === undefined) notAValue(where, e.fullName, v);
     w.int32(n);
   };
 }
@@ -110,12 +115,10 @@ function planOf(type: protobuf.Type): Plan {
 /** What generated code calls: writers of scalars and enums, and nested types' plans (resolved on first use). */
 interface Helpers {
   write: Write[];
-  /** Enum values by name, without a prototype (so `toString` is no value). */
   enums: { [name: string]: number }[];
-  badEnum: (where: string, e: string, v: unknown) => never;
-  nested: protobuf.Type[];
+  notAValue: typeof notAValue;
   plan: (i: number) => Plan;
-  fail: (where: string, what: string) => never;
+  fail: typeof fail;
 }
 
 function fail(where: string, what: string): never {
@@ -131,27 +134,21 @@ function fail(where: string, what: string): never {
  * as protobufjs's own generated encoders do.
  */
 function messagePlan(type: protobuf.Type): Plan {
+  // Nested types' plans are looked up on first use: types may refer to each other.
+  const nested: protobuf.Type[] = [];
+  const nestedPlans: (Plan | undefined)[] = [];
   const h: Helpers = {
     write: [],
     enums: [],
-    badEnum: (where, e, v) => {
-      throw new TypeError(`${where}: ${String(v)} is not a value of ${e}`);
+    notAValue,
+    plan: (i) => {
+      nestedPlans[i] ??= planOf(nested[i] as protobuf.Type);
+      return nestedPlans[i];
     },
-    nested: [],
-    plan: () => fail(type.fullName, 'plan'),
     fail,
   };
-  const plansOfNested: (Plan | undefined)[] = [];
-  h.plan = (i) => {
-    let p = plansOfNested[i];
-    if (p === undefined) {
-      p = planOf(h.nested[i] as protobuf.Type);
-      plansOfNested[i] = p;
-    }
-    return p;
-  };
   const helper = (fn: Write) => h.write.push(fn) - 1;
-  const nestedIndex = (t: protobuf.Type) => h.nested.push(t) - 1;
+  const nestedIndex = (t: protobuf.Type) => nested.push(t) - 1;
   const lines: string[] = ['if (d > LIMIT) throw new Error("max depth exceeded");', 'var v, i, n;'];
   const fields = [...type.fieldsArray].sort((a, b) => a.id - b.id);
   for (const field of fields) {
@@ -204,24 +201,24 @@ function messagePlan(type: protobuf.Type): Plan {
     } else {
       const isEnum = rt instanceof protobuf.Enum;
       const wire = isEnum ? WIRE_VARINT : basicWire(field);
-      const f = helper(isEnum ? enumWriter(rt, field.fullName) : scalarWriter(field.type, field.fullName));
+      const writer = () =>
+        helper(isEnum ? enumWriter(rt, field.fullName) : scalarWriter(field.type, field.fullName));
       const packable =
         isEnum || protobuf.types.packed[field.type as keyof typeof protobuf.types.packed] !== undefined;
       if (field.repeated && field.packed && packable) {
         lines.push(
           `if (!Array.isArray(v)) h.fail(${where}, "array");`,
-          `if (v.length > 0) { w.uint32(${tag(field.id, WIRE_LDELIM)}).fork(); for (i = 0; i < v.length; i++) h.write[${f}](w, v[i]); w.ldelim(); }`,
+          `if (v.length > 0) { w.uint32(${tag(field.id, WIRE_LDELIM)}).fork(); for (i = 0; i < v.length; i++) h.write[${writer()}](w, v[i]); w.ldelim(); }`,
         );
       } else if (field.repeated) {
         lines.push(
           `if (!Array.isArray(v)) h.fail(${where}, "array");`,
-          `for (i = 0; i < v.length; i++) h.write[${f}](w.uint32(${tag(field.id, wire)}), v[i]);`,
+          `for (i = 0; i < v.length; i++) h.write[${writer()}](w.uint32(${tag(field.id, wire)}), v[i]);`,
         );
       } else if (isEnum) {
-        const e =
-          h.enums.push(Object.assign(Object.create(null) as { [name: string]: number }, rt.values)) - 1;
+        const e = h.enums.push(enumTable(rt)) - 1;
         lines.push(
-          `if (typeof v === "number") n = v; else { n = h.enums[${e}][v]; if (n === undefined) h.badEnum(${where}, ${JSON.stringify(rt.fullName)}, v); }`,
+          `if (typeof v === "number") n = v; else { n = h.enums[${e}][v]; if (n === undefined) h.notAValue(${where}, ${JSON.stringify(rt.fullName)}, v); }`,
           `w.uint32(${tag(field.id, wire)}).int32(n);`,
         );
       } else {
@@ -229,7 +226,7 @@ function messagePlan(type: protobuf.Type): Plan {
         lines.push(
           inline !== undefined
             ? `w.uint32(${tag(field.id, wire)})${inline};`
-            : `h.write[${f}](w.uint32(${tag(field.id, wire)}), v);`,
+            : `h.write[${writer()}](w.uint32(${tag(field.id, wire)}), v);`,
         );
       }
     }
