@@ -15,6 +15,8 @@ const sfx = randomBytes(3).toString('hex');
 const skip = await sidecarSuiteSkipReason();
 const CALLS = 400;
 const FAIL_RATIO = 0.3;
+/** Envoy flushes stats to its sinks this often (bootstrap stats_flush_interval, default 5 s). */
+const FLUSH_MS = 5000;
 
 interface Edge {
   source: string;
@@ -63,15 +65,29 @@ describe('per-edge request and success rates from real Envoy sidecars', { skip, 
     // and a call made before the first flush is in the baseline. Call until the edge shows,
     // then count from what it shows.
     const baseline = Date.now() + 30_000;
-    let before: Edge | undefined;
-    for (let n = 0; before === undefined; n++) {
+    let shown: Edge | undefined;
+    for (let n = 0; shown === undefined; n++) {
       if (Date.now() > baseline)
         assert.fail(`no edge caller → flaky on /debug/stats: ${JSON.stringify(await mesh.debug('stats'))}`);
       if (n % 4 === 0) await client.http(`http://flaky:${HTTP_PORT}/warmup`, 1);
       await sleep(500);
-      before = await edge();
+      shown = await edge();
     }
+    // The edge may have shown from a flush before the last warmup call: with no call for
+    // more than one flush interval, the next flush carries every call made so far, so the
+    // controller's figure and the sidecar's counter start from the same calls.
     const envoyBefore = await envoyRequests();
+    const settled = Date.now() + 30_000;
+    // Two reads a flush interval apart that agree bracket a flush made after the last call.
+    let before: Edge | undefined = shown;
+    for (let settledOnce = false; !settledOnce; ) {
+      if (Date.now() > settled) assert.fail(`the edge never settled: ${JSON.stringify(before)}`);
+      await sleep(FLUSH_MS + 500);
+      const next = await edge();
+      settledOnce = next !== undefined && next.total.requests === before?.total.requests;
+      before = next;
+    }
+    assert.ok(before);
     const outcome = await client.http(`http://flaky:${HTTP_PORT}/books`, CALLS);
     const ok = Object.entries(outcome.counts)
       .filter(([k]) => k.startsWith('200 '))
