@@ -771,7 +771,37 @@ describe('the test node', { skip, timeout: 900_000 }, () => {
           retryPolicy: { retryOn: '5xx,reset,connect-failure', numRetries: 3, perTryTimeout: '1s' },
         },
       });
-      await sleep(3000);
+      // The Retry is in force once the buyer's Envoy holds it on its routes to both services
+      // (a fixed wait was too short for a loaded machine).
+      // With ?resource=, each config is one DynamicRouteConfig.
+      type RouteDump = {
+        configs?: {
+          route_config?: {
+            name?: string;
+            virtual_hosts?: { routes?: { route?: { retry_policy?: { retry_on?: string } } }[] }[];
+          };
+        }[];
+      };
+      const retried = async (service: string) => {
+        const dump = JSON.parse(
+          await mesh.envoyAdmin(buyer, '/config_dump?resource=dynamic_route_configs'),
+        ) as RouteDump;
+        // An outbound service port's route config: rds-outbound.<port>.<namespace>/<service>.
+        const hosts = (dump.configs ?? [])
+          .filter((c) => c.route_config?.name === `rds-outbound.${HTTP_PORT}.${ns}/${service}`)
+          .flatMap((c) => c.route_config?.virtual_hosts ?? []);
+        return (
+          hosts.length > 0 &&
+          hosts.every((h) =>
+            (h.routes ?? []).every((r) => r.route?.retry_policy?.retry_on === '5xx,reset,connect-failure'),
+          )
+        );
+      };
+      await waitFor(
+        'the Retry on the buyer sidecar’s routes',
+        async () => (await retried('bookstore-v1')) && (await retried('bookstore-v2')),
+        60_000,
+      );
       const drain = async (app: string) => {
         const [victim] = await mesh.waitReady(app, 2);
         assert.ok(victim);
