@@ -216,7 +216,9 @@ test('mutate: the patch adds the sidecar, init rules, label, volume, and rewrite
     },
   });
   assert.deepEqual(get(app, 'readinessProbe'), { httpGet: { path: '/ready', port: 15904, scheme: 'HTTPS' } });
-  assert.deepEqual(get(app, 'startupProbe'), { tcpSocket: { port: 8080 } });
+  // Classic: the startup probe goes through Envoy (a redirected tcpSocket), so it gets 60 s
+  // worth of its periods more for Envoy's initialisation (startup-grace.ts): 3 + 6.
+  assert.deepEqual(get(app, 'startupProbe'), { tcpSocket: { port: 8080 }, failureThreshold: 9 });
   const side = named(containers, 'side');
   assert.deepEqual(get(side, 'livenessProbe'), { exec: { command: ['true'] } });
   assert.deepEqual(get(side, 'readinessProbe'), {
@@ -407,10 +409,18 @@ test('mutate, native layout: Envoy is an init container after skein-init, restar
   const classicEnvoy = named(get(applyPatch(raw, classic.patch), 'spec', 'containers'), 'envoy');
   const { restartPolicy, startupProbe, readinessProbe, ...rest } = envoy;
   assert.deepEqual(rest, { ...classicEnvoy, resources: { limits: { cpu: '1' } } });
-  // The app's probes are rewritten exactly as in the classic layout (same container indexes).
-  const rewrites = (m: typeof native) => m.patch.filter((op) => op.op === 'replace');
-  assert.deepEqual(rewrites(native), rewrites(classic));
-  assert.ok(rewrites(native).length > 0);
+  // The app's probes are rewritten exactly as in the classic layout (same container indexes);
+  // only classic pods get a startup budget for Envoy's initialisation (startup-grace.ts).
+  const handlerRewrites = (m: typeof native) =>
+    m.patch.filter((op) => op.op === 'replace' && !op.path.endsWith('/startupProbe'));
+  assert.deepEqual(handlerRewrites(native), handlerRewrites(classic));
+  assert.ok(handlerRewrites(native).length > 0);
+  assert.deepEqual(
+    native.patch.filter((op) => op.path.endsWith('/startupProbe')),
+    [],
+    'native: the app starts after Envoy is LIVE, so its probes need no grace',
+  );
+  assert.equal(classic.patch.filter((op) => op.path.endsWith('/startupProbe')).length, 1);
   // Kubelet reaches 15900 from the node: exempt from inbound interception, served by the bootstrap.
   const returns = (m: typeof native) =>
     m.iptablesRules.split('\n').filter((l) => l.startsWith('-A SKEIN_PROXY_INBOUND') && l.endsWith('RETURN'));

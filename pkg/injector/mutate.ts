@@ -33,6 +33,7 @@ import { type JsonPatchOperation, pointer } from './jsonpatch.js';
 import { envoyReadinessProbe, envoyStartupProbe, podLayout, type SidecarLayout } from './layout.js';
 import type { Json, JsonObject, PodInfo } from './pod.js';
 import { planProbes } from './probes.js';
+import { planStartupGrace } from './startup-grace.js';
 import { podSidecarSettings, type SidecarSettings } from './sidecar-settings.js';
 
 /** The namespace fields injection depends on (a model Namespace fits). */
@@ -360,6 +361,14 @@ export function mutate(pod: PodInfo, o: MutateOptions): Mutation {
         op: 'replace',
         path: pointer('spec', 'containers', r.container, r.kind, r.handler),
         value: r.value,
+      }),
+    ),
+    // Classic: Envoy starts with the app, so its probes need time for Envoy's initialisation.
+    ...(layout === 'classic' ? planStartupGrace(pod, probes) : []).map(
+      (g): JsonPatchOperation => ({
+        op: g.op,
+        path: pointer('spec', 'containers', g.container, 'startupProbe'),
+        value: g.probe,
       }),
     ),
   ];
