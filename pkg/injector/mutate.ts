@@ -33,8 +33,8 @@ import { type JsonPatchOperation, pointer } from './jsonpatch.js';
 import { envoyReadinessProbe, envoyStartupProbe, podLayout, type SidecarLayout } from './layout.js';
 import type { Json, JsonObject, PodInfo } from './pod.js';
 import { planProbes } from './probes.js';
-import { planStartupGrace } from './startup-grace.js';
 import { podSidecarSettings, type SidecarSettings } from './sidecar-settings.js';
+import { planStartupGrace } from './startup-grace.js';
 
 /** The namespace fields injection depends on (a model Namespace fits). */
 export interface NamespaceLike {

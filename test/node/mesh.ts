@@ -40,6 +40,10 @@ export interface Workload {
   /** mesh-app --drain-ms: how long the app serves on after SIGTERM. */
   drainMs?: number;
   terminationGracePeriodSeconds?: number;
+  /** An init container of the pod's own that runs this long before the sidecar and the app start. */
+  initSleepMs?: number;
+  /** The app's liveness probe (default: /live every 2 s, kubelet's 3 failures). */
+  liveness?: { periodSeconds: number; failureThreshold: number };
 }
 
 export interface PodView {
@@ -143,6 +147,18 @@ export class NodeMesh {
               ...(w.terminationGracePeriodSeconds === undefined
                 ? {}
                 : { terminationGracePeriodSeconds: w.terminationGracePeriodSeconds }),
+              ...(w.initSleepMs === undefined
+                ? {}
+                : {
+                    initContainers: [
+                      {
+                        name: 'wait',
+                        image: APP_IMAGE,
+                        imagePullPolicy: 'Never',
+                        command: ['/usr/local/bin/node', '-e', `setTimeout(() => {}, ${w.initSleepMs})`],
+                      },
+                    ],
+                  }),
               containers: [
                 {
                   name: 'app',
@@ -160,7 +176,10 @@ export class NodeMesh {
                   ],
                   ports: [{ name: 'http', containerPort: HTTP_PORT }],
                   readinessProbe: { httpGet: { path: '/ready', port: 'http' }, periodSeconds: 1 },
-                  livenessProbe: { httpGet: { path: '/live', port: 'http' }, periodSeconds: 2 },
+                  livenessProbe: {
+                    httpGet: { path: '/live', port: 'http' },
+                    ...(w.liveness ?? { periodSeconds: 2 }),
+                  },
                 },
               ],
             },

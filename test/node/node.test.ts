@@ -836,6 +836,75 @@ describe('the test node', { skip, timeout: 900_000 }, () => {
       // until the caller's 5 s timeout (1 of 173 in one run, before this test set a Retry).
       assert.ok(total(classic.counts) > 50, `classic: ${JSON.stringify(classic)}`);
     });
+
+    test('classic layout: an app with a 2 s liveness budget is not restarted while its Envoy waits for an absent controller, and serves once it returns', async () => {
+      const deployment = `/apis/apps/v1/namespaces/${mesh.controlPlane}/deployments/skein-controller`;
+      const replicas =
+        ((await mesh.api.request('GET', deployment)) as { spec?: { replicas?: number } }).spec?.replicas ?? 1;
+      const scale = (n: number) =>
+        mesh.api.request('PATCH', deployment, {
+          contentType: 'application/merge-patch+json',
+          body: { spec: { replicas: n } },
+        });
+      type Status = { name: string; restartCount?: number; state?: { running?: unknown; waiting?: unknown } };
+      const app = async () => {
+        const [pod] = await mesh.pods('slowstart');
+        const statuses = (pod?.status['containerStatuses'] ?? []) as Status[];
+        return { pod, status: statuses.find((c) => c.name === 'app') };
+      };
+      // The pod's own init container holds Envoy and the app back while the controller goes away.
+      await mesh.deploy({
+        name: 'slowstart',
+        serviceAccount: 'bookthief',
+        labels: { app: 'slowstart' },
+        annotations: { 'skein.dev/native-sidecar': 'false' },
+        initSleepMs: 25_000,
+        liveness: { periodSeconds: 1, failureThreshold: 2 },
+      });
+      try {
+        await waitFor('the slowstart pod admitted', async () => (await app()).pod !== undefined, 30_000);
+        const containers = ((await app()).pod?.spec['containers'] ?? []) as {
+          name: string;
+          startupProbe?: unknown;
+        }[];
+        const startup = containers.find((c) => c.name === 'app')?.startupProbe;
+        process.stderr.write(`classic app's startupProbe as injected: ${JSON.stringify(startup)}\n`);
+        await scale(0);
+        await waitFor('no controller pod', async () => (await mesh.controllerPods()).length === 0, 60_000);
+        // Otherwise Envoy could have had its config before the controller left: no test.
+        const early = await app();
+        assert.ok(
+          early.status?.state?.running === undefined,
+          `app already started: ${JSON.stringify(early.status)}`,
+        );
+        await waitFor(
+          'the app container running',
+          async () => (await app()).status?.state?.running !== undefined,
+          60_000,
+        );
+        // Four times the liveness budget, well inside Envoy's initial_fetch_timeout (15 s).
+        await sleep(8000);
+        const waiting = await app();
+        assert.equal(
+          waiting.status?.restartCount,
+          0,
+          `restarted while Envoy waited: ${JSON.stringify(waiting.status)}`,
+        );
+        assert.equal(waiting.pod?.ready, false, 'not Ready before its proxy has config');
+      } finally {
+        await scale(replicas);
+      }
+      const [ready] = await mesh.waitReady('slowstart', 1, 120_000);
+      assert.ok(ready);
+      const status = ((ready.status['containerStatuses'] ?? []) as Status[]).find((c) => c.name === 'app');
+      assert.equal(status?.restartCount, 0, JSON.stringify(status));
+      await eventually(
+        'the controller back',
+        async () => assert.ok((await mesh.controllerPods()).some((p) => p.ready && !p.deleting)),
+        90_000,
+      );
+      await mesh.api.request('DELETE', `/apis/apps/v1/namespaces/${ns}/deployments/slowstart`);
+    });
     // Last: it shortens the bootstrap certificates of pods admitted from here on.
     describe('proxyless gRPC pods: skein-agent injected by the webhook, run by the kubelet', () => {
       const PORT = 14001;
