@@ -310,10 +310,13 @@ test('mutate: a pod without labels, volumes or init containers gets the arrays a
     ['skein-init'],
   );
   assert.equal(m.patch.filter((op) => op.op === 'replace').length, 0, 'no probes to rewrite');
-  // Without probes, only Prometheus is served inbound by the proxy.
+  // Without app probes, the proxy serves only Prometheus and its own readiness inbound.
   assert.deepEqual(
     m.iptablesRules.split('\n').filter((l) => l.startsWith('-A SKEIN_PROXY_INBOUND') && l.endsWith('RETURN')),
-    ['-A SKEIN_PROXY_INBOUND -p tcp --dport 15010 -j RETURN'],
+    [
+      '-A SKEIN_PROXY_INBOUND -p tcp --dport 15010 -j RETURN',
+      '-A SKEIN_PROXY_INBOUND -p tcp --dport 15900 -j RETURN',
+    ],
   );
 });
 
@@ -405,10 +408,16 @@ test('mutate, native layout: Envoy is an init container after skein-init, restar
   });
   assert.equal(envoy['livenessProbe'], undefined, 'a controller outage must not restart Envoy');
   assert.equal(envoy['lifecycle'], undefined, 'no preStop: kubelet stops Envoy after the app');
-  // Otherwise the same container as the classic layout's.
+  // Otherwise the same container as the classic layout's, readiness probe included: either
+  // layout's pod is Ready only while Envoy is LIVE.
   const classicEnvoy = named(get(applyPatch(raw, classic.patch), 'spec', 'containers'), 'envoy');
-  const { restartPolicy, startupProbe, readinessProbe, ...rest } = envoy;
+  const { restartPolicy, startupProbe, ...rest } = envoy;
   assert.deepEqual(rest, { ...classicEnvoy, resources: { limits: { cpu: '1' } } });
+  assert.equal(
+    (classicEnvoy as Record<string, unknown>)['startupProbe'],
+    undefined,
+    'classic: nothing waits on Envoy to start',
+  );
   // The app's probes are rewritten exactly as in the classic layout (same container indexes);
   // only classic pods get a startup budget for Envoy's initialisation (startup-grace.ts).
   const handlerRewrites = (m: typeof native) =>
@@ -421,13 +430,11 @@ test('mutate, native layout: Envoy is an init container after skein-init, restar
     'native: the app starts after Envoy is LIVE, so its probes need no grace',
   );
   assert.equal(classic.patch.filter((op) => op.path.endsWith('/startupProbe')).length, 1);
-  // Kubelet reaches 15900 from the node: exempt from inbound interception, served by the bootstrap.
-  const returns = (m: typeof native) =>
-    m.iptablesRules.split('\n').filter((l) => l.startsWith('-A SKEIN_PROXY_INBOUND') && l.endsWith('RETURN'));
-  assert.deepEqual(
-    returns(native).filter((l) => !returns(classic).includes(l)),
-    ['-A SKEIN_PROXY_INBOUND -p tcp --dport 15900 -j RETURN'],
-  );
+  // Kubelet reaches 15900 from the node: exempt from inbound interception, served by the bootstrap,
+  // in either layout (the same rules and bootstrap).
+  assert.equal(native.iptablesRules, classic.iptablesRules);
+  assert.ok(native.iptablesRules.includes('-A SKEIN_PROXY_INBOUND -p tcp --dport 15900 -j RETURN'));
+  assert.deepEqual(native.bootstrap, classic.bootstrap);
   const listeners = get(native.bootstrap, 'static_resources', 'listeners');
   assert.equal(get(named(listeners, 'skein-envoy-ready'), 'address', 'socket_address', 'port_value'), 15900);
   assert.deepEqual(JSON.parse(native.secret.stringData['bootstrap.json'] ?? ''), native.bootstrap);

@@ -231,8 +231,11 @@ function envoyContainer(
     // holds the app back until its startupProbe passes.
     c['restartPolicy'] = 'Always';
     c['startupProbe'] = envoyStartupProbe();
-    c['readinessProbe'] = envoyReadinessProbe();
   }
+  // Either layout: the pod is Ready (in Service endpoints) only while Envoy is LIVE. In the
+  // classic layout an app without a readiness probe was Ready before Envoy had an inbound
+  // listener, and callers' connections to it failed until Envoy got its config.
+  c['readinessProbe'] = envoyReadinessProbe();
   return c;
 }
 
@@ -319,11 +322,9 @@ export function mutate(pod: PodInfo, o: MutateOptions): Mutation {
   const commonName = sidecarCommonName(pod, o.proxyUuid, o.trustDomain);
   const sidecar = podSidecarSettings(pod, o.sidecar);
   const layout = podLayout(pod, o.nativeSidecars ?? false);
-  // Only the native layout probes Envoy itself: classic pods keep their exact rules and bootstrap.
-  const envoyProbed = layout === 'native';
   const iptablesRules = renderIptablesRules({
     exclusions,
-    proxyServedPorts: defaultProxyServedPorts(probes.ports, envoyProbed),
+    proxyServedPorts: defaultProxyServedPorts(probes.ports, true),
   });
   const bootstrap = envoyBootstrap({
     nodeId: commonName,
@@ -332,7 +333,7 @@ export function mutate(pod: PodInfo, o: MutateOptions): Mutation {
     probes: probes.forwards,
     xdsTransport: sidecar.xdsTransport,
     maxDownstreamConnections: sidecar.maxDownstreamConnections,
-    envoyReadiness: envoyProbed,
+    envoyReadiness: true,
   });
   const secret = bootstrapSecret(pod.namespace, o, bootstrap);
   const secretName = secret.metadata.name;

@@ -270,7 +270,12 @@ describe('sidecar injection through the real admission chain', { timeout: 120_00
     const envoy = at(classic, 'spec', 'containers', 1);
     assert.equal(at(envoy, 'restartPolicy'), undefined);
     assert.equal(at(envoy, 'startupProbe'), undefined);
-    assert.doesNotMatch(String(at(classic, 'spec', 'initContainers', 0, 'env', 0, 'value')), /15900/);
+    // Ready only while Envoy is LIVE, in this layout too: kubelet reaches 15900 past interception.
+    assert.equal(at(envoy, 'readinessProbe', 'httpGet', 'path'), '/skein-probe/envoy/ready');
+    assert.match(
+      String(at(classic, 'spec', 'initContainers', 0, 'env', 0, 'value')),
+      /--dport 15900 -j RETURN$/m,
+    );
     // Probe rewrites are the same in both layouts.
     assert.equal(at(classic, 'spec', 'containers', 0, 'readinessProbe', 'httpGet', 'port'), 15902);
     await assert.rejects(
