@@ -36,7 +36,7 @@
 // `OK <pod>` or the gRPC status name, `ok <pod>` or the socket error for TCP.
 import { createServer as createHttpServer, type IncomingMessage, request } from 'node:http';
 import { request as httpsRequest } from 'node:https';
-import { connect, createServer as createTcpServer } from 'node:net';
+import { connect, createServer as createTcpServer, isIP } from 'node:net';
 import { createInterface } from 'node:readline';
 import { parseArgs } from 'node:util';
 import * as grpc from '@grpc/grpc-js';
@@ -228,7 +228,18 @@ function httpCall(c: HttpCall): Promise<string> {
         resolve(outcome);
       });
     });
-    req.on('timeout', () => req.destroy(new Error('timeout')));
+    // A timed-out call says how far it got, so a test's report shows where it hung: the
+    // name lookup, the connection (to the sidecar's outbound listener), or the answer.
+    let phase = isIP(new URL(c.url).hostname.replace(/^\[|\]$/g, '')) === 0 ? 'lookup' : 'connect';
+    req.on('socket', (socket) => {
+      socket.once('lookup', () => {
+        phase = 'connect';
+      });
+      socket.once('connect', () => {
+        phase = 'response';
+      });
+    });
+    req.on('timeout', () => req.destroy(new Error(`timeout (${phase})`)));
     req.on('error', (err: NodeJS.ErrnoException) => resolve(err.code ?? err.message));
     req.end();
   });

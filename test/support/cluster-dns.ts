@@ -143,7 +143,14 @@ export async function startClusterDns(
 
   const socket: Socket = createSocket('udp4');
   socket.on('message', (msg, rinfo) => {
+    const t0 = Date.now();
     void answer(msg).then((out) => {
+      // A resolver waits 5 s (glibc's timeout) for an answer that comes late: say so in the log.
+      const ms = Date.now() - t0;
+      if (ms > 500) {
+        const q = parseQuestion(msg);
+        process.stderr.write(`cluster-dns: ${q?.labels.join('.')} type ${q?.type} answered after ${ms} ms\n`);
+      }
       if (out) socket.send(out, rinfo.port, rinfo.address);
     });
   });
