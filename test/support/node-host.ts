@@ -22,19 +22,38 @@ export const NODE_BRIDGE = 'skein0';
 /** The node's InternalIP, the bridge's address and the pods' gateway. */
 export const NODE_IP = '10.88.0.1';
 export const POD_CIDR = '10.88.0.0/16';
-/** The pid of the test process whose node this is; written at start. */
+/** `<pid> <start time>` of the test process whose node this is; written at start. */
 export const NODE_OWNER_FILE = path.join(NODE_DIR, 'owner.pid');
+
+/** A process's start time in clock ticks since boot (/proc/<pid>/stat field 22), or undefined if it is gone. */
+async function startTime(pid: number): Promise<string | undefined> {
+  const stat = await readFile(`/proc/${pid}/stat`, 'utf8').catch(() => undefined);
+  // The command name (field 2) is in parentheses and may hold spaces: count fields after it.
+  return stat?.slice(stat.lastIndexOf(')') + 2).split(' ')[19];
+}
+
+/** What NODE_OWNER_FILE holds for this process. */
+export async function nodeOwnerRecord(): Promise<string> {
+  return `${process.pid} ${(await startTime(process.pid)) ?? ''}`.trim();
+}
+
+/**
+ * Whether an owner record names a live process other than this one. A pid alone could
+ * have been reused by an unrelated process since a crashed run wrote it, which would
+ * block every later node, so the start time must match too when the record has one.
+ */
+export async function ownerRecordAlive(record: string): Promise<boolean> {
+  const [pidText, recordedStart] = record.trim().split(' ');
+  const owner = Number(pidText);
+  if (!Number.isInteger(owner) || owner <= 0 || owner === process.pid) return false;
+  const started = await startTime(owner);
+  if (started === undefined) return false;
+  return recordedStart === undefined || recordedStart === started;
+}
 
 /** Whether the node on this host belongs to a process that is still alive (not ours to clean up). */
 export async function nodeOwnerAlive(): Promise<boolean> {
-  const owner = Number(await readFile(NODE_OWNER_FILE, 'utf8').catch(() => ''));
-  if (!Number.isInteger(owner) || owner <= 0 || owner === process.pid) return false;
-  try {
-    process.kill(owner, 0);
-    return true;
-  } catch {
-    return false;
-  }
+  return ownerRecordAlive(await readFile(NODE_OWNER_FILE, 'utf8').catch(() => ''));
 }
 
 /** Paths the kubelet writes outside --root-dir (device plugin sockets, container log links). */

@@ -29,6 +29,7 @@ import {
   NODE_OWNER_FILE,
   nodeHostLeftovers,
   nodeOwnerAlive,
+  nodeOwnerRecord,
   POD_CIDR,
 } from './node-host.js';
 import { sleep } from './processes.js';
@@ -205,11 +206,11 @@ export class NodeCluster {
     await this.step('cleanup', async () => {
       if (await nodeOwnerAlive())
         throw new Error(
-          `another test node (pid ${(await readFile(NODE_OWNER_FILE, 'utf8')).trim()}) is running on this machine; one at a time`,
+          `another test node (pid ${(await readFile(NODE_OWNER_FILE, 'utf8')).trim().split(' ')[0]}) is running on this machine; one at a time`,
         );
       await cleanupNodeHost();
       await mkdir(d('cni', 'net.d'), { recursive: true });
-      await writeFile(NODE_OWNER_FILE, String(process.pid));
+      await writeFile(NODE_OWNER_FILE, await nodeOwnerRecord());
       await writeFile(d('resolv.conf'), '');
       this.ipForwardWas = (await readFile(IP_FORWARD, 'utf8')).trim();
       // Pods reach Services through the host (kube-proxy's DNAT), then each other.
