@@ -837,7 +837,7 @@ describe('the test node', { skip, timeout: 900_000 }, () => {
       assert.ok(total(classic.counts) > 50, `classic: ${JSON.stringify(classic)}`);
     });
 
-    test('classic layout: an app with a 2 s liveness budget is not restarted while its Envoy waits for an absent controller, and serves once it returns', async () => {
+    test('classic layout: an app with a 2 s liveness budget is not restarted while its Envoy waits for an absent controller, Envoy is not ready meanwhile, and the pod serves once the controller returns', async () => {
       const deployment = `/apis/apps/v1/namespaces/${mesh.controlPlane}/deployments/skein-controller`;
       const replicas =
         ((await mesh.api.request('GET', deployment)) as { spec?: { replicas?: number } }).spec?.replicas ?? 1;
@@ -846,11 +846,20 @@ describe('the test node', { skip, timeout: 900_000 }, () => {
           contentType: 'application/merge-patch+json',
           body: { spec: { replicas: n } },
         });
-      type Status = { name: string; restartCount?: number; state?: { running?: unknown; waiting?: unknown } };
+      type Status = {
+        name: string;
+        ready?: boolean;
+        restartCount?: number;
+        state?: { running?: unknown; waiting?: unknown };
+      };
       const app = async () => {
         const [pod] = await mesh.pods('slowstart');
         const statuses = (pod?.status['containerStatuses'] ?? []) as Status[];
-        return { pod, status: statuses.find((c) => c.name === 'app') };
+        return {
+          pod,
+          status: statuses.find((c) => c.name === 'app'),
+          envoy: statuses.find((c) => c.name === 'envoy'),
+        };
       };
       // The pod's own init container holds Envoy and the app back while the controller goes away.
       await mesh.deploy({
@@ -891,6 +900,12 @@ describe('the test node', { skip, timeout: 900_000 }, () => {
           `restarted while Envoy waited: ${JSON.stringify(waiting.status)}`,
         );
         assert.equal(waiting.pod?.ready, false, 'not Ready before its proxy has config');
+        // Envoy's own readiness probe: a running container without one would be ready here.
+        assert.equal(
+          waiting.envoy?.ready,
+          false,
+          `Envoy ready before LIVE: ${JSON.stringify(waiting.envoy)}`,
+        );
       } finally {
         await scale(replicas);
       }
@@ -898,6 +913,8 @@ describe('the test node', { skip, timeout: 900_000 }, () => {
       assert.ok(ready);
       const status = ((ready.status['containerStatuses'] ?? []) as Status[]).find((c) => c.name === 'app');
       assert.equal(status?.restartCount, 0, JSON.stringify(status));
+      const envoy = ((ready.status['containerStatuses'] ?? []) as Status[]).find((c) => c.name === 'envoy');
+      assert.equal(envoy?.ready, true, JSON.stringify(envoy));
       await eventually(
         'the controller back',
         async () => assert.ok((await mesh.controllerPods()).some((p) => p.ready && !p.deleting)),
