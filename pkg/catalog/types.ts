@@ -49,7 +49,7 @@ export interface SplitBackend {
 /** Who may reach one port of a destination service, and how. */
 export interface InboundRule {
   /** Allowed source identities, or 'any' (permissive mode). */
-  sources: Identity[] | 'any';
+  sources: Identity[] | 'any'; // 'any': permissive mode's every-source value, not a TypeScript any
   /**
    * For http/grpc ports: the HTTP matches allowed (ORed), or 'all' when the rule
    * allows every request (permissive mode, or a TCPRoute covering this port).

@@ -9,7 +9,7 @@ import type { HTTPMatch } from '../model/objects.js';
 
 export interface DebugRule {
   /** `<namespace>/<serviceAccount>` of each allowed source, or 'any' (permissive). */
-  sources: string[] | 'any';
+  sources: string[] | 'any'; // 'any': permissive mode's every-source value, not a TypeScript any
   http: HTTPMatch[] | 'all';
   /** The SMI object behind the edge, e.g. `TrafficTarget bookstore/bookbuyer-access-bookstore`. */
   origin: string;
@@ -174,7 +174,7 @@ export function buildPolicies(view: MeshView): DebugPolicies {
         ...(p.name !== undefined ? { name: p.name } : {}),
         protocol: p.protocol,
         rules: view.inboundRules(svc.key, p.port).map((r) => ({
-          sources: r.sources === 'any' ? 'any' : r.sources.map(identityKey),
+          sources: r.sources === 'any' ? 'any' : r.sources.map(identityKey), // 'any': permissive mode's every-source value, not a TypeScript any
           http: r.http,
           origin: r.origin,
         })),

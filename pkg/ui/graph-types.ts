@@ -36,7 +36,7 @@ export interface GraphProxy {
 
 export interface GraphRule {
   /** `<namespace>/<serviceAccount>` of each allowed source, or 'any' (permissive). */
-  sources: string[] | 'any';
+  sources: string[] | 'any'; // 'any': permissive mode's every-source value, not a TypeScript any
   /** e.g. `GET /buy`, or `all requests`. */
   routes: string[];
   /** `TrafficTarget <ns>/<name>`, or 'permissive'. */
@@ -92,7 +92,7 @@ export interface GraphIdentity {
 export interface GraphExternal {
   /** `ext:host:<host>`, `ext:cidr:<cidr>`, or `ext:any` */
   id: string;
-  kind: 'host' | 'cidr' | 'any';
+  kind: 'host' | 'cidr' | 'any'; // 'any': an external destination kind (any address outside the mesh), not a TypeScript any
   label: string;
   /**
    * ext:any only, when every destination outside the mesh passes through (so

@@ -80,7 +80,7 @@ function egressPart(
     for (const id of ids) for (const r of egressRulesOf(view, id)) moot.add(objectName(r.origin));
     external.set(ANY_ID, {
       id: ANY_ID,
-      kind: 'any',
+      kind: 'any', // 'any': the external destination kind, not a TypeScript any
       label: 'any destination outside the mesh',
       passthrough: reason,
       moot: [...moot].sort(),
@@ -88,10 +88,11 @@ function egressPart(
     return;
   }
   const destination = (kind: 'host' | 'cidr' | 'any', name: string): GraphExternal => {
-    const id = kind === 'any' ? ANY_ID : `ext:${kind}:${name}`;
+    // 'any': the external destination kind, not a TypeScript any
+    const id = kind === 'any' ? ANY_ID : `ext:${kind}:${name}`; // 'any': the external destination kind, not a TypeScript any
     let d = external.get(id);
     if (d === undefined) {
-      d = { id, kind, label: kind === 'any' ? 'any address outside the mesh' : name };
+      d = { id, kind, label: kind === 'any' ? 'any address outside the mesh' : name }; // 'any': the external destination kind, not a TypeScript any
       external.set(id, d);
     }
     return d;

@@ -194,7 +194,7 @@ export function unresolvedClientListener(name: string, why: string): Listener {
 const clientListenerMemo = new IdentityMemo<Listener>();
 const serverListenerMemo = new IdentityMemo<Listener>();
 const PERMISSIVE_RULES: readonly InboundRule[] = Object.freeze([
-  { sources: 'any', http: 'all', origin: 'permissive' },
+  { sources: 'any', http: 'all', origin: 'permissive' }, // 'any': permissive mode's every-source value, not a TypeScript any
 ]);
 const NO_RULES: readonly InboundRule[] = Object.freeze([]);
 

@@ -41,7 +41,7 @@ export const EVERY_REQUEST: Permission = Object.freeze({ any: true }); // proto 
 function principals(rule: InboundRule, trustDomain: string): Principal[] {
   // 'any' (permissive): the DownstreamTlsContext already demands a client
   // certificate from the mesh CA, so any authenticated peer is a mesh member.
-  if (rule.sources === 'any') return [EVERY_PEER];
+  if (rule.sources === 'any') return [EVERY_PEER]; // 'any': permissive mode's every-source value, not a TypeScript any
   // Exact SPIFFE ids, never regexes: one identity cannot match another's id.
   return rule.sources.map((id) => ({
     authenticated: { principal_name: { exact: spiffeId(id, trustDomain) } },

@@ -63,7 +63,7 @@ export function inboundSanMatchers(trustDomain: string): SubjectAltNameMatcher[]
 function inboundTcpSanMatchers(rules: readonly InboundRule[], trustDomain: string): SubjectAltNameMatcher[] {
   const ids = new Set<string>();
   for (const rule of rules) {
-    if (rule.sources === 'any') return inboundSanMatchers(trustDomain);
+    if (rule.sources === 'any') return inboundSanMatchers(trustDomain); // 'any': permissive mode's every-source value, not a TypeScript any
     for (const id of rule.sources) ids.add(spiffeId(id, trustDomain));
   }
   if (ids.size === 0) return [uriSan({ exact: `spiffe://${trustDomain}/skein/no-allowed-caller` })];

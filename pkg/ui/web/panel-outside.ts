@@ -11,6 +11,7 @@ import { h, table } from './dom.js';
 import { hint, nameOf } from './names.js';
 
 function list(items: readonly string[], none = 'any'): string {
+  // 'any': the word shown for an empty list, not a TypeScript any
   return items.length === 0 ? none : items.join(', ');
 }
 

@@ -103,7 +103,7 @@ function policySection(g: MeshGraph, s: GraphService): Node[] {
             h(
               'div',
               { class: 'rule' },
-              h('div', {}, 'from ', h('b', {}, r.sources === 'any' ? 'any' : r.sources.join(', '))),
+              h('div', {}, 'from ', h('b', {}, r.sources === 'any' ? 'any' : r.sources.join(', '))), // 'any': permissive mode's every-source value, not a TypeScript any
               h('div', {}, `routes: ${r.routes.join('; ')}`),
               h('div', { class: 'origin' }, r.origin),
             ),

@@ -152,7 +152,7 @@ export const graphStyle: cytoscape.StylesheetJson = [
     },
   },
   {
-    selector: 'node[kind = "external"][externalKind = "any"]',
+    selector: 'node[kind = "external"][externalKind = "any"]', // 'any': the external node for any outside address, not a TypeScript any
     style: { 'border-style': 'dashed', 'font-style': 'italic' },
   },
   {
