@@ -88,11 +88,11 @@ function egressPart(
     return;
   }
   const destination = (kind: 'host' | 'cidr' | 'any', name: string): GraphExternal => {
-    // 'any': the external destination kind, not a TypeScript any
-    const id = kind === 'any' ? ANY_ID : `ext:${kind}:${name}`; // 'any': the external destination kind, not a TypeScript any
+    // 'any' (the parameter's type) here and below: the external destination kind, not a TypeScript any.
+    const id = kind === 'any' ? ANY_ID : `ext:${kind}:${name}`;
     let d = external.get(id);
     if (d === undefined) {
-      d = { id, kind, label: kind === 'any' ? 'any address outside the mesh' : name }; // 'any': the external destination kind, not a TypeScript any
+      d = { id, kind, label: kind === 'any' ? 'any address outside the mesh' : name };
       external.set(id, d);
     }
     return d;
