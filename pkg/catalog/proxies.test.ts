@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { namespace, pod, service } from '../../test/support/catalog-fixtures.js';
 import { type ProxyIdentity, parseProxyCommonName } from '../mesh/identity.js';
+import { objectKey } from '../model/objects.js';
 import { MeshStore } from '../registry/store.js';
 import {
   type ConnectedProxy,
@@ -126,6 +127,44 @@ test('proxyContext attaches no pod when none carries the UUID or the pod runs as
   assert.equal(spoof.pod, undefined);
   assert.deepEqual(spoof.services, []);
   assert.equal(spoof.groupKey, 'sidecar|shop/admin||');
+});
+
+test('a proxy whose pod object is gone keeps the last pod it had, but not outside the mesh nor over a pod of another identity', () => {
+  const store = new MeshStore();
+  store.upsert(namespace('shop', 'skein'));
+  const svc = service('shop', 'web', [{ name: 'http', port: 80 }]);
+  store.upsert(svc);
+  const web1 = pod('shop', 'web-1', { sa: 'web', uuid: UUID_A, ip: '10.0.0.5', labels: { app: 'web' } });
+  store.upsert(web1);
+  const before = proxyContext(ident(UUID_A), buildMeshView(store, { meshName: 'skein' }));
+  store.delete('Pod', objectKey(web1));
+  const gone = buildMeshView(store, { meshName: 'skein' });
+  assert.equal(proxyContext(ident(UUID_A), gone).pod, undefined, 'a new stream gets no pod');
+  const kept = proxyContext(ident(UUID_A), gone, before.pod);
+  assert.equal(kept.pod, before.pod);
+  assert.equal(kept.podIP, '10.0.0.5');
+  assert.deepEqual(
+    kept.services.map((s) => s.key),
+    ['shop/web'],
+  );
+  assert.equal(kept.groupKey, before.groupKey);
+  // The services are those of the current view: a deleted Service goes.
+  store.delete('Service', objectKey(svc));
+  assert.deepEqual(
+    proxyContext(ident(UUID_A), buildMeshView(store, { meshName: 'skein' }), before.pod).services,
+    [],
+  );
+  // A pod carrying the UUID now is the one that counts, even when it may not be attached.
+  store.upsert(pod('shop', 'web-x', { sa: 'admin', uuid: UUID_A, ip: '10.0.0.9', labels: { app: 'web' } }));
+  assert.equal(
+    proxyContext(ident(UUID_A), buildMeshView(store, { meshName: 'skein' }), before.pod).pod,
+    undefined,
+  );
+  // A namespace that left the mesh takes its pods along.
+  store.upsert(namespace('shop', 'other-mesh'));
+  const left = proxyContext(ident(UUID_A), buildMeshView(store, { meshName: 'skein' }), before.pod);
+  assert.equal(left.pod, undefined);
+  assert.equal(left.outsideMesh, true);
 });
 
 test('a namespace leaving the mesh gives its proxies another group, and proxyGroup notices the flip', () => {

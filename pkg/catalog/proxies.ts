@@ -141,16 +141,22 @@ export function proxyPodMismatch(identity: ProxyIdentity, pod: Pod): string | un
  * What the generators know about a proxy. The pod is the one labelled with the
  * proxy's UUID; a pod running as a different identity is not attached (see
  * proxyPodMismatch), so such a proxy backs no services.
+ *
+ * `lastPod` is the pod the proxy's stream had before, used only while no pod
+ * carries the UUID: a pod object can be gone (force-deleted, or removed before
+ * its process stops) while its proxy still serves callers whose endpoints
+ * have not caught up, and taking its services away would deny them.
  */
-export function proxyContext(identity: ProxyIdentity, view: MeshView): ProxyContext {
-  const found = view.podOfProxy(identity.uuid);
-  const pod = found && proxyPodMismatch(identity, found) === undefined ? found : undefined;
-  const services = pod ? view.servicesOfPod(pod).map((s) => servedByPod(s, pod)) : [];
-  const podIP = pod?.status?.podIP || undefined;
+export function proxyContext(identity: ProxyIdentity, view: MeshView, lastPod?: Pod): ProxyContext {
   // The gateway runs in the control-plane namespace, never a monitored one: it
   // is part of the mesh by its kind (only the webhook issues that kind, to
   // pods it labels in that namespace, pkg/injector/gateway.ts).
   const outsideMesh = identity.kind !== 'gateway' && !view.inMesh(identity.namespace);
+  // A namespace that left the mesh takes its pods with it: no last pod there.
+  const found = view.podOfProxy(identity.uuid) ?? (outsideMesh ? undefined : lastPod);
+  const pod = found && proxyPodMismatch(identity, found) === undefined ? found : undefined;
+  const services = pod ? view.servicesOfPod(pod).map((s) => servedByPod(s, pod)) : [];
+  const podIP = pod?.status?.podIP || undefined;
   // Sidecars of one identity backing the same services get identical config;
   // proxyless servers also bind their listener name to the pod IP.
   const groupKey = [

@@ -753,10 +753,16 @@ export class Controller {
     };
   }
 
+  /**
+   * The proxy's context in `view`, computed once per view. Identities are
+   * parsed per stream, so the cache is per connection too: a connected proxy
+   * whose pod object disappears keeps the pod it had until it reconnects (the
+   * last good version stays in force; see proxyContext).
+   */
   private contextOf(identity: ProxyIdentity, view: MeshView = this.currentView()): ProxyContext {
     const known = this.contexts.get(identity);
     if (known?.view === view) return known.ctx;
-    const ctx = proxyContext(identity, view);
+    const ctx = proxyContext(identity, view, known?.ctx.pod);
     Object.freeze(ctx.services);
     Object.freeze(ctx);
     this.contexts.set(identity, { view, ctx });

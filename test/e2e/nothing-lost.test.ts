@@ -12,6 +12,8 @@ import type { JsonLineProcess } from '../support/processes.js';
 import { sleep } from '../support/processes.js';
 
 const BOOKSTORE = 'bookstore.bookstore.svc.cluster.local';
+const BUYER_PRINCIPAL =
+  /"principal_name":\{"exact":"spiffe:\/\/cluster\.local\/ns\/bookbuyer\/sa\/bookbuyer"\}/;
 
 describe('nothing lost in ordinary mesh life (proxyless, local mode)', () => {
   let mesh: LocalMesh;
@@ -27,6 +29,23 @@ describe('nothing lost in ordinary mesh life (proxyless, local mode)', () => {
     return (await fetch(`http://127.0.0.1:${mesh.ports.http}/debug/problems`)).json() as Promise<
       { type: string; kind?: string; name?: string; reason: string; inForce: string }[]
     >;
+  }
+
+  /** The controller's /debug/proxies. */
+  async function proxies(): Promise<{ streamId: string; pod?: { name: string } }[]> {
+    return (await fetch(`http://127.0.0.1:${mesh.ports.http}/debug/proxies`)).json() as Promise<
+      { streamId: string; pod?: { name: string } }[]
+    >;
+  }
+
+  /** The Listener resources last sent on a stream, from /debug/config_dump, as JSON. */
+  async function serverListeners(streamId: string): Promise<string> {
+    const res = await fetch(`http://127.0.0.1:${mesh.ports.http}/debug/config_dump?proxy=${streamId}`);
+    assert.equal(res.status, 200, await res.clone().text());
+    const dump = (await res.json()) as { types: Record<string, { resources: unknown[] }> };
+    const listeners = dump.types['type.googleapis.com/envoy.config.listener.v3.Listener'];
+    assert.ok(listeners, `no Listener sent on ${streamId}`);
+    return JSON.stringify(listeners.resources);
   }
 
   /** One series of the controller's /metrics (NaN when absent). */
@@ -158,20 +177,36 @@ describe('nothing lost in ordinary mesh life (proxyless, local mode)', () => {
       .filter((d) => !(/kind: Pod/.test(d) && /name: bookstore-v2\b/.test(d)))
       .join('---');
     assert.equal(docs.length - withoutV2.split(/^---$/m).length, 1, 'removed the bookstore-v2 pod');
+    const v2Stream = (await proxies()).find((p) => p.pod?.name === 'bookstore-v2')?.streamId;
+    assert.ok(v2Stream, 'bookstore-v2 is connected');
+    assert.match(await serverListeners(v2Stream), BUYER_PRINCIPAL, 'bookstore-v2 admits bookbuyer');
     await mesh.writeManifest('bookstore.yaml', withoutV2);
-    // Before the fix half the calls failed ("priority policy has empty priority list").
-    await allTo('bookstore-v1', 'every call to bookstore-v1 once bookstore-v2 has no pod');
-    const t = await window(1500);
-    assert.deepEqual(t.errors, {}, JSON.stringify(t));
-    const empty = (await problems()).filter((p) => p.type === 'policy' && p.name === 'bookstore-v2');
-    assert.match(
-      empty[0]?.reason ?? '',
-      /without ready endpoints on port \d+: its share goes to the other backends/,
-    );
-    assert.equal(await metric('skein_policy_problems{kind="Service"}'), 1);
-    await mesh.writeManifest('bookstore.yaml', pods);
-    // The pod is back: its weight returns, to the same server process (while its pod was
-    // gone it kept a deny-all Listener rather than losing it).
+    try {
+      // Before the fix half the calls failed ("priority policy has empty priority list").
+      await allTo('bookstore-v1', 'every call to bookstore-v1 once bookstore-v2 has no pod');
+      const t = await window(1500);
+      assert.deepEqual(t.errors, {}, JSON.stringify(t));
+      // The server's process still runs and is still connected: it keeps the pod and the
+      // services it had, so a caller whose endpoints lag behind is still admitted.
+      assert.equal(
+        (await proxies()).find((p) => p.streamId === v2Stream)?.pod?.name,
+        'bookstore-v2',
+        'the stream keeps its pod',
+      );
+      // Its listener still admits bookbuyer (through the bookstore Service, which keeps other
+      // pods of its identity), where a proxy without a pod gets a deny-all one.
+      assert.match(await serverListeners(v2Stream), BUYER_PRINCIPAL, 'bookstore-v2 still admits bookbuyer');
+      const empty = (await problems()).filter((p) => p.type === 'policy' && p.name === 'bookstore-v2');
+      assert.match(
+        empty[0]?.reason ?? '',
+        /without ready endpoints on port \d+: its share goes to the other backends/,
+      );
+      assert.equal(await metric('skein_policy_problems{kind="Service"}'), 1);
+    } finally {
+      // Back for the next tests whatever happened here.
+      await mesh.writeManifest('bookstore.yaml', pods);
+    }
+    // The pod is back: its weight returns, to the same server process.
     await eventuallyBoth('bookstore-v2 serving again once its pod is back');
   });
 

@@ -385,9 +385,12 @@ export function describeStep(s: Step): string {
 export class WorldState {
   readonly valid = new Map<string, KubeObj>();
   readonly invalid = new Map<string, KubeObj>();
+  /** Every pod's last valid version, kept after the pod is deleted. */
+  private readonly lastPods = new Map<string, KubeObj>();
 
   constructor(initial: readonly KubeObj[]) {
     for (const o of initial) this.valid.set(keyOf(o), o);
+    for (const o of initial) if (o.kind === 'Pod') this.lastPods.set(keyOf(o), o);
   }
 
   /** Records a carried-out change (`accepted`: the API server took it; local writes always are). */
@@ -397,6 +400,7 @@ export class WorldState {
     if (s.op === 'apply' && !s.invalid) {
       this.valid.set(key, s.obj);
       this.invalid.delete(key);
+      if (s.obj.kind === 'Pod') this.lastPods.set(key, s.obj);
     } else if (s.op === 'apply' || s.op === 'break') {
       this.invalid.set(key, s.obj);
     } else if (s.op === 'delete') {
@@ -405,11 +409,20 @@ export class WorldState {
     }
   }
 
-  /** The changes that leave every object valid. */
+  /**
+   * The changes that leave every object valid, and every pod back. A connected
+   * proxy whose pod is gone keeps the pod it had until it reconnects (the
+   * controller's contextOf), which a fresh controller cannot know; so each
+   * client's pod ends present, in its last valid version, and the comparison
+   * stays exact. Deletions along the way still exercise the rule.
+   */
   repair(): Step[] {
-    return [...this.invalid].map(([key, obj]): Step => {
-      const good = this.valid.get(key);
+    const steps = [...this.invalid].map(([key, obj]): Step => {
+      const good = this.valid.get(key) ?? this.lastPods.get(key);
       return good ? { op: 'apply', obj: good } : { op: 'delete', obj };
     });
+    for (const [key, pod] of this.lastPods)
+      if (!this.valid.has(key) && !this.invalid.has(key)) steps.push({ op: 'apply', obj: pod });
+    return steps;
   }
 }
