@@ -2,9 +2,9 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import protobuf from 'protobufjs';
 import { fromObjectForm } from '../../test/support/envoy/json-form.js';
+import { parsedType } from '../../test/support/envoy/proto-types.js';
 import { roundTripProblems } from '../../test/support/envoy/roundtrip.js';
 import type { ProtoObject, ProtoValue } from '../envoy/types.js';
-import { messageType } from '../xds/proto/root.js';
 import {
   ADS_CA_SECRET,
   ADS_CERT_SECRET,
@@ -88,7 +88,7 @@ function jsonProblems(type: protobuf.Type, value: ProtoValue, path: string, out:
     const url = value['@type'];
     if (typeof url !== 'string') return;
     const { '@type': _t, ...body } = value;
-    jsonProblems(messageType(url), body, `${path}<${url.replace(/.*\./, '')}>`, out);
+    jsonProblems(parsedType(url), body, `${path}<${url.replace(/.*\./, '')}>`, out);
     return;
   }
   for (const [key, v] of Object.entries(value)) {
@@ -128,7 +128,7 @@ test('the bootstrap and its SDS files survive the Envoy protos and are valid pro
   for (const b of variants) {
     assert.deepEqual(roundTripProblems(BOOTSTRAP_TYPE_URL, fromObjectForm(BOOTSTRAP_TYPE_URL, b)), []);
     const problems: string[] = [];
-    jsonProblems(messageType(BOOTSTRAP_TYPE_URL), b, 'Bootstrap', problems);
+    jsonProblems(parsedType(BOOTSTRAP_TYPE_URL), b, 'Bootstrap', problems);
     assert.deepEqual(problems, []);
     // What the Secret holds is exactly this object.
     assert.deepEqual(JSON.parse(JSON.stringify(b)), b);
@@ -137,7 +137,7 @@ test('the bootstrap and its SDS files survive the Envoy protos and are valid pro
   for (const file of [sds.cert, sds.ca]) {
     assert.deepEqual(roundTripProblems(DISCOVERY_RESPONSE_TYPE_URL, file), []);
     const problems: string[] = [];
-    jsonProblems(messageType(DISCOVERY_RESPONSE_TYPE_URL), file, 'DiscoveryResponse', problems);
+    jsonProblems(parsedType(DISCOVERY_RESPONSE_TYPE_URL), file, 'DiscoveryResponse', problems);
     assert.deepEqual(problems, []);
   }
 });

@@ -3,7 +3,7 @@
 // so what Envoy reads as JSON can be encoded and checked with the protobufjs tools.
 import protobuf from 'protobufjs';
 import type { ProtoObject, ProtoValue } from '../../../pkg/envoy/types.js';
-import { messageType } from '../../../pkg/xds/proto/root.js';
+import { parsedType } from './proto-types.js';
 
 const DURATION = '.google.protobuf.Duration';
 
@@ -17,7 +17,7 @@ function convert(type: protobuf.Type, value: ProtoValue): ProtoValue {
     const url = value['@type'];
     if (typeof url !== 'string') return value;
     const { '@type': _t, ...body } = value;
-    return { '@type': url, ...(convert(messageType(url), body) as ProtoObject) };
+    return { '@type': url, ...(convert(parsedType(url), body) as ProtoObject) };
   }
   const out: ProtoObject = {};
   for (const [key, v] of Object.entries(value)) {
@@ -38,5 +38,5 @@ function convert(type: protobuf.Type, value: ProtoValue): ProtoValue {
 
 /** A copy of `message` (of `typeUrl`) in fromObject form: its proto3 JSON Durations as objects. */
 export function fromObjectForm(typeUrl: string, message: ProtoObject): ProtoObject {
-  return convert(messageType(typeUrl), message) as ProtoObject;
+  return convert(parsedType(typeUrl), message) as ProtoObject;
 }

@@ -3,12 +3,15 @@
 // with an unknown `@type` into an empty Any (protobufjs `Type.fromObject` behaviour), so the
 // input is first walked against the schema (unknown fields, unknown `@type`,
 // bad enum values, two members of one oneof, a subset of Envoy's PGV rules),
-// then encoded, decoded, and compared after normalising representations.
+// then encoded with skein's encoder, decoded with the types parsed from the
+// .proto files (not the runtime descriptor), and compared after normalising.
 import { isDeepStrictEqual } from 'node:util';
 import protobuf from 'protobufjs';
 import type { ProtoObject, Resource } from '../../../pkg/envoy/types.js';
-import { decodeMessage, encodeMessage } from '../../../pkg/xds/proto/codec.js';
-import { envoyRoot, messageType } from '../../../pkg/xds/proto/root.js';
+import { encodeMessage } from '../../../pkg/xds/proto/codec.js';
+import { encodeDirect } from '../../../pkg/xds/proto/direct-encode.js';
+import { envoyRoot } from '../../../pkg/xds/proto/root.js';
+import { decodeParsed, parsedType } from './proto-types.js';
 
 type Normal = string | number | boolean | Normal[] | { [k: string]: Normal };
 
@@ -61,7 +64,7 @@ class Walker {
     if (!url.startsWith('type.googleapis.com/')) this.problems.push(`${path}: @type ${url} lacks the prefix`);
     let inner: protobuf.Type;
     try {
-      inner = messageType(url);
+      inner = parsedType(url);
     } catch {
       this.problems.push(`${path}: unknown @type ${url}`);
       return {};
@@ -203,7 +206,7 @@ export function normaliseMessage(
   checkRules = true,
 ): { normal: { [k: string]: Normal }; problems: string[] } {
   const walker = new Walker(checkRules);
-  const normal = walker.message(messageType(typeUrl), message, typeUrl.replace(/^.*\./, ''));
+  const normal = walker.message(parsedType(typeUrl), message, typeUrl.replace(/^.*\./, ''));
   return { normal, problems: walker.problems };
 }
 
@@ -227,16 +230,26 @@ function firstDifference(a: Normal | undefined, b: Normal | undefined, path: str
 }
 
 /**
+ * skein's encoder with the runtime descriptor, as the controller encodes; what
+ * skein only writes as a JSON file (the bootstrap) is not in that descriptor
+ * and goes through the same encoder with the parsed types.
+ */
+function encode(typeUrl: string, message: ProtoObject): Uint8Array {
+  const name = typeUrl.replace(/^type\.googleapis\.com\//, '');
+  if (envoyRoot().lookup(name) !== null) return encodeMessage(typeUrl, message);
+  return encodeDirect(parsedType(typeUrl), message);
+}
+
+/**
  * Every problem with one message: schema violations of the input, encoder
  * errors, and any difference after an encode/decode round trip.
  */
 export function roundTripProblems(typeUrl: string, message: ProtoObject): string[] {
-  envoyRoot();
   const input = normaliseMessage(typeUrl, message);
   const problems = [...input.problems];
   let decoded: ProtoObject;
   try {
-    decoded = decodeMessage(typeUrl, encodeMessage(typeUrl, message));
+    decoded = decodeParsed(typeUrl, encode(typeUrl, message));
   } catch (err) {
     problems.push(`encode/decode failed: ${err instanceof Error ? err.message : String(err)}`);
     return problems;
