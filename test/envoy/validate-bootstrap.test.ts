@@ -11,6 +11,7 @@ import {
 } from '../../pkg/injector/bootstrap.js';
 import { encodeMessage } from '../../pkg/xds/proto/codec.js';
 import { fromObjectForm } from '../support/envoy/json-form.js';
+import { encodeParsed } from '../support/envoy/proto-types.js';
 import { type EncodedResource, validateWithEnvoy } from '../support/envoy-validate.js';
 
 const probes = {
@@ -35,7 +36,7 @@ test("the injector's sidecar bootstrap and SDS files pass Envoy's validation rul
     return {
       typeUrl: BOOTSTRAP_TYPE_URL,
       // Envoy reads the bootstrap as proto3 JSON: its Durations are strings there.
-      bytes: encodeMessage(BOOTSTRAP_TYPE_URL, fromObjectForm(BOOTSTRAP_TYPE_URL, bootstrap)),
+      bytes: encodeParsed(BOOTSTRAP_TYPE_URL, fromObjectForm(BOOTSTRAP_TYPE_URL, bootstrap)),
       label: `bootstrap ${xdsTransport}`,
     };
   });

@@ -4,16 +4,16 @@
 // made STATIC, SDS secrets static), optionally moved onto loopback ports,
 // since there is no iptables redirect here and the destination a chain
 // matches is the port a test connects to; and the certificates they need.
+
 import { BuiltinCA } from '../../pkg/certificate/builtin.js';
 import type { IssuedCertificate, SecretSource } from '../../pkg/certificate/types.js';
 import { DiscoveryType } from '../../pkg/envoy/common/enums.js';
 import type { ProtoObject, ProtoValue } from '../../pkg/envoy/types.js';
 import { BOOTSTRAP_TYPE_URL } from '../../pkg/injector/bootstrap.js';
 import { type Identity, serviceIdentityName, spiffeId } from '../../pkg/mesh/identity.js';
-import { encodeMessage } from '../../pkg/xds/proto/codec.js';
-import { bytesToProto3Json } from '../../pkg/xds/rest/proto-json.js';
 import type { ProxyResources } from './envoy/crossref.js';
 import { isProtoObject, plain } from './envoy/pick.js';
+import { encodeParsed, parsedProto3Json } from './envoy/proto-types.js';
 
 /** A fresh CA and a workload certificate (as the manager issues them) per identity key. */
 export interface IssuedMesh {
@@ -160,5 +160,5 @@ function list(v: ProtoValue | undefined): ProtoValue[] {
 
 /** The bootstrap as the proto3 JSON Envoy reads from `-c`. */
 export function bootstrapJson(bootstrap: ProtoObject): string {
-  return JSON.stringify(bytesToProto3Json(BOOTSTRAP_TYPE_URL, encodeMessage(BOOTSTRAP_TYPE_URL, bootstrap)));
+  return JSON.stringify(parsedProto3Json(BOOTSTRAP_TYPE_URL, encodeParsed(BOOTSTRAP_TYPE_URL, bootstrap)));
 }
