@@ -166,14 +166,14 @@ export async function startClusterDns(
   socket.on('message', (msg, rinfo) => {
     const t0 = Date.now();
     const q = parseQuestion(msg);
-    const record = {
+    const record: DnsQueryRecord & { source: string } = {
       source: rinfo.address,
       at: t0,
       port: rinfo.port,
       id: msg.length >= 2 ? msg.readUInt16BE(0) : -1,
       name: q?.labels.join('.') ?? '(unparsable)',
       type: q?.type ?? -1,
-    } as DnsQueryRecord & { source: string };
+    };
     log.push(record);
     if (log.length > LOG_SIZE) log.splice(0, log.length - LOG_SIZE);
     void answer(msg).then((out) => {
