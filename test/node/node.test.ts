@@ -376,9 +376,9 @@ describe('the test node', { skip, timeout: 900_000 }, () => {
           req.on('timeout', () => req.destroy(new Error('timeout')));
           req.on('error', reject);
         });
-      // Converged once a round of 10 calls is answered only by bookstore: both backends' sidecars
-      // must have the TrafficTarget (one answering first is not enough on a loaded machine, where
-      // the other's RBAC was seen to deny 3 of the 20 calls below).
+      // Converged once a round of 10 calls is answered only by bookstore. Within the whole suite,
+      // 3 of the 20 calls below have still been denied by a bookstore sidecar's RBAC after such a
+      // round (not alone): which backend denies, and why, is not known yet.
       await eventually(
         'bookstore answers through the gateway',
         async () => {
