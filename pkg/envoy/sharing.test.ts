@@ -123,7 +123,7 @@ for (const permissive of [false, true]) {
   });
 }
 
-test("a TrafficTarget change rebuilds the destination's listeners, never its HTTP ports' validation context", () => {
+test("a TrafficTarget change rebuilds the destination's inbound route configs (its RBAC policy), never its listeners nor its HTTP ports' validation context", () => {
   const mesh = evolving();
   const before = everything(mesh.view());
   // bookthief joins bookstore's TrafficTarget (bookstore-v1 pods, HTTP only).
@@ -137,16 +137,22 @@ test("a TrafficTarget change rebuilds the destination's listeners, never its HTT
     ),
   );
   const after = everything(mesh.next());
-  // bookthief gains clusters and their secrets; of what every pod had, only listeners move.
+  // bookthief gains clusters and their secrets; of what every pod had, only the destinations'
+  // inbound route configs (over RDS, so the policy reaches open connections) and bookthief's
+  // outbound listener move: no inbound filter chain changes, so none is drained.
   const changed = [...before]
     .filter(([k, r]) => after.get(k)?.message !== r.message)
     .map(([k]) => k)
     .sort();
+  const inbound = (pod: string, svc: string) =>
+    `${pod} ${TypeUrl.RouteConfiguration} rds-inbound.14001.bookstore/${svc}`;
   assert.deepEqual(changed, [
-    `bookstore-v1-1 ${TypeUrl.Listener} inbound-listener`,
-    `bookstore-v1-2 ${TypeUrl.Listener} inbound-listener`,
+    inbound('bookstore-v1-1', 'bookstore'),
+    inbound('bookstore-v1-1', 'bookstore-v1'),
+    inbound('bookstore-v1-2', 'bookstore'),
+    inbound('bookstore-v1-2', 'bookstore-v1'),
     // It serves the apex too, whose rules the TrafficTarget sets (policy.md).
-    `bookstore-v2-1 ${TypeUrl.Listener} inbound-listener`,
+    inbound('bookstore-v2-1', 'bookstore'),
     `bookthief-1 ${TypeUrl.Listener} outbound-listener`,
   ]);
   // Their validation context is still there, the same message: the allowed callers are in RBAC alone.

@@ -261,6 +261,90 @@ describe('real Envoy sidecars through the real admission chain', { skip, timeout
     assert.equal(sum(tt.counts, 'ok '), 0, JSON.stringify(tt.counts));
   });
 
+  test('a policy change reaches the connections already open: a route granted is answered over them, and denied again over them once revoked', async () => {
+    // bookbuyer's sidecar keeps its mTLS connections to the bookstores open between calls. The
+    // bookstores' RBAC policy is on their inbound route configs (RDS), which Envoy applies to
+    // open connections; in the filter chain, a changed chain keeps serving its open connections
+    // with the old policy until they are drained (Envoy's listener drain): a caller that was denied
+    // went on being denied over them after its TrafficTarget was applied, and one revoked went
+    // on being allowed.
+    const admin = `${store()}/admin`;
+    // Allowed calls open a connection from each of the buyer Envoy's workers to each bookstore.
+    const warm = await buyer.http(`${store()}/books`, 40);
+    assert.equal(sum(warm.counts, '200 '), 40, JSON.stringify(warm));
+    const before = await buyer.http(admin, 4);
+    assert.equal(before.counts['403'] ?? 0, 4, JSON.stringify(before));
+    const stores = ['bookstore-v1', 'bookstore-v2'];
+    const INBOUND_CX = 'listener.0.0.0.0_15003.downstream_cx_total';
+    const inboundConnections = async () => {
+      let n = 0;
+      for (const name of stores) n += (await pod(name).envoyStats(INBOUND_CX)).get(INBOUND_CX) ?? 0;
+      return n;
+    };
+    const draining = async () => {
+      const out: Record<string, number> = {};
+      for (const name of stores)
+        out[name] =
+          (await pod(name).envoyStats('listener_manager.total_filter_chains_draining')).get(
+            'listener_manager.total_filter_chains_draining',
+          ) ?? -1;
+      return out;
+    };
+    const opened = await inboundConnections();
+    await mesh.apply(...SMI_SPECS, 'httproutegroups', {
+      apiVersion: 'specs.smi-spec.io/v1alpha4',
+      kind: 'HTTPRouteGroup',
+      metadata: { name: 'admin-routes', namespace: mesh.namespace },
+      spec: { matches: [{ name: 'admin', pathRegex: '/admin', methods: ['GET'] }] },
+    });
+    const grant = {
+      apiVersion: 'access.smi-spec.io/v1alpha3',
+      kind: 'TrafficTarget',
+      metadata: { name: 'bookbuyer-admin', namespace: mesh.namespace },
+      spec: {
+        destination: { kind: 'ServiceAccount', name: 'bookstore', namespace: mesh.namespace },
+        sources: [{ kind: 'ServiceAccount', name: 'bookbuyer', namespace: mesh.namespace }],
+        rules: [{ kind: 'HTTPRouteGroup', name: 'admin-routes', matches: ['admin'] }],
+      },
+    };
+    await mesh.apply('access.smi-spec.io', 'v1alpha3', 'traffictargets', grant);
+    await eventually(
+      'bookbuyer granted /admin',
+      async () => {
+        const r = await buyer.http(admin, 10);
+        assert.equal(sum(r.counts, '200 '), 10, JSON.stringify(r));
+      },
+      30_000,
+    );
+    assert.equal(
+      await inboundConnections(),
+      opened,
+      'the granted calls were answered over connections opened before the grant',
+    );
+    assert.deepEqual(await draining(), { 'bookstore-v1': 0, 'bookstore-v2': 0 }, 'filter chains draining');
+    await mesh.api.request(
+      'DELETE',
+      `/apis/access.smi-spec.io/v1alpha3/namespaces/${mesh.namespace}/traffictargets/bookbuyer-admin`,
+    );
+    await eventually(
+      'bookbuyer denied /admin again',
+      async () => {
+        const r = await buyer.http(admin, 10);
+        assert.equal(r.counts['403'] ?? 0, 10, JSON.stringify(r));
+        assert.match(r.bodies['403'] ?? '', /^skein: RBAC denied: no TrafficTarget allows/);
+      },
+      30_000,
+    );
+    assert.equal(
+      await inboundConnections(),
+      opened,
+      'the revoked calls were denied over connections opened before the grant',
+    );
+    // The rest of bookbuyer's policy held throughout.
+    const books = await buyer.http(`${store()}/books`, 10);
+    assert.equal(sum(books.counts, '200 '), 10, JSON.stringify(books));
+  });
+
   test('probes reach the app through the ports the webhook rewrote, and report it unready when it stops', async () => {
     const p = pod('bookbuyer');
     const app = (

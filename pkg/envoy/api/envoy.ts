@@ -21,6 +21,7 @@ export interface AnyMessages {
   'type.googleapis.com/envoy.extensions.access_loggers.stream.v3.StdoutAccessLog': StdoutAccessLog;
   'type.googleapis.com/envoy.extensions.filters.http.local_ratelimit.v3.LocalRateLimit': HttpLocalRatelimit$LocalRateLimit;
   'type.googleapis.com/envoy.extensions.filters.http.rbac.v3.RBAC': HttpRbac$RBAC;
+  'type.googleapis.com/envoy.extensions.filters.http.rbac.v3.RBACPerRoute': RBACPerRoute;
   'type.googleapis.com/envoy.extensions.filters.http.router.v3.Router': Router;
   'type.googleapis.com/envoy.extensions.filters.listener.http_inspector.v3.HttpInspector': NoFields;
   'type.googleapis.com/envoy.extensions.filters.listener.original_dst.v3.OriginalDst': NoFields;
@@ -2231,6 +2232,11 @@ export type QueryParameterMatcher = {
 export type QuicKeepAliveSettings = {
   max_interval?: Duration;
   initial_interval?: Duration;
+};
+
+/** envoy.extensions.filters.http.rbac.v3.RBACPerRoute */
+export type RBACPerRoute = {
+  rbac?: HttpRbac$RBAC;
 };
 
 /** envoy.config.route.v3.RateLimit */

@@ -18,6 +18,7 @@ export const AnyType = {
   TcpProxy: `${T}envoy.extensions.filters.network.tcp_proxy.v3.TcpProxy`,
   NetworkRbac: `${T}envoy.extensions.filters.network.rbac.v3.RBAC`,
   HttpRbac: `${T}envoy.extensions.filters.http.rbac.v3.RBAC`,
+  HttpRbacPerRoute: `${T}envoy.extensions.filters.http.rbac.v3.RBACPerRoute`,
   NetworkLocalRateLimit: `${T}envoy.extensions.filters.network.local_ratelimit.v3.LocalRateLimit`,
   HttpLocalRateLimit: `${T}envoy.extensions.filters.http.local_ratelimit.v3.LocalRateLimit`,
   Router: `${T}envoy.extensions.filters.http.router.v3.Router`,

@@ -15,6 +15,7 @@ import { at, byNameIn, list, named, names } from '../../../test/support/envoy/pi
 import type { MeshView } from '../../catalog/types.js';
 import { stdoutAccessLog, TCP_LOG_FIELDS } from '../common/access-log.js';
 import { EVERY_PEER, EVERY_REQUEST } from '../rbac/rbac.js';
+import { sidecarRdsGenerator } from '../rds/sidecar.js';
 import { sidecarLdsGenerator } from './sidecar.js';
 
 // Access logs are on by default (JSON to stdout): every tcp_proxy carries this one.
@@ -33,10 +34,30 @@ function filterConfig(chain: ReturnType<typeof byNameIn>, filter: string) {
   return at(byNameIn(list(chain, 'filters'), filter), 'typed_config');
 }
 
-/** The RBAC http filter config inside an inbound HTTP chain. */
+/** The RBAC http filter's own config inside an inbound HTTP chain. */
 function httpRbac(chain: ReturnType<typeof byNameIn>) {
   const hcm = filterConfig(chain, 'envoy.filters.network.http_connection_manager');
   return at(byNameIn(list(hcm, 'http_filters'), 'envoy.filters.http.rbac'), 'typed_config', 'rules');
+}
+
+/** The SMI policy an inbound HTTP chain's RBAC filter applies: on the virtual host of the chain's route config. */
+function inboundPolicy(mesh: MeshView, pod: PodName, chain: ReturnType<typeof byNameIn>) {
+  const hcm = filterConfig(chain, 'envoy.filters.network.http_connection_manager');
+  const routes = sidecarRdsGenerator.generate(
+    proxyFor(mesh, pod),
+    { mesh, secrets: fakeSecrets('all') },
+    undefined,
+  );
+  const config = named(routes, String(at(hcm, 'rds', 'route_config_name')));
+  return at(
+    config,
+    'virtual_hosts',
+    0,
+    'typed_per_filter_config',
+    'envoy.filters.http.rbac',
+    'rbac',
+    'rules',
+  );
 }
 
 const HTTP_PROTOCOLS = ['http/1.0', 'http/1.1', 'h2c'];
@@ -224,7 +245,8 @@ test('a TCP port of a split apex uses weighted clusters', () => {
 });
 
 test('bookstore inbound: mTLS chains per served service, RBAC allows bookbuyer only with the HTTP matches', () => {
-  const inbound = named(lds(bookstoreMesh(), 'bookstore-v1-1'), 'inbound-listener');
+  const mesh = bookstoreMesh();
+  const inbound = named(lds(mesh, 'bookstore-v1-1'), 'inbound-listener');
   assert.equal(at(inbound, 'address', 'socket_address', 'port_value'), 15003);
   assert.deepEqual(names(list(inbound, 'listener_filters')), [
     'envoy.filters.listener.tls_inspector',
@@ -252,7 +274,10 @@ test('bookstore inbound: mTLS chains per served service, RBAC allows bookbuyer o
     at(tls, 'common_tls_context', 'validation_context_sds_secret_config', 'name'),
     'root-cert-for-mtls-inbound:bookstore/bookstore-v1',
   );
-  const rules = httpRbac(chain);
+  // The filter's own config denies all; its route config's virtual host carries the policy,
+  // so a TrafficTarget change reaches open connections over RDS.
+  assert.deepEqual(httpRbac(chain), { action: 0, policies: {} });
+  const rules = inboundPolicy(mesh, 'bookstore-v1-1', chain);
   assert.equal(at(rules, 'action'), 0); // ALLOW
   const policy = at(rules, 'policies', 'TrafficTarget bookstore/bookstore');
   assert.deepEqual(at(policy, 'principals'), [
@@ -295,8 +320,13 @@ test('bookstore inbound: mTLS chains per served service, RBAC allows bookbuyer o
 });
 
 test('permissive mode: inbound RBAC allows any authenticated peer', () => {
-  const all = chains(bookstoreMesh({ permissive: true }), 'bookstore-v1-1', 'inbound-listener');
-  const rules = httpRbac(byNameIn(all, 'inbound_bookstore/bookstore-v1_14001_http'));
+  const mesh = bookstoreMesh({ permissive: true });
+  const all = chains(mesh, 'bookstore-v1-1', 'inbound-listener');
+  const rules = inboundPolicy(
+    mesh,
+    'bookstore-v1-1',
+    byNameIn(all, 'inbound_bookstore/bookstore-v1_14001_http'),
+  );
   assert.deepEqual(at(rules, 'policies'), {
     permissive: { permissions: [EVERY_REQUEST], principals: [EVERY_PEER] },
   });
@@ -305,10 +335,9 @@ test('permissive mode: inbound RBAC allows any authenticated peer', () => {
 test('no inbound rules: RBAC with ALLOW and no policies (deny all)', () => {
   const mesh = viewOf(storeOf(bookstoreObjects().filter((o) => o.kind !== 'TrafficTarget')));
   const all = chains(mesh, 'bookstore-v1-1', 'inbound-listener');
-  assert.deepEqual(httpRbac(byNameIn(all, 'inbound_bookstore/bookstore-v1_14001_http')), {
-    action: 0,
-    policies: {},
-  });
+  const chain = byNameIn(all, 'inbound_bookstore/bookstore-v1_14001_http');
+  assert.deepEqual(inboundPolicy(mesh, 'bookstore-v1-1', chain), { action: 0, policies: {} });
+  assert.deepEqual(httpRbac(chain), { action: 0, policies: {} });
 });
 
 test('TCP inbound: network RBAC then tcp_proxy to the local cluster on the target port', () => {

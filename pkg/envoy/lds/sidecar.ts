@@ -57,7 +57,7 @@ import {
   outboundServiceRouteConfigName,
   PASSTHROUGH_CLUSTER,
 } from '../names.js';
-import { httpRbacFilter, networkRbacFilter } from '../rbac/rbac.js';
+import { INBOUND_HTTP_RBAC_FILTER, networkRbacFilter } from '../rbac/rbac.js';
 import { type Resource, type ResourceGenerator, TypeUrl } from '../types.js';
 import { type IngressChainInput, ingressChain, ingressInputs, permissivePlaintextChains } from './ingress.js';
 
@@ -287,7 +287,6 @@ function inboundChain(
   const name = inboundFilterChainName(p.service, p.port);
   // Connections beyond the bucket are closed before tcp_proxy or the HCM sees them.
   const connectionLimit = limits?.tcp ? [networkLocalRateLimitFilter(name, limits.tcp)] : [];
-  const rules = inboundRulesOf(mesh, p);
   const match: FilterChainMatch = {
     destination_port: { value: p.port.targetPort },
     transport_protocol: 'tls',
@@ -299,12 +298,14 @@ function inboundChain(
   if (isHttpLike(p.port)) {
     // Any mesh identity completes the handshake (sds/sds.ts); the RBAC filter
     // decides per request, before the router, so a denied request never
-    // reaches the app and gets a 403 saying why.
+    // reaches the app and gets a 403 saying why. Its policy is on the route
+    // config (rbac/rbac.ts, INBOUND_HTTP_RBAC_FILTER), so a policy change
+    // reaches the connections already open.
     // local_ratelimit after RBAC: a denied request never spends an allowed
     // caller's token. Always there (it does nothing without a bucket on the
     // route config), so a limit added later reaches the connections already
     // open through RDS instead of a new chain that only new connections get.
-    const httpFilters = [httpRbacFilter(rules, mesh.trustDomain), httpLocalRateLimitFilter(name)];
+    const httpFilters = [INBOUND_HTTP_RBAC_FILTER, httpLocalRateLimitFilter(name)];
     const hcm = httpConnectionManager(name, rds(inboundRouteConfigOf(p)), httpFilters, {
       local_reply_config: INBOUND_DENIED_REPLY,
     });
@@ -317,7 +318,7 @@ function inboundChain(
   // greet a denied caller before RBAC closes the connection.
   const tls = downstreamTlsSocket(inboundTcpRootSecretName(p.service.key, p.port.targetPort));
   const filters = [
-    networkRbacFilter(rules, mesh.trustDomain, name),
+    networkRbacFilter(inboundRulesOf(mesh, p), mesh.trustDomain, name),
     ...connectionLimit,
     tcpProxy(name, { cluster: p.localCluster }),
   ];
@@ -359,8 +360,9 @@ const inboundListeners = new IdentityMemo<Listener>();
 
 /**
  * The inbound listener reads, per inbound port, its service (ports, fqdn, key)
- * and the inbound rules of every service port behind it; inboundPorts derives
- * the rest from the services.
+ * and, for TCP ports, the inbound rules of every service port behind it (HTTP
+ * ports' rules are on their route configs); inboundPorts derives the rest from
+ * the services.
  */
 function inboundListenerOf(mesh: MeshView, proxy: ProxyContext): Listener | undefined {
   const ports = inboundPorts(proxy);
@@ -368,7 +370,8 @@ function inboundListenerOf(mesh: MeshView, proxy: ProxyContext): Listener | unde
   const parts: object[] = [];
   for (const p of ports) {
     parts.push(p.service);
-    for (const port of p.servicePorts) parts.push(mesh.inboundRules(p.service.key, port));
+    if (!isHttpLike(p.port))
+      for (const port of p.servicePorts) parts.push(mesh.inboundRules(p.service.key, port));
     // Its rate limits (the same object while the setting is unchanged).
     parts.push(upstreamSettingOf(mesh, p.service.key)?.rateLimit ?? NONE);
   }

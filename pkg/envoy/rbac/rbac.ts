@@ -10,8 +10,10 @@ import type {
   Permission,
   Policy,
   Principal,
+  TypedAny,
 } from '../api/envoy.js';
 import { RbacAction } from '../common/enums.js';
+import { deepFreeze } from '../common/freeze.js';
 import { AnyType, ExtName, typed } from '../common/xds.js';
 
 /**
@@ -102,11 +104,43 @@ export function rbacRules(
   return { action: RbacAction.ALLOW, policies };
 }
 
-/** `envoy.filters.http.rbac` for an inbound HTTP connection manager. */
+/** `envoy.filters.http.rbac` for an HTTP connection manager, the policy in the filter itself (proxyless). */
 export function httpRbacFilter(rules: readonly InboundRule[], trustDomain: string): HttpFilter {
   return {
     name: ExtName.HttpRbac,
     typed_config: typed(AnyType.HttpRbac, { rules: rbacRules(rules, trustDomain, true) }),
+  };
+}
+
+/**
+ * The RBAC filter of a sidecar's inbound HTTP connection manager. It holds no
+ * policy of its own (ALLOW with no policies: it denies all) and is overridden by
+ * the policy on the route config's virtual host (inboundRbacPerRoute): the route
+ * config comes over RDS, whose updates the HCM applies to connections already
+ * open, where a changed filter chain keeps serving its open connections with the
+ * old policy until they are drained (Envoy's listener drain, up to --drain-time-s).
+ * So a TrafficTarget added or removed holds for the next request on every
+ * connection, and a route config left without the override still denies.
+ */
+export const INBOUND_HTTP_RBAC_FILTER: HttpFilter = deepFreeze({
+  name: ExtName.HttpRbac,
+  typed_config: typed(AnyType.HttpRbac, { rules: { action: RbacAction.ALLOW, policies: {} } }),
+});
+
+/**
+ * `typed_per_filter_config` of an inbound virtual host: its service port's SMI
+ * policy for the HCM's RBAC filter. RBACPerRoute replaces the filter's own
+ * config for the routes under it (the most specific per-filter config wins;
+ * routes that carry only a rate limit fall back to the virtual host's).
+ */
+export function inboundRbacPerRoute(
+  rules: readonly InboundRule[],
+  trustDomain: string,
+): Record<string, TypedAny<typeof AnyType.HttpRbacPerRoute>> {
+  return {
+    [ExtName.HttpRbac]: typed(AnyType.HttpRbacPerRoute, {
+      rbac: { rules: rbacRules(rules, trustDomain, true) },
+    }),
   };
 }
 

@@ -123,14 +123,27 @@ test('inbound route config: catch-all to the local cluster, one per service on a
       'rds-outbound.14001.bookwarehouse/bookwarehouse',
     ],
   );
-  for (const svc of ['bookstore', 'bookstore-v1'])
-    assert.deepEqual(list(named(configs, `rds-inbound.14001.bookstore/${svc}`), 'virtual_hosts'), [
-      {
-        name: 'inbound|14001',
-        domains: ['*'],
-        routes: [{ match: { prefix: '/' }, route: { cluster: `bookstore/${svc}|14001|local` } }],
-      },
+  for (const svc of ['bookstore', 'bookstore-v1']) {
+    const config = named(configs, `rds-inbound.14001.bookstore/${svc}`);
+    assert.equal(list(config, 'virtual_hosts').length, 1);
+    const vhost = at(config, 'virtual_hosts', 0);
+    assert.equal(at(vhost, 'name'), 'inbound|14001');
+    assert.deepEqual(at(vhost, 'domains'), ['*']);
+    assert.deepEqual(at(vhost, 'routes'), [
+      { match: { prefix: '/' }, route: { cluster: `bookstore/${svc}|14001|local` } },
     ]);
+    // The service's SMI policy for the HCM's RBAC filter (lds/sidecar.test.ts checks its content).
+    const perFilter = at(vhost, 'typed_per_filter_config');
+    assert.deepEqual(Object.keys(perFilter as object), ['envoy.filters.http.rbac']);
+    assert.equal(
+      at(perFilter, 'envoy.filters.http.rbac', '@type'),
+      'type.googleapis.com/envoy.extensions.filters.http.rbac.v3.RBACPerRoute',
+    );
+    assert.deepEqual(
+      Object.keys(at(perFilter, 'envoy.filters.http.rbac', 'rbac', 'rules', 'policies') as object),
+      ['TrafficTarget bookstore/bookstore'],
+    );
+  }
   // bookwarehouse's TCP port 13306 and outbound mysql (TCP) need no route config.
   assert.deepEqual(
     rds(bookstoreMesh(), 'bookwarehouse-1').map((r) => r.name),

@@ -1,13 +1,14 @@
 // RDS for Envoy sidecars: `rds-outbound.<port>.<svc>` routes what the
 // service's outbound chain matched (its clusterIP and port) to its upstream,
 // `rds-outbound.<port>` picks among the port's services by Host header for
-// headless ones; `rds-inbound.<targetPort>[.<svc>]` forwards to the local app (HTTP
-// policy is enforced by the RBAC filter in front of it, lds/sidecar.ts) and
-// carries the service's local rate-limit buckets (common/ratelimit.ts).
+// headless ones; `rds-inbound.<targetPort>[.<svc>]` forwards to the local app,
+// carries the SMI policy for the RBAC filter in front of it (rbac/rbac.ts: on
+// the route config, so a change reaches open connections) and the service's
+// local rate-limit buckets (common/ratelimit.ts).
 
 import type { LocalRateLimits } from '../../catalog/ratelimit.js';
 import type { RetryRule } from '../../catalog/retry.js';
-import type { MeshService, ProxyContext } from '../../catalog/types.js';
+import type { InboundRule, MeshService, MeshView, ProxyContext } from '../../catalog/types.js';
 import type { UpstreamSetting } from '../../catalog/upstream.js';
 import { type RetryTable, retryTableOf, upstreamSettings } from '../../catalog/view.js';
 import type { Route, RouteAction, RouteConfiguration, VirtualHost } from '../api/envoy.js';
@@ -27,6 +28,7 @@ import { durationMs } from '../common/upstream.js';
 import { egressRouteConfig, egressRouteConfigName } from '../egress/egress.js';
 import { type EgressPlan, egressPlan, NO_EGRESS } from '../egress/plan.js';
 import { outboundRouteConfigName, outboundServiceRouteConfigName } from '../names.js';
+import { inboundRbacPerRoute } from '../rbac/rbac.js';
 import { type Resource, type ResourceGenerator, TypeUrl } from '../types.js';
 
 /**
@@ -141,27 +143,33 @@ function targetsKey(p: OutboundPort): string {
 /**
  * Every service port on this target port is served by the same app on
  * 127.0.0.1:<targetPort>, so one catch-all route to the first one's local
- * cluster serves them all; the per-service RBAC sits on each filter chain.
+ * cluster serves them all. The route config is the filter chain's own (one per
+ * service when services share the target port), so its virtual host carries
+ * that service's RBAC policy: the inbound rules of every service port behind it.
  */
 function inboundRouteConfig(
   name: string,
   port: InboundPort,
   limits: LocalRateLimits | undefined,
+  rules: readonly InboundRule[],
+  trustDomain: string,
 ): RouteConfiguration {
   const grpc = port.port.protocol === 'grpc';
   const toApp = () => routeAction({ cluster: port.localCluster }, grpc);
   const prefix = `inbound_${port.service.key}_${port.port.targetPort}`;
-  return {
-    name,
-    virtual_hosts: [limitedVirtualHost(`inbound|${port.port.targetPort}`, prefix, toApp, limits)],
+  const vhost = limitedVirtualHost(`inbound|${port.port.targetPort}`, prefix, toApp, limits);
+  vhost.typed_per_filter_config = {
+    ...vhost.typed_per_filter_config,
+    ...inboundRbacPerRoute(rules, trustDomain),
   };
+  return { name, virtual_hosts: [vhost] };
 }
 
 // Route configs memoised on what they are built from (the same objects while
 // unchanged, MeshView contract): the headless ports' outbound ones on the plan
 // plus the proxy's namespace (bare service names), a service's own on the
 // service, port, Retry, setting and targets (shared by every caller), inbound
-// ones on the service served and its rate limits.
+// ones on the service served, its inbound rules and its rate limits.
 const outboundConfigs = new IdentityMemo<RouteConfiguration>();
 const outboundServiceConfigs = new IdentityMemo<RouteConfiguration>();
 const inboundConfigs = new IdentityMemo<RouteConfiguration>();
@@ -169,6 +177,7 @@ const egressConfigs = new IdentityMemo<RouteConfiguration>();
 
 /** Route config name → builder, without building anything yet. */
 function routeConfigBuilders(
+  mesh: MeshView,
   proxy: ProxyContext,
   plan: OutboundPlan,
   egress: EgressPlan,
@@ -216,10 +225,14 @@ function routeConfigBuilders(
     const name = inboundRouteConfigOf(p);
     // The service's own UpstreamTrafficSetting: its rate limits (the same object while unchanged).
     const limits = settings.get(p.service.key)?.rateLimit;
+    // The inbound rules of each service port behind it (the same objects while unchanged).
+    const rules = p.servicePorts.map((port) => mesh.inboundRules(p.service.key, port));
     // p.port is one of p.service's ports; the name carries its target port (and service when shared).
-    const key = `${name}|${p.port.port}`;
+    const key = `${name}|${p.port.port}|${mesh.trustDomain}`;
     builders.set(name, () =>
-      inboundConfigs.get([p.service, limits ?? NONE], key, () => inboundRouteConfig(name, p, limits)),
+      inboundConfigs.get([p.service, limits ?? NONE, ...rules], key, () =>
+        inboundRouteConfig(name, p, limits, rules.flat(), mesh.trustDomain),
+      ),
     );
   }
   // Egress HTTP ports (SMI mode): keyed on the interned plan, shared by every
@@ -239,6 +252,7 @@ export const sidecarRdsGenerator: ResourceGenerator = {
     const passthrough = ctx.mesh.permissive || proxy.outsideMesh === true;
     const egress = passthrough ? NO_EGRESS : egressPlan(ctx.mesh, proxy.identity);
     const builders = routeConfigBuilders(
+      ctx.mesh,
       proxy,
       proxyOutboundPlan(ctx.mesh, proxy),
       egress.passthrough ? NO_EGRESS : egress,
