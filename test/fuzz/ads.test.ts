@@ -4,6 +4,7 @@
 // that says why (never INTERNAL), must leak no stream, and a well-behaved
 // proxy must keep getting its pushes on time meanwhile.
 import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
 import { after, before, describe, test } from 'node:test';
 import * as grpc from '@grpc/grpc-js';
 import { TypeUrl } from '../../pkg/envoy/types.js';
@@ -35,7 +36,7 @@ const MAX_NAMES = 16_384; // DEFAULT_STREAM_LIMITS
 // UNKNOWN would be a crash path.
 const CLEAR_CODES = new Set([grpc.status.OK, grpc.status.RESOURCE_EXHAUSTED, grpc.status.INVALID_ARGUMENT]);
 const CONCURRENCY = 24;
-/** A push to the well-behaved proxy must arrive within this, during the fuzz. */
+/** A push to the well-behaved proxy must arrive within this, during the fuzz (time without a CPU excluded). */
 const ON_TIME_MS = 500;
 
 type Protocol = 'sotw' | 'delta';
@@ -188,13 +189,31 @@ async function mtlsClient(f: Fixture, commonName: string): Promise<grpc.Client> 
   );
 }
 
-/** Pushes a change and times the well-behaved proxy's response to it. */
+/**
+ * How long this thread has waited, runnable, for a CPU (ms): the second field of Linux's
+ * /proc/thread-self/schedstat (see the kernel's Documentation/scheduler/sched-stats.rst);
+ * 0 where it cannot be read.
+ */
+function runQueueWaitMs(): number {
+  try {
+    return Number(readFileSync('/proc/thread-self/schedstat', 'utf8').split(' ')[1]) / 1e6 || 0;
+  } catch {
+    return 0;
+  }
+}
+
+/**
+ * Pushes a change and times the well-behaved proxy's response to it: the wall time less the
+ * time this thread (the server's and the clients' event loop) sat runnable without a CPU,
+ * which is the machine's doing (other test processes on the same cores), not the server's.
+ */
 async function timedPush(f: Fixture, victim: RawAdsClient, version: number): Promise<number> {
   f.source.set(TypeUrl.Cluster, [cluster('a', version)]);
   const t0 = performance.now();
+  const waited0 = runQueueWaitMs();
   f.source.push();
   const res = await victim.next(5000);
-  const ms = performance.now() - t0;
+  const ms = performance.now() - t0 - (runQueueWaitMs() - waited0);
   victim.ack(res);
   return ms;
 }
@@ -274,7 +293,10 @@ for (const protocol of ['sotw', 'delta'] as const) {
           `victim push p50 ${Math.round(latencies[Math.floor(latencies.length / 2)] ?? Number.NaN)} ms, ` +
           `p99 ${Math.round(p99)} ms, max ${Math.round(max)} ms over ${latencies.length}`,
       );
-      assert.ok(max < ON_TIME_MS, `victim push took ${Math.round(max)} ms (limit ${ON_TIME_MS})`);
+      assert.ok(
+        max < ON_TIME_MS,
+        `victim push took ${Math.round(max)} ms, time without a CPU excluded (limit ${ON_TIME_MS})`,
+      );
       // The victim still works, and is the only stream left.
       assert.ok((await timedPush(f, victim, version++)) < ON_TIME_MS);
       const deadline = Date.now() + 3000;
@@ -373,7 +395,10 @@ for (const protocol of ['sotw', 'delta'] as const) {
         `hostile-${protocol}: ${streams} streams; ended ${JSON.stringify(Object.fromEntries(ends))}; ` +
           `victim push p50 ${Math.round(latencies[10] ?? Number.NaN)} ms, max ${Math.round(max)} ms`,
       );
-      assert.ok(max < ON_TIME_MS, `victim push took ${Math.round(max)} ms under attack`);
+      assert.ok(
+        max < ON_TIME_MS,
+        `victim push took ${Math.round(max)} ms under attack, time without a CPU excluded`,
+      );
       // Repeating it is what a stream may not do: the rate limit ends it, with a message naming the limit.
       assert.ok(rateLimited(), `hostile streams ended by a rate limit: ${JSON.stringify([...ends.keys()])}`);
     });
