@@ -15,7 +15,7 @@ import { randomBytes, X509Certificate } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
 import { ENVOY_NEWEST, ENVOY_OLDEST } from '../support/envoy-bin.js';
 import { bookstoreSplit } from '../support/kube.js';
-import { eventually } from '../support/kube-registry-fixture.js';
+import { eventually, httpTrafficTargetBody } from '../support/kube-registry-fixture.js';
 import type { RunningPod } from '../support/pod-runner.js';
 import { sleep } from '../support/processes.js';
 import {
@@ -297,16 +297,14 @@ describe('real Envoy sidecars through the real admission chain', { skip, timeout
       metadata: { name: 'admin-routes', namespace: mesh.namespace },
       spec: { matches: [{ name: 'admin', pathRegex: '/admin', methods: ['GET'] }] },
     });
-    const grant = {
-      apiVersion: 'access.smi-spec.io/v1alpha3',
-      kind: 'TrafficTarget',
-      metadata: { name: 'bookbuyer-admin', namespace: mesh.namespace },
-      spec: {
-        destination: { kind: 'ServiceAccount', name: 'bookstore', namespace: mesh.namespace },
-        sources: [{ kind: 'ServiceAccount', name: 'bookbuyer', namespace: mesh.namespace }],
-        rules: [{ kind: 'HTTPRouteGroup', name: 'admin-routes', matches: ['admin'] }],
-      },
-    };
+    const grant = httpTrafficTargetBody({
+      namespace: mesh.namespace,
+      name: 'bookbuyer-admin',
+      destination: 'bookstore',
+      source: [mesh.namespace, 'bookbuyer'],
+      routeGroup: 'admin-routes',
+      matches: ['admin'],
+    });
     await mesh.apply('access.smi-spec.io', 'v1alpha3', 'traffictargets', grant);
     await eventually(
       'bookbuyer granted /admin',
