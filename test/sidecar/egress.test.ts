@@ -20,6 +20,7 @@ import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { run } from '../support/pod-network.js';
 import { type RunningPod, until } from '../support/pod-runner.js';
+import { sleep } from '../support/processes.js';
 import { HTTP_PORT, type PodSpec, SERVICE_CIDR, SidecarMesh, sidecarSuiteSkipReason } from './mesh.js';
 
 const sfx = randomBytes(3).toString('hex');
@@ -42,6 +43,34 @@ const req = http.get(${JSON.stringify(url)}, { headers: { host: ${JSON.stringify
   let body = ''; res.on('data', (d) => (body += d)); res.on('end', () => console.log(JSON.stringify({ status: res.statusCode, body })));
 });
 req.on('error', (e) => console.log(JSON.stringify({ error: e.code || e.message })));`;
+
+/**
+ * GETs `url` with Host `host` every 200 ms over one kept-alive connection (an Agent with one
+ * socket) until a 200 follows a 403, or 45 s; one JSON line: each change of status with its
+ * time, and how many connections the Agent opened.
+ */
+const KEEPALIVE_UNTIL_ALLOWED = (host: string, url: string) => `
+const http = require('node:http');
+const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
+const sockets = new Set(); const seen = []; const t0 = Date.now();
+const get = () => new Promise((resolve) => {
+  const req = http.get(${JSON.stringify(url)}, { agent, headers: { host: ${JSON.stringify(host)} }, timeout: 5000 }, (res) => {
+    res.resume(); res.on('end', () => resolve(res.statusCode));
+  });
+  req.on('socket', (s) => sockets.add(s));
+  req.on('timeout', () => req.destroy(new Error('timeout')));
+  req.on('error', (e) => resolve(e.code || e.message));
+});
+(async () => {
+  for (;;) {
+    const status = await get();
+    if (seen.at(-1)?.status !== status) seen.push({ status, ms: Date.now() - t0 });
+    if ((status === 200 && seen.some((x) => x.status === 403)) || Date.now() - t0 > 45000) break;
+    await new Promise((r) => setTimeout(r, 200));
+  }
+  console.log(JSON.stringify({ seen, connections: sockets.size }));
+  agent.destroy();
+})();`;
 
 /** `sni` other than `host`: the CA still verifies the chain, the name check is off (only Envoy may refuse it). */
 const TLS_CONNECT = (ca: string, host: string, port: number, sni = host) => `
@@ -120,6 +149,15 @@ describe('egress through real Envoy sidecars', { skip, timeout: 420_000 }, () =>
     return r.verdict;
   };
 
+  /** Creates or replaces an Egress whose source is buyer. */
+  const egress = (name: string, spec: Record<string, unknown>) =>
+    mesh.apply('policy.skein.dev', 'v1alpha1', 'egresses', {
+      apiVersion: 'policy.skein.dev/v1alpha1',
+      kind: 'Egress',
+      metadata: { name, namespace: mesh.namespace },
+      spec: { sources: [{ kind: 'ServiceAccount', name: 'buyer', namespace: mesh.namespace }], ...spec },
+    });
+
   before(async () => {
     mesh = await SidecarMesh.start(`eg${sfx}`);
     await mesh.setMeshConfig({ traffic: { permissive: false } });
@@ -171,14 +209,6 @@ describe('egress through real Envoy sidecars', { skip, timeout: 420_000 }, () =>
     for (const name of [PLAIN, SECURE, 'other.outside.test']) mesh.outsideHosts.set(name, outsideIp);
 
     for (const sa of ['buyer', 'thief']) await mesh.createServiceAccount(sa);
-    const src = [{ kind: 'ServiceAccount', name: 'buyer', namespace: mesh.namespace }];
-    const egress = (name: string, spec: Record<string, unknown>) =>
-      mesh.apply('policy.skein.dev', 'v1alpha1', 'egresses', {
-        apiVersion: 'policy.skein.dev/v1alpha1',
-        kind: 'Egress',
-        metadata: { name, namespace: mesh.namespace },
-        spec: { sources: src, ...spec },
-      });
     await egress('plain', { hosts: [PLAIN], ports: [{ number: HTTP_EGRESS, protocol: 'http' }] });
     await egress('secure', { hosts: [SECURE], ports: [{ number: TLS_EGRESS, protocol: 'https' }] });
     await egress('smtp', {
@@ -237,6 +267,34 @@ describe('egress through real Envoy sidecars', { skip, timeout: 420_000 }, () =>
     assert.equal(await policy('buyer', `http://${PLAIN}/hello`), 'ALLOWED');
     assert.equal(await policy('buyer', 'http://other.outside.test/'), 'DENIED');
     assert.equal(await policy('thief', `http://${PLAIN}/hello`), 'DENIED');
+  });
+
+  test('http: an Egress added reaches a connection the app keeps open: a host denied on it is then answered over it', async () => {
+    // The allowed hosts are on the egress route config (RDS), which Envoy applies to open
+    // connections; in the chain's RBAC filter, a changed chain kept the app's kept-alive
+    // connection on the old host list until Envoy drained it.
+    const OTHER = 'other.outside.test';
+    const result = script(buyer, KEEPALIVE_UNTIL_ALLOWED(OTHER, `http://${PLAIN}/`));
+    // The script's first calls are denied on its connection before the Egress exists.
+    await sleep(2000);
+    await egress('other', { hosts: [OTHER], ports: [{ number: HTTP_EGRESS, protocol: 'http' }] });
+    try {
+      const r = (await result) as { seen?: { status: number | string; ms: number }[]; connections?: number };
+      const statuses = (r.seen ?? []).map((x) => x.status);
+      assert.equal(statuses[0], 403, JSON.stringify(r));
+      assert.equal(statuses.at(-1), 200, JSON.stringify(r));
+      assert.equal(r.connections, 1, `one connection throughout: ${JSON.stringify(r)}`);
+    } finally {
+      await mesh.api.request(
+        'DELETE',
+        `/apis/policy.skein.dev/v1alpha1/namespaces/${mesh.namespace}/egresses/other`,
+      );
+    }
+    // Removed again: the host is denied again (the later tests count on it).
+    await until('other.outside.test denied again', async () => {
+      const r = await script(buyer, HTTP_GET(OTHER, `http://${OTHER}/`));
+      return r['status'] === 403;
+    });
   });
 
   test('https: SNI allowed → the server CA-verified end to end; thief closed (outbound_denied)', async () => {
@@ -327,16 +385,10 @@ describe('egress through real Envoy sidecars', { skip, timeout: 420_000 }, () =>
       metadata: { name: 'plain-hello', namespace: mesh.namespace },
       spec: { matches: [{ name: 'hello', pathRegex: '/hello(/.*)?', methods: ['GET'] }] },
     });
-    await mesh.apply('policy.skein.dev', 'v1alpha1', 'egresses', {
-      apiVersion: 'policy.skein.dev/v1alpha1',
-      kind: 'Egress',
-      metadata: { name: 'plain', namespace: mesh.namespace },
-      spec: {
-        sources: [{ kind: 'ServiceAccount', name: 'buyer', namespace: mesh.namespace }],
-        hosts: [PLAIN],
-        ports: [{ number: HTTP_EGRESS, protocol: 'http' }],
-        matches: [{ apiGroup: 'specs.smi-spec.io/v1alpha4', kind: 'HTTPRouteGroup', name: 'plain-hello' }],
-      },
+    await egress('plain', {
+      hosts: [PLAIN],
+      ports: [{ number: HTTP_EGRESS, protocol: 'http' }],
+      matches: [{ apiGroup: 'specs.smi-spec.io/v1alpha4', kind: 'HTTPRouteGroup', name: 'plain-hello' }],
     });
     const upstream = async () => {
       const k = 'cluster.plain.outside.test_80.upstream_rq_total';

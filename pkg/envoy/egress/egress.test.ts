@@ -70,11 +70,32 @@ test('http egress: RBAC on the Host header, routes from the HTTPRouteGroup, a ST
   const chain = byNameIn(list(outbound(mesh, 'bookbuyer-1'), 'filter_chains'), 'egress_http_80');
   const hcm = at(list(chain, 'filters')[0], 'typed_config');
   assert.equal(at(hcm, 'stat_prefix'), 'egress_80');
+  // The filter's own config denies all (a Host no virtual host names); the allowed hosts are
+  // on the route config, so an Egress change reaches open connections over RDS.
   const rbac = at(byNameIn(list(hcm, 'http_filters'), 'envoy.filters.http.rbac'), 'typed_config');
   assert.equal(at(rbac, 'rules_stat_prefix'), 'egress');
+  assert.deepEqual(at(rbac, 'rules'), { action: 0, policies: {} });
+  assert.ok(!JSON.stringify(chain).includes('api.example.com'), 'no host in the chain');
   const route = named(gen(sidecarRdsGenerator, mesh, 'bookbuyer-1'), 'rds-egress.80');
   const vh = list(route, 'virtual_hosts')[0];
   assert.deepEqual(at(vh, 'domains'), ['api.example.com', 'api.example.com:80']);
+  const perRoute = at(vh, 'typed_per_filter_config', 'envoy.filters.http.rbac');
+  assert.equal(
+    at(perRoute, '@type'),
+    'type.googleapis.com/envoy.extensions.filters.http.rbac.v3.RBACPerRoute',
+  );
+  assert.deepEqual(at(perRoute, 'rbac', 'rules', 'policies', 'egress-hosts', 'permissions'), [
+    {
+      or_rules: {
+        rules: [
+          { header: { name: ':authority', string_match: { exact: 'api.example.com', ignore_case: true } } },
+          {
+            header: { name: ':authority', string_match: { exact: 'api.example.com:80', ignore_case: true } },
+          },
+        ],
+      },
+    },
+  ]);
   const routes = list(vh, 'routes');
   assert.equal(at(routes[0], 'route', 'cluster'), 'api.example.com:80');
   assert.equal(at(routes[0], 'match', 'safe_regex', 'regex'), '(?:/v1/.*).*');

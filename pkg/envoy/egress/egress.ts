@@ -5,7 +5,10 @@
 //           http_inspector's protocols; an RBAC filter lets only the allowed
 //           Host headers through (the rest: 403, `http.egress_<port>.rbac.egress.denied`),
 //           routes by Host to a STRICT_DNS cluster per host:port, so a request
-//           goes to the host it names, whatever address the app dialled.
+//           goes to the host it names, whatever address the app dialled. The
+//           allowed hosts are on the route config (RDS), the RBAC policy on each
+//           host's virtual host: an Egress change reaches the app's open
+//           connections (rbac/rbac.ts, INBOUND_HTTP_RBAC_FILTER, says why).
 // - https:  a chain on port + SNI (tls_inspector) (+ addresses) → tcp_proxy to
 //           ORIGINAL_DST (no TLS origination: the app's own TLS to the host).
 // - tcp:    a chain on port + addresses → tcp_proxy to ORIGINAL_DST.
@@ -28,8 +31,10 @@ import type {
   Policy,
   RouteConfiguration,
   RouteMatch,
+  TypedAny,
 } from '../api/envoy.js';
 import { DiscoveryType, RbacAction } from '../common/enums.js';
+import { deepFreeze } from '../common/freeze.js';
 import { localReplyBody } from '../common/local-reply.js';
 import { AnyType, adsConfigSource, durationSeconds, ExtName, socketAddress, typed } from '../common/xds.js';
 import { BLACKHOLE_CLUSTER, PASSTHROUGH_CLUSTER } from '../names.js';
@@ -79,25 +84,40 @@ function authorityMatchers(host: string, port: number): EnvoyTypeMatcher$StringM
   ];
 }
 
-/** RBAC (ALLOW) admitting only the port's allowed Host headers; an empty list denies all. */
-function hostRbac(p: EgressHttpPort): HttpFilter {
-  const permissions = p.hosts.flatMap((h) =>
-    authorityMatchers(h.host, p.port).map((m) => ({ header: { name: ':authority', string_match: m } })),
-  );
-  const policies: { [name: string]: Policy } = {};
-  if (permissions.length > 0) {
-    policies['egress-hosts'] = {
+// Envoy appends a dot: http.egress_<port>.rbac.egress.allowed / .denied
+const EGRESS_RULES_STAT_PREFIX = 'egress';
+
+/**
+ * The egress HCM's RBAC filter: it denies every request by itself, so a Host
+ * that no virtual host of the route config names gets the 403; each allowed
+ * host's virtual host overrides it (hostRbacPerRoute).
+ */
+const EGRESS_RBAC_FILTER: HttpFilter = deepFreeze({
+  name: ExtName.HttpRbac,
+  typed_config: typed(AnyType.HttpRbac, {
+    rules: { action: RbacAction.ALLOW, policies: {} },
+    rules_stat_prefix: EGRESS_RULES_STAT_PREFIX,
+  }),
+});
+
+/** A virtual host's RBAC: ALLOW its own host's `:authority` values, nothing else. */
+function hostRbacPerRoute(
+  host: string,
+  port: number,
+): Record<string, TypedAny<typeof AnyType.HttpRbacPerRoute>> {
+  const permissions = authorityMatchers(host, port).map((m) => ({
+    header: { name: ':authority', string_match: m },
+  }));
+  const policies: { [name: string]: Policy } = {
+    'egress-hosts': {
       permissions: [{ or_rules: { rules: permissions } }],
       // The chain is this proxy's own outbound traffic, so who calls is settled; only the host is checked.
       principals: [EVERY_PEER],
-    };
-  }
+    },
+  };
   return {
-    name: ExtName.HttpRbac,
-    typed_config: typed(AnyType.HttpRbac, {
-      rules: { action: RbacAction.ALLOW, policies },
-      // Envoy appends a dot: http.egress_<port>.rbac.egress.allowed / .denied
-      rules_stat_prefix: 'egress',
+    [ExtName.HttpRbac]: typed(AnyType.HttpRbacPerRoute, {
+      rbac: { rules: { action: RbacAction.ALLOW, policies }, rules_stat_prefix: EGRESS_RULES_STAT_PREFIX },
     }),
   };
 }
@@ -121,7 +141,7 @@ function httpChain(p: EgressHttpPort): FilterChain {
     stat_prefix: `egress_${p.port}`,
     rds: { route_config_name: egressRouteConfigName(p.port), config_source: adsConfigSource() },
     // The router must be the last HTTP filter.
-    http_filters: [hostRbac(p), { name: ExtName.Router, typed_config: typed(AnyType.Router) }],
+    http_filters: [EGRESS_RBAC_FILTER, { name: ExtName.Router, typed_config: typed(AnyType.Router) }],
     local_reply_config: deniedReply(p.port),
   });
   return {
@@ -234,7 +254,10 @@ function routeMatch(m: HTTPMatch): RouteMatch {
   return match;
 }
 
-/** `rds-egress.<port>`: a virtual host per allowed host (`host`, `host:port`), routes from its HTTPRouteGroups. */
+/**
+ * `rds-egress.<port>`: a virtual host per allowed host (`host`, `host:port`), routes from its
+ * HTTPRouteGroups, and the RBAC that admits that host (the filter's own config denies all).
+ */
 export function egressRouteConfig(p: EgressHttpPort): RouteConfiguration {
   return {
     name: egressRouteConfigName(p.port),
@@ -248,7 +271,12 @@ export function egressRouteConfig(p: EgressHttpPort): RouteConfiguration {
               // A request no HTTPRouteGroup match allows: 403 (the local reply says why), not 404.
               { match: { prefix: '/' }, direct_response: { status: 403 } },
             ];
-      return { name: `egress|${h.host}:${p.port}`, domains: [h.host, `${h.host}:${p.port}`], routes };
+      return {
+        name: `egress|${h.host}:${p.port}`,
+        domains: [h.host, `${h.host}:${p.port}`],
+        routes,
+        typed_per_filter_config: hostRbacPerRoute(h.host, p.port),
+      };
     }),
   };
 }
