@@ -15,6 +15,7 @@ import type { MeshView } from '../../catalog/types.js';
 import { buildMeshView, egressRulesOf, policyProblems } from '../../catalog/view.js';
 import { DEFAULT_MESH_NAME } from '../../mesh/constants.js';
 import type { MeshConfig } from '../../model/objects.js';
+import { encodeMessage } from '../../xds/proto/codec.js';
 import { sidecarCdsGenerator } from '../cds/sidecar.js';
 import { sidecarLdsGenerator } from '../lds/sidecar.js';
 import { sidecarRdsGenerator } from '../rds/sidecar.js';
@@ -105,6 +106,37 @@ test('http egress: RBAC on the Host header, routes from the HTTPRouteGroup, a ST
   assert.equal(at(dns, 'type'), 1);
   assert.ok(clusters.some((r) => r.name === 'passthrough-outbound'));
   assert.ok(!gen(sidecarCdsGenerator, mesh, 'bookthief-1').some((r) => r.name === 'api.example.com:80'));
+});
+
+test('an Egress host added changes the egress route config and clusters, not the outbound listener', () => {
+  // The hosts are on the route config (RDS), so the change reaches kept-alive connections; a
+  // listener with other bytes would be a changed chain that keeps them on the old hosts.
+  const more = egress('bookbuyer', 'api-v2', {
+    sources: [{ kind: 'ServiceAccount', name: 'bookbuyer', namespace: 'bookbuyer' }],
+    hosts: ['api-v2.example.com'],
+    ports: [{ number: 80, protocol: 'http' }],
+  });
+  const bytes = (mesh: MeshView, g: typeof sidecarLdsGenerator, name: string) => {
+    const r = gen(g, mesh, 'bookbuyer-1').find((x) => x.name === name);
+    assert.ok(r, name);
+    return Buffer.from(encodeMessage(r.typeUrl, r.message)).toString('base64');
+  };
+  const before = egressMesh();
+  const after = egressMesh([more]);
+  assert.equal(
+    bytes(after, sidecarLdsGenerator, 'outbound-listener'),
+    bytes(before, sidecarLdsGenerator, 'outbound-listener'),
+  );
+  assert.notEqual(
+    bytes(after, sidecarRdsGenerator, 'rds-egress.80'),
+    bytes(before, sidecarRdsGenerator, 'rds-egress.80'),
+  );
+  const hosts = (mesh: MeshView) =>
+    list(named(gen(sidecarRdsGenerator, mesh, 'bookbuyer-1'), 'rds-egress.80'), 'virtual_hosts').map((v) =>
+      at(v, 'name'),
+    );
+  assert.deepEqual(hosts(after), ['egress|api-v2.example.com:80', 'egress|api.example.com:80']);
+  assert.ok(gen(sidecarCdsGenerator, after, 'bookbuyer-1').some((r) => r.name === 'api-v2.example.com:80'));
 });
 
 test('identities with the same Egress rules share one plan and one listener message', () => {
