@@ -129,7 +129,7 @@ export function buildGraph(src: GraphSources): MeshGraph {
   for (const dst of services.values()) {
     for (const port of dst.ports) {
       for (const rule of port.rules) {
-        if (rule.sources === 'any') continue; // permissive: said once, not drawn
+        if (rule.sources === 'any') continue; // 'any': permissive mode's every-source value (said once, not drawn), not a TypeScript any
         for (const source of rule.sources) {
           for (const from of sourceNodes(source)) {
             const id = `allow:${from}->${dst.id}`;

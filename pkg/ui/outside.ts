@@ -34,7 +34,7 @@ export interface OutsideGraph {
   edges: GraphEdge[];
 }
 
-const ANY_ID = 'ext:any';
+const ANY_ID = 'ext:any'; // the id of the any-address external node, not a TypeScript any
 
 function cidr(r: IpRange): string {
   return `${r.address}/${r.prefixLen}`;
