@@ -13,24 +13,6 @@ export interface ClusterDns {
   close(): Promise<void>;
   /** Queries answered so far, by outcome (for test diagnostics). */
   readonly counts: Record<'answered' | 'nxdomain' | 'empty', number>;
-  /**
-   * The last queries from `source` (an IP), oldest first, with when each arrived and
-   * was answered: a test whose call timed out in its name lookup shows whether the
-   * lookup's queries reached the stand-in and were answered.
-   */
-  queriesFrom(source: string, sinceMs?: number): DnsQueryRecord[];
-}
-
-export interface DnsQueryRecord {
-  /** Wall-clock ms when the stand-in read the query. */
-  at: number;
-  port: number;
-  id: number;
-  name: string;
-  type: number;
-  /** ms from reading the query to sending the answer; undefined if none was sent. */
-  answeredAfterMs?: number;
-  rcode?: number;
 }
 
 const TYPE_A = 1;
@@ -38,8 +20,6 @@ const CLASS_IN = 1;
 const RCODE_NXDOMAIN = 3;
 const TTL_S = 5;
 const CACHE_MS = 1000;
-/** Queries kept for queriesFrom (a call every 10 ms makes ~800 queries a second). */
-const LOG_SIZE = 16_384;
 
 interface Question {
   labels: string[];
@@ -161,26 +141,15 @@ export async function startClusterDns(
     return reply(msg, q, 0, addresses);
   };
 
-  const log: (DnsQueryRecord & { source: string })[] = [];
   const socket: Socket = createSocket('udp4');
   socket.on('message', (msg, rinfo) => {
     const t0 = Date.now();
-    const q = parseQuestion(msg);
-    const record: DnsQueryRecord & { source: string } = {
-      source: rinfo.address,
-      at: t0,
-      port: rinfo.port,
-      id: msg.length >= 2 ? msg.readUInt16BE(0) : -1,
-      name: q?.labels.join('.') ?? '(unparsable)',
-      type: q?.type ?? -1,
-    };
-    log.push(record);
-    if (log.length > LOG_SIZE) log.splice(0, log.length - LOG_SIZE);
     void answer(msg).then((out) => {
       // A resolver waits 5 s (glibc's timeout) for an answer that comes late: say so in the log.
       const ms = Date.now() - t0;
       if (ms > 500) {
-        process.stderr.write(`cluster-dns: ${record.name} type ${record.type} answered after ${ms} ms\n`);
+        const q = parseQuestion(msg);
+        process.stderr.write(`cluster-dns: ${q?.labels.join('.')} type ${q?.type} answered after ${ms} ms\n`);
       }
       if (!out) return;
       socket.send(out, rinfo.port, rinfo.address, (err) => {
@@ -188,10 +157,6 @@ export async function startClusterDns(
           process.stderr.write(
             `cluster-dns: answer to ${rinfo.address}:${rinfo.port} not sent: ${err.message}\n`,
           );
-        else {
-          record.answeredAfterMs = Date.now() - t0;
-          record.rcode = out.readUInt16BE(2) & 0xf;
-        }
       });
     });
   });
@@ -201,8 +166,6 @@ export async function startClusterDns(
   });
   return {
     counts,
-    queriesFrom: (source, sinceMs = 0) =>
-      log.filter((r) => r.source === source && r.at >= sinceMs).map(({ source: _, ...r }) => r),
     close: () => new Promise<void>((resolve) => socket.close(() => resolve())),
   };
 }

@@ -18,7 +18,7 @@ import path from 'node:path';
 import { promisify } from 'node:util';
 import { keepLogFiles } from './child-logs.js';
 import { CLUSTER_BIN_DIR, KUBERNETES_SERVICE_IP, TestCluster } from './cluster.js';
-import { type ClusterDns, type DnsQueryRecord, startClusterDns } from './cluster-dns.js';
+import { type ClusterDns, startClusterDns } from './cluster-dns.js';
 import { type Component, spawnComponent } from './component.js';
 import {
   cleanupNodeHost,
@@ -176,11 +176,6 @@ export class NodeCluster {
   private stopped = false;
   /** How long start() took, per step (for the suite's notes). */
   readonly timings: Record<string, number> = {};
-
-  /** The DNS stand-in's last queries from a pod IP (see ClusterDns.queriesFrom). */
-  dnsQueriesFrom(ip: string, sinceMs?: number): DnsQueryRecord[] {
-    return this.dns?.queriesFrom(ip, sinceMs) ?? [];
-  }
   cluster!: TestCluster;
 
   private constructor(private readonly opts: TestNodeOptions) {}
