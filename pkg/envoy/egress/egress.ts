@@ -24,7 +24,6 @@ import type {
   FilterChain,
   FilterChainMatch,
   HeaderMatcher,
-  HttpFilter,
   Listener$Filter,
   ListenerFilter,
   LocalReplyConfig,
@@ -34,11 +33,16 @@ import type {
   TypedAny,
 } from '../api/envoy.js';
 import { DiscoveryType, RbacAction } from '../common/enums.js';
-import { deepFreeze } from '../common/freeze.js';
 import { localReplyBody } from '../common/local-reply.js';
 import { AnyType, adsConfigSource, durationSeconds, ExtName, socketAddress, typed } from '../common/xds.js';
 import { BLACKHOLE_CLUSTER, PASSTHROUGH_CLUSTER } from '../names.js';
-import { EVERY_PEER, headerRegexToSafeRegex, pathRegexToSafeRegex } from '../rbac/rbac.js';
+import {
+  denyAllRbacFilter,
+  EVERY_PEER,
+  headerRegexToSafeRegex,
+  pathRegexToSafeRegex,
+  rbacPerRoute,
+} from '../rbac/rbac.js';
 import type { EgressDnsCluster, EgressHttpPort, EgressPlan } from './plan.js';
 
 /** Stat prefix and chain name of what an egress port refuses. */
@@ -88,17 +92,11 @@ function authorityMatchers(host: string, port: number): EnvoyTypeMatcher$StringM
 const EGRESS_RULES_STAT_PREFIX = 'egress';
 
 /**
- * The egress HCM's RBAC filter: it denies every request by itself, so a Host
- * that no virtual host of the route config names gets the 403; each allowed
- * host's virtual host overrides it (hostRbacPerRoute).
+ * The egress HCM's RBAC filter denies every request by itself, so a Host that
+ * no virtual host of the route config names gets the 403; each allowed host's
+ * virtual host overrides it (hostRbacPerRoute).
  */
-const EGRESS_RBAC_FILTER: HttpFilter = deepFreeze({
-  name: ExtName.HttpRbac,
-  typed_config: typed(AnyType.HttpRbac, {
-    rules: { action: RbacAction.ALLOW, policies: {} },
-    rules_stat_prefix: EGRESS_RULES_STAT_PREFIX,
-  }),
-});
+const EGRESS_RBAC_FILTER = denyAllRbacFilter(EGRESS_RULES_STAT_PREFIX);
 
 /** A virtual host's RBAC: ALLOW its own host's `:authority` values, nothing else. */
 function hostRbacPerRoute(
@@ -115,11 +113,7 @@ function hostRbacPerRoute(
       principals: [EVERY_PEER],
     },
   };
-  return {
-    [ExtName.HttpRbac]: typed(AnyType.HttpRbacPerRoute, {
-      rbac: { rules: { action: RbacAction.ALLOW, policies }, rules_stat_prefix: EGRESS_RULES_STAT_PREFIX },
-    }),
-  };
+  return rbacPerRoute({ action: RbacAction.ALLOW, policies }, EGRESS_RULES_STAT_PREFIX);
 }
 
 function deniedReply(port: number): LocalReplyConfig {

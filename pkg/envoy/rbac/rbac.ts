@@ -113,35 +113,52 @@ export function httpRbacFilter(rules: readonly InboundRule[], trustDomain: strin
 }
 
 /**
- * The RBAC filter of a sidecar's inbound HTTP connection manager. It holds no
- * policy of its own (ALLOW with no policies: it denies all) and is overridden by
- * the policy on the route config's virtual host (inboundRbacPerRoute): the route
- * config comes over RDS, whose updates the HCM applies to connections already
- * open, where a changed filter chain keeps serving its open connections with the
- * old policy until they are drained (Envoy's listener drain, up to --drain-time-s).
- * So a TrafficTarget added or removed holds for the next request on every
- * connection, and a route config left without the override still denies.
+ * An RBAC HTTP filter that holds no policy of its own (ALLOW with no policies:
+ * it denies all), for an HCM whose route config carries the policy on its
+ * virtual hosts (rbacPerRoute). The route config comes over RDS, whose updates
+ * the HCM applies to connections already open, where a changed filter chain
+ * keeps serving its open connections with the old policy until they are
+ * drained (Envoy's listener drain, up to --drain-time-s). So a policy added or
+ * removed holds for the next request on every connection, and a request no
+ * virtual host overrides for (no route, or a route config without it) is denied.
+ * `rulesStatPrefix`: Envoy's `rules_stat_prefix` (stats `<hcm>.rbac.<prefix>.*`).
  */
-export const INBOUND_HTTP_RBAC_FILTER: HttpFilter = deepFreeze({
-  name: ExtName.HttpRbac,
-  typed_config: typed(AnyType.HttpRbac, { rules: { action: RbacAction.ALLOW, policies: {} } }),
-});
+export function denyAllRbacFilter(rulesStatPrefix?: string): HttpFilter {
+  return deepFreeze({
+    name: ExtName.HttpRbac,
+    typed_config: typed(AnyType.HttpRbac, {
+      rules: { action: RbacAction.ALLOW, policies: {} },
+      ...(rulesStatPrefix === undefined ? {} : { rules_stat_prefix: rulesStatPrefix }),
+    }),
+  });
+}
+
+/** The RBAC filter of a sidecar's inbound HTTP connection manager; the SMI policy is on its route config. */
+export const INBOUND_HTTP_RBAC_FILTER: HttpFilter = denyAllRbacFilter();
 
 /**
- * `typed_per_filter_config` of an inbound virtual host: its service port's SMI
- * policy for the HCM's RBAC filter. RBACPerRoute replaces the filter's own
- * config for the routes under it (the most specific per-filter config wins;
- * routes that carry only a rate limit fall back to the virtual host's).
+ * `typed_per_filter_config` of a virtual host (or route) for the HCM's RBAC
+ * filter: `rules` replace the filter's own config for the routes under it (the
+ * most specific per-filter config wins, so routes that carry only a rate limit
+ * fall back to the virtual host's).
  */
+export function rbacPerRoute(
+  rules: ConfigRbac$RBAC,
+  rulesStatPrefix?: string,
+): Record<string, TypedAny<typeof AnyType.HttpRbacPerRoute>> {
+  return {
+    [ExtName.HttpRbac]: typed(AnyType.HttpRbacPerRoute, {
+      rbac: { rules, ...(rulesStatPrefix === undefined ? {} : { rules_stat_prefix: rulesStatPrefix }) },
+    }),
+  };
+}
+
+/** An inbound virtual host's RBAC: its service port's SMI policy (`rules` of every service port behind it). */
 export function inboundRbacPerRoute(
   rules: readonly InboundRule[],
   trustDomain: string,
 ): Record<string, TypedAny<typeof AnyType.HttpRbacPerRoute>> {
-  return {
-    [ExtName.HttpRbac]: typed(AnyType.HttpRbacPerRoute, {
-      rbac: { rules: rbacRules(rules, trustDomain, true) },
-    }),
-  };
+  return rbacPerRoute(rbacRules(rules, trustDomain, true));
 }
 
 /** `envoy.filters.network.rbac` for an inbound TCP filter chain. */
