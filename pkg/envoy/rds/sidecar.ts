@@ -13,7 +13,13 @@ import type { UpstreamSetting } from '../../catalog/upstream.js';
 import { type RetryTable, retryTableOf, upstreamSettings } from '../../catalog/view.js';
 import type { Route, RouteAction, RouteConfiguration, VirtualHost } from '../api/envoy.js';
 import { withHashPolicy } from '../common/hash.js';
-import { type InboundPort, inboundPorts, inboundRouteConfigOf, isHttpLike } from '../common/inbound.js';
+import {
+  type InboundPort,
+  inboundPorts,
+  inboundRouteConfigOf,
+  inboundRulesOf,
+  isHttpLike,
+} from '../common/inbound.js';
 import { IdentityMemo, NONE } from '../common/memo.js';
 import {
   byName,
@@ -231,7 +237,7 @@ function routeConfigBuilders(
     const key = `${name}|${p.port.port}|${mesh.trustDomain}`;
     builders.set(name, () =>
       inboundConfigs.get([p.service, limits ?? NONE, ...rules], key, () =>
-        inboundRouteConfig(name, p, limits, rules.flat(), mesh.trustDomain),
+        inboundRouteConfig(name, p, limits, inboundRulesOf(mesh, p), mesh.trustDomain),
       ),
     );
   }
