@@ -11,12 +11,9 @@ import type {
   Any,
   FilterChain,
   FilterChainMatch,
-  HttpConnectionManager,
-  HttpFilter,
   Listener,
   Listener$Filter,
   ListenerFilter,
-  LocalReplyConfig,
   TcpProxy,
 } from '../api/envoy.js';
 import { accessLogSetting, withAccessLogs } from '../common/access-log.js';
@@ -41,7 +38,7 @@ import {
 import { httpLocalRateLimitFilter, networkLocalRateLimitFilter } from '../common/ratelimit.js';
 import { downstreamTlsSocket } from '../common/tls.js';
 import { tracingServiceName, tracingSetting, withTracing } from '../common/tracing.js';
-import { AnyType, adsConfigSource, durationSeconds, ExtName, socketAddress, typed } from '../common/xds.js';
+import { AnyType, durationSeconds, ExtName, socketAddress, typed } from '../common/xds.js';
 import { egressListenerPart, egressTlsInspector } from '../egress/egress.js';
 import { type EgressPlan, egressPlan, NO_EGRESS } from '../egress/plan.js';
 import {
@@ -59,6 +56,7 @@ import {
 } from '../names.js';
 import { INBOUND_HTTP_RBAC_FILTER, networkRbacFilter } from '../rbac/rbac.js';
 import { type Resource, type ResourceGenerator, TypeUrl } from '../types.js';
+import { httpConnectionManager, rds } from './hcm.js';
 import { type IngressChainInput, ingressChain, ingressInputs, permissivePlaintextChains } from './ingress.js';
 
 // How long the outbound listener's http_inspector may wait for a client's first bytes.
@@ -66,31 +64,6 @@ const LISTENER_FILTERS_TIMEOUT_S = 1;
 
 function listenerFilter(name: string, config: Any): ListenerFilter {
   return { name, typed_config: config };
-}
-
-/** How an HCM gets its routes: over RDS, or inline. */
-type HcmRoutes = Pick<HttpConnectionManager, 'rds' | 'route_config'>;
-
-function rds(routeConfig: string): HcmRoutes {
-  return { rds: { route_config_name: routeConfig, config_source: adsConfigSource() } };
-}
-
-function httpConnectionManager(
-  statPrefix: string,
-  routes: HcmRoutes,
-  httpFilters: HttpFilter[],
-  extra: { local_reply_config?: LocalReplyConfig } = {},
-): Listener$Filter {
-  return {
-    name: ExtName.HttpConnectionManager,
-    typed_config: typed(AnyType.HttpConnectionManager, {
-      stat_prefix: statPrefix,
-      ...routes,
-      // The router must be the last HTTP filter.
-      http_filters: [...httpFilters, { name: ExtName.Router, typed_config: typed(AnyType.Router) }],
-      ...extra,
-    }),
-  };
 }
 
 // On the inbound HCMs only the RBAC filter replies 403 itself; it names the
