@@ -2,7 +2,7 @@
 // MeshView: may a client outside the mesh (an ingress controller) reach the
 // pod, on which port and protocol, and which IngressBackend and Ingress rule
 // say so. Read from the same compiled ingress answers (catalog/ingress.ts)
-// and per-port choice (lds/ingress.ts ingressInputs) the controller turns
+// and per-port choice (envoy/common/ingress.ts ingressInputs) the controller turns
 // into the pod's inbound listener.
 import { ipInRange, parseIpRange } from '../catalog/egress.js';
 import { type HttpRequest, httpMatchAdmits, pathOnly } from '../catalog/http-match.js';
@@ -11,7 +11,7 @@ import { servedByPod } from '../catalog/services.js';
 import type { MeshView } from '../catalog/types.js';
 import { monitoredNamespaces, policyProblems } from '../catalog/view.js';
 import { type InboundPort, inboundPorts } from '../envoy/common/inbound.js';
-import { ingressInputs } from '../envoy/lds/ingress.js';
+import { ingressInputs } from '../envoy/common/ingress.js';
 import { inboundPlaintextChainName, ingressFilterChainName } from '../envoy/names.js';
 import { type Identity, identityKey } from '../mesh/identity.js';
 import type { Pod } from '../model/objects.js';

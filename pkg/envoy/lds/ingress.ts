@@ -8,10 +8,7 @@
 // protocol, then source IP (FilterChainMatch, listener_components.proto) — so
 // a plaintext ingress chain never meets the mesh's (transport `tls`), and an
 // https one wins over the mesh chain only for its source prefixes.
-import type { IngressPort } from '../../catalog/ingress.js';
 import type { LocalRateLimits } from '../../catalog/ratelimit.js';
-import type { MeshView } from '../../catalog/types.js';
-import { anyIngress, ingressPort } from '../../catalog/view.js';
 import { type Identity, identityKey } from '../../mesh/identity.js';
 import type {
   CommonTlsContext,
@@ -27,6 +24,7 @@ import type {
 } from '../api/envoy.js';
 import { ComparisonOp } from '../common/enums.js';
 import { type InboundPort, isHttpLike } from '../common/inbound.js';
+import type { IngressChainInput } from '../common/ingress.js';
 import {
   hasHttpLimits,
   httpLocalRateLimitFilter,
@@ -41,33 +39,6 @@ import {
   OWN_SERVICE_CERT,
 } from '../names.js';
 import { cidrRange, ingressRbacFilter } from '../rbac/ingress.js';
-
-/** One target port's ingress answer, with the inbound port it was found for. */
-export interface IngressChainInput {
-  port: InboundPort;
-  ingress: IngressPort;
-}
-
-/**
- * The ingress answers of a proxy's inbound ports: per target port the first
- * service (by key) that has one, since one chain per target port and
- * transport is all Envoy can tell apart for plaintext.
- */
-export function ingressInputs(mesh: MeshView, ports: readonly InboundPort[]): IngressChainInput[] {
-  // Most meshes have no ingress policy: one question for the mesh, none per port.
-  if (ports.length === 0 || !anyIngress(mesh)) return [];
-  const out: IngressChainInput[] = [];
-  const seen = new Set<string>();
-  for (const p of ports) {
-    const ingress = ingressPort(mesh, p.service.key, p.port.targetPort);
-    if (!ingress || ingress.cidrs.length === 0) continue;
-    const k = `${p.port.targetPort}|${ingress.protocol}`;
-    if (seen.has(k)) continue;
-    seen.add(k);
-    out.push({ port: p, ingress });
-  }
-  return out;
-}
 
 function inlineRoutes(
   name: string,

@@ -26,6 +26,7 @@ import {
   inboundRulesOf,
   isHttpLike,
 } from '../common/inbound.js';
+import { type IngressChainInput, ingressInputs } from '../common/ingress.js';
 import { localReplyBody } from '../common/local-reply.js';
 import { IdentityMemo, NONE } from '../common/memo.js';
 import {
@@ -57,7 +58,7 @@ import {
 import { INBOUND_HTTP_RBAC_FILTER, networkRbacFilter } from '../rbac/rbac.js';
 import { type Resource, type ResourceGenerator, TypeUrl } from '../types.js';
 import { httpConnectionManager, rds } from './hcm.js';
-import { type IngressChainInput, ingressChain, ingressInputs, permissivePlaintextChains } from './ingress.js';
+import { ingressChain, permissivePlaintextChains } from './ingress.js';
 
 // How long the outbound listener's http_inspector may wait for a client's first bytes.
 const LISTENER_FILTERS_TIMEOUT_S = 1;

@@ -8,10 +8,10 @@ import { identityKey, spiffeId } from '../../mesh/identity.js';
 import type { Secret, SubjectAltNameMatcher } from '../api/envoy.js';
 import { servableTls } from '../common/gateway.js';
 import { type InboundPort, inboundPorts, isHttpLike } from '../common/inbound.js';
+import { ingressInputs } from '../common/ingress.js';
 import { IdentityMemo } from '../common/memo.js';
 import { byName, proxyOutboundPlan } from '../common/outbound.js';
 import { uriSan } from '../common/tls.js';
-import { ingressInputs } from '../lds/ingress.js';
 import {
   INBOUND_TCP_ROOT_PREFIX,
   INGRESS_TLS_PREFIX,
