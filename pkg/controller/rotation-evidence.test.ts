@@ -17,6 +17,7 @@ function stream(id: string, sds?: { sent: string; acked?: string }): StreamStatu
       `0000000${'abcd'.indexOf(id)}-0000-4000-8000-000000000000.sidecar.web.shop.cluster.local`,
     ),
     connectedAt: '',
+    received: { requests: 0, bytes: 0 },
     types: sds
       ? {
           [TypeUrl.Secret]: {

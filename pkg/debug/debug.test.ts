@@ -31,7 +31,7 @@ function stream(
   connectedAt: string,
   types: StreamStatus['types'] = {},
 ): StreamStatus {
-  return { streamId, identity: identity(uuid), connectedAt, types };
+  return { streamId, identity: identity(uuid), connectedAt, received: { requests: 0, bytes: 0 }, types };
 }
 
 test('syncState: SYNCED, STALE, NACKED, NOT_SENT', () => {

@@ -37,6 +37,7 @@ const streams: StreamStatus[] = [
     streamId: 's1',
     identity: identity('u-store-1', 'shop', 'bookstore'),
     connectedAt: '2026-01-01T00:00:01.000Z',
+    received: { requests: 0, bytes: 0 },
     types: {
       [TypeUrl.Listener]: { subscribed: '*', sentVersion: '3', ackedVersion: '3' },
       [TypeUrl.Cluster]: { subscribed: '*', sentVersion: '2', ackedVersion: '2' },
@@ -46,6 +47,7 @@ const streams: StreamStatus[] = [
     streamId: 's2',
     identity: identity('u-store-2', 'shop', 'bookstore'),
     connectedAt: '2026-01-01T00:00:02.000Z',
+    received: { requests: 0, bytes: 0 },
     types: {
       [TypeUrl.Cluster]: { subscribed: '*', sentVersion: '2', ackedVersion: '2' },
       [TypeUrl.Listener]: {
@@ -209,7 +211,13 @@ test('buildGraph: permissive mode draws no allow edges and says so, but keeps sp
 test('buildGraph: a proxy that has been sent nothing yet, or not ACKed, is STALE', () => {
   const view = buildMeshView(shopStore(), { meshName: 'skein' });
   const fresh = (types: StreamStatus['types']): StreamStatus[] => [
-    { streamId: 's9', identity: identity('u-store-1', 'shop', 'bookstore'), connectedAt: 'x', types },
+    {
+      streamId: 's9',
+      identity: identity('u-store-1', 'shop', 'bookstore'),
+      connectedAt: 'x',
+      received: { requests: 0, bytes: 0 },
+      types,
+    },
   ];
   const stateOf = (s: StreamStatus[]) =>
     buildGraph({ meshName: 'skein', view, streams: s }).services[1]?.proxies[0]?.state;

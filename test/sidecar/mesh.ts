@@ -85,6 +85,14 @@ export const HTTP_PORT = 8080;
 export const GRPC_PORT = 9090;
 export const TCP_PORT = 7070;
 
+/** What the tests read of one `/debug/proxies` entry. */
+export interface DebugStream {
+  streamId: string;
+  pod?: { name: string };
+  protocol?: string;
+  received?: { requests: number; bytes: number };
+}
+
 export class SidecarMesh {
   private readonly services = new Map<string, string>();
   /** Names outside the mesh (egress destinations): name → address, in every pod's /etc/hosts. */
@@ -407,9 +415,12 @@ export class SidecarMesh {
     await this.setMeshConfig({ ...this.meshConfig, traffic: { permissive } });
   }
 
-  /** The controller's `/debug/proxies`: per stream, its pod and ADS protocol (`delta`, or absent for SotW). */
-  async debugProxies(): Promise<{ pod?: { name: string }; protocol?: string }[]> {
-    return (await this.debug('proxies')) as { pod?: { name: string }; protocol?: string }[];
+  /**
+   * The controller's `/debug/proxies`: per stream, its pod, ADS protocol (`delta`, or absent for
+   * SotW) and the request messages it received with their encoded bytes.
+   */
+  async debugProxies(): Promise<DebugStream[]> {
+    return (await this.debug('proxies')) as DebugStream[];
   }
 
   /** The controller's `/metrics` (Prometheus text). */

@@ -164,7 +164,7 @@ export function scanRequest(bytes: Uint8Array, names: NameFields, limits: Stream
  * stream ends with a status that says what was wrong (grpc-js turns a
  * throwing deserializer into INTERNAL "Error deserializing request").
  */
-export function decodeWithin<Req>(
+export function decodeWithin<Req extends { encodedBytes?: number }>(
   bytes: Uint8Array,
   names: NameFields,
   limits: StreamLimits,
@@ -173,7 +173,9 @@ export function decodeWithin<Req>(
   const refused = scanRequest(bytes, names, limits);
   if (refused !== undefined) return { refused };
   try {
-    return decode(bytes);
+    const req = decode(bytes);
+    req.encodedBytes = bytes.length;
+    return req;
   } catch (e) {
     return { refused: malformed(names.message, e instanceof Error ? e.message : String(e)) };
   }

@@ -3,6 +3,7 @@ import { describe, it } from 'node:test';
 import { status } from '@grpc/grpc-js';
 import { cluster, cn, eventually, startFixture } from '../../../test/support/xds/testing.js';
 import { TypeUrl } from '../../envoy/types.js';
+import { encodeDiscoveryRequest } from './service.js';
 
 describe('AdsServer lifecycle', () => {
   it('stop() ends connected streams, reports the disconnects and stops listening', async () => {
@@ -40,6 +41,37 @@ describe('AdsServer lifecycle', () => {
       assert.equal(connected?.cert.notAfter, notAfter);
       c.close();
       await eventually(() => [...f.server.connectedCertificates()].length === 0);
+    } finally {
+      await f.close();
+    }
+  });
+
+  it('/debug counts the request messages a stream sent and their encoded bytes', async () => {
+    const f = await startFixture();
+    try {
+      f.source.set(TypeUrl.Cluster, [cluster('a')]);
+      const c = await f.client(cn(5));
+      const first = {
+        versionInfo: '',
+        resourceNames: [],
+        typeUrl: TypeUrl.Cluster,
+        responseNonce: '',
+        node: { id: cn(5), cluster: 'x'.repeat(1000) },
+      };
+      c.send(first);
+      const res = await c.next();
+      c.ack(res);
+      const ack = {
+        versionInfo: res.versionInfo,
+        resourceNames: [],
+        typeUrl: TypeUrl.Cluster,
+        responseNonce: res.nonce,
+      };
+      const bytes = encodeDiscoveryRequest(first).length + encodeDiscoveryRequest(ack).length;
+      assert.ok(bytes > 1000);
+      await eventually(() => f.server.streams()[0]?.received.requests === 2);
+      assert.deepEqual(f.server.streams()[0]?.received, { requests: 2, bytes });
+      c.close();
     } finally {
       await f.close();
     }

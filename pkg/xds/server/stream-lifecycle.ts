@@ -101,12 +101,14 @@ export function typeStatus(
 /** Refused names logged per stream; the rest are only counted. */
 const MAX_REFUSALS_LOGGED = 5;
 
-export class StreamLifecycle<Req extends { node?: { id: string } }> {
+export class StreamLifecycle<Req extends { node?: { id: string }; encodedBytes?: number }> {
   private refusalsLogged = 0;
   private identity: ProxyIdentity | undefined;
   private connectedAt: Date | undefined;
   private nodeId: string | undefined;
   private nonceSeq = 0;
+  private requests = 0;
+  private requestBytes = 0;
   private closed = false;
   private unsubscribePush: (() => void) | undefined;
   private logger: Logger;
@@ -140,6 +142,8 @@ export class StreamLifecycle<Req extends { node?: { id: string } }> {
   /** Connects on the first request, then hands each request to `handle`; never throws. */
   receive(req: Req & { typeUrl: string }, handle: (req: Req) => void, failure: string): void {
     if (this.closed) return;
+    this.requests++;
+    this.requestBytes += req.encodedBytes ?? 0;
     try {
       if (!this.connect(req)) return;
       handle(req);
@@ -333,6 +337,7 @@ export class StreamLifecycle<Req extends { node?: { id: string } }> {
       identity: this.identity,
       connectedAt: this.connectedAt.toISOString(),
       ...(protocol !== undefined ? { protocol } : {}),
+      received: { requests: this.requests, bytes: this.requestBytes },
       types: types(),
     };
     if (this.opts.remote !== undefined) s.remote = this.opts.remote;

@@ -104,6 +104,12 @@ export interface StreamStatus {
   protocol?: 'delta';
   /** mTLS streams: the client certificate the stream was opened with (ISO times). */
   clientCert?: { notBefore: string; notAfter: string; serial: string };
+  /**
+   * The request messages this stream received and their encoded bytes (without
+   * gRPC and HTTP/2 framing): a proxy repeating its Node in every request (a
+   * bootstrap without set_node_on_first_message_only) shows here.
+   */
+  received: { requests: number; bytes: number };
   types: { [typeUrl: string]: TypeStatus };
 }
 
@@ -116,6 +122,8 @@ export interface DiscoveryRequest {
   responseNonce: string;
   /** Present on a NACK. */
   errorDetail?: { code: number; message: string };
+  /** The encoded message's size, set by the server's decoder (limits.ts decodeWithin). */
+  encodedBytes?: number;
 }
 
 /** A decoded DeltaDiscoveryRequest (Delta xDS, xDS rule 11), reduced to what the server reads. */
@@ -130,4 +138,6 @@ export interface DeltaDiscoveryRequest {
   responseNonce: string;
   /** Present on a NACK. */
   errorDetail?: { code: number; message: string };
+  /** The encoded message's size, set by the server's decoder (limits.ts decodeWithin). */
+  encodedBytes?: number;
 }
