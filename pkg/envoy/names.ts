@@ -101,6 +101,14 @@ export const PROXYLESS_CERT_PROVIDER = 'default';
 export function ingressFilterChainName(targetPort: number, protocol: 'http' | 'https'): string {
   return `ingress_${targetPort}_${protocol}`;
 }
+/**
+ * The route config of an ingress chain: the app behind it, the chain's RBAC
+ * policy (the IngressBackends' sources and the Ingress routes) and the
+ * service's rate limits, so a change to them reaches the open connections.
+ */
+export function ingressRouteConfigName(targetPort: number, protocol: 'http' | 'https'): string {
+  return `rds-ingress.${targetPort}.${protocol}`;
+}
 /** Permissive mode: plaintext from anywhere on one target port (ingress without an IngressBackend). */
 export function inboundPlaintextChainName(targetPort: number): string {
   return `inbound-plaintext_${targetPort}`;

@@ -5,12 +5,20 @@
 // (go-control-plane's ValidateAll, nested Anys included).
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import type { ProxyContext } from '../../pkg/catalog/types.js';
+import type { MeshView, ProxyContext } from '../../pkg/catalog/types.js';
 import { meshGenerators } from '../../pkg/envoy/generators.js';
 import { type GenerationContext, type Resource, TypeUrl } from '../../pkg/envoy/types.js';
 import { referencesOf } from '../support/envoy/crossref.js';
 import { fetchSidecarConfig } from '../support/envoy/fetch.js';
-import { bookstoreVariants, generationContext, POD_NAMES, proxyFor } from '../support/envoy/mesh.js';
+import { ingressObjects } from '../support/envoy/ingress.js';
+import {
+  bookstoreVariants,
+  generationContext,
+  POD_NAMES,
+  proxyFor,
+  storeOf,
+  viewOf,
+} from '../support/envoy/mesh.js';
 import { type EncodedResource, encodeResources, validateWithEnvoy } from '../support/envoy-validate.js';
 
 /** A proxyless client's view: every listener and cluster, then the routes and endpoints they name. */
@@ -28,13 +36,17 @@ function proxylessConfig(proxy: ProxyContext, ctx: GenerationContext): Resource[
 test("every generated resource of every pod passes Envoy's validation rules", async () => {
   const encoded: EncodedResource[] = [];
   const counts = { sidecar: 0, grpc: 0 };
-  for (const [mode, mesh] of bookstoreVariants()) {
+  const ingressRoutes = new Set<string>();
+  // With IngressBackends and Ingresses: http and https ingress chains and their route configs.
+  const withIngress: [string, MeshView] = ['smi+ingress', viewOf(storeOf(ingressObjects()))];
+  for (const [mode, mesh] of [...bookstoreVariants(), withIngress]) {
     const ctx = generationContext(mesh);
     for (const pod of POD_NAMES) {
       const s = fetchSidecarConfig(proxyFor(mesh, pod), ctx);
       const sidecar = [...s.listeners, ...s.routes, ...s.clusters, ...s.endpoints, ...s.secrets];
       const proxyless = proxylessConfig(proxyFor(mesh, pod, 'grpc'), ctx);
       counts.sidecar += sidecar.length;
+      for (const r of s.routes) if (r.name.startsWith('rds-ingress.')) ingressRoutes.add(r.name);
       counts.grpc += proxyless.length;
       encoded.push(...encodeResources(sidecar, `${mode} ${pod} sidecar`));
       encoded.push(...encodeResources(proxyless, `${mode} ${pod} grpc`));
@@ -51,5 +63,6 @@ test("every generated resource of every pod passes Envoy's validation rules", as
   ])
     assert.ok(types.has(`grpc ${t}`), `no proxyless ${t}`);
   assert.ok(counts.sidecar > 100 && counts.grpc > 50, JSON.stringify(counts));
+  assert.ok(ingressRoutes.has('rds-ingress.14001.https'), [...ingressRoutes].join(', '));
   assert.deepEqual(await validateWithEnvoy(encoded), []);
 });

@@ -22,6 +22,7 @@ import { run } from '../support/pod-network.js';
 import { type RunningPod, until } from '../support/pod-runner.js';
 import { sleep } from '../support/processes.js';
 import { HTTP_PORT, type PodSpec, SERVICE_CIDR, SidecarMesh, sidecarSuiteSkipReason } from './mesh.js';
+import { firstJsonLine, KEEPALIVE_UNTIL_ALLOWED } from './scripts.js';
 
 const sfx = randomBytes(3).toString('hex');
 const skip = await sidecarSuiteSkipReason();
@@ -43,34 +44,6 @@ const req = http.get(${JSON.stringify(url)}, { headers: { host: ${JSON.stringify
   let body = ''; res.on('data', (d) => (body += d)); res.on('end', () => console.log(JSON.stringify({ status: res.statusCode, body })));
 });
 req.on('error', (e) => console.log(JSON.stringify({ error: e.code || e.message })));`;
-
-/**
- * GETs `url` with Host `host` every 200 ms over one kept-alive connection (an Agent with one
- * socket) until a 200 follows a 403, or 45 s; one JSON line: each change of status with its
- * time, and how many connections the Agent opened.
- */
-const KEEPALIVE_UNTIL_ALLOWED = (host: string, url: string) => `
-const http = require('node:http');
-const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
-const sockets = new Set(); const seen = []; const t0 = Date.now();
-const get = () => new Promise((resolve) => {
-  const req = http.get(${JSON.stringify(url)}, { agent, headers: { host: ${JSON.stringify(host)} }, timeout: 5000 }, (res) => {
-    res.resume(); res.on('end', () => resolve(res.statusCode));
-  });
-  req.on('socket', (s) => sockets.add(s));
-  req.on('timeout', () => req.destroy(new Error('timeout')));
-  req.on('error', (e) => resolve(e.code || e.message));
-});
-(async () => {
-  for (;;) {
-    const status = await get();
-    if (seen.at(-1)?.status !== status) seen.push({ status, ms: Date.now() - t0 });
-    if ((status === 200 && seen.some((x) => x.status === 403)) || Date.now() - t0 > 45000) break;
-    await new Promise((r) => setTimeout(r, 200));
-  }
-  console.log(JSON.stringify({ seen, connections: sockets.size }));
-  agent.destroy();
-})();`;
 
 /** `sni` other than `host`: the CA still verifies the chain, the name check is off (only Envoy may refuse it). */
 const TLS_CONNECT = (ca: string, host: string, port: number, sni = host) => `
@@ -127,11 +100,6 @@ async function outboundConnections(pod: RunningPod): Promise<number> {
   return (await pod.envoyStats(key.replace(/\./g, '\\.'))).get(key) ?? 0;
 }
 
-function first(text: string): Record<string, unknown> {
-  const line = text.split('\n').find((l) => l.startsWith('{')) ?? '{}';
-  return JSON.parse(line) as Record<string, unknown>;
-}
-
 describe('egress through real Envoy sidecars', { skip, timeout: 420_000 }, () => {
   let mesh: SidecarMesh;
   let buyer: RunningPod;
@@ -141,7 +109,7 @@ describe('egress through real Envoy sidecars', { skip, timeout: 420_000 }, () =>
   let dir = '';
   let servers: ReturnType<typeof spawn> | undefined;
   const node = process.execPath;
-  const script = (p: RunningPod, js: string) => p.execText('app', [node, '-e', js]).then(first);
+  const script = (p: RunningPod, js: string) => p.execText('app', [node, '-e', js]).then(firstJsonLine);
   /** `skein policy check <pod> --to <url>` on the same mesh: its verdict, with the exit code to match. */
   const policy = async (from: string, url: string) => {
     const r = await mesh.policyCheck([`${mesh.namespace}/${from}`, '--to', url]);

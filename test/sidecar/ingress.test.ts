@@ -14,7 +14,9 @@ import { ENVOY_NEWEST, EnvoyProcess } from '../support/envoy-bin.js';
 import { createNamespace } from '../support/kube.js';
 import { eventually } from '../support/kube-registry-fixture.js';
 import type { RunningPod } from '../support/pod-runner.js';
+import { sleep } from '../support/processes.js';
 import { APP_IMAGE, HTTP_PORT, MeshClient, SidecarMesh, sidecarSuiteSkipReason } from './mesh.js';
+import { firstJsonLine, KEEPALIVE_UNTIL_ALLOWED } from './scripts.js';
 
 const sfx = randomBytes(3).toString('hex');
 /** The name skein puts in the ingress controller's client certificate (MeshConfig ingressGateway). */
@@ -138,6 +140,27 @@ describe('ingress into the mesh through a real Envoy sidecar', { skip, timeout: 
       metadata: { name: 'web', namespace: mesh.namespace },
       spec,
     });
+  /** Ingress `web`: host shop.example.com, the given Prefix paths to the web service. */
+  const webIngress = (paths: string[]) =>
+    mesh.apply('networking.k8s.io', 'v1', 'ingresses', {
+      apiVersion: 'networking.k8s.io/v1',
+      kind: 'Ingress',
+      metadata: { name: 'web', namespace: mesh.namespace },
+      spec: {
+        rules: [
+          {
+            host: 'shop.example.com',
+            http: {
+              paths: paths.map((path) => ({
+                path,
+                pathType: 'Prefix',
+                backend: { service: { name: 'web', port: { number: HTTP_PORT } } },
+              })),
+            },
+          },
+        ],
+      },
+    });
   // A 200 is counted with the pod that answered: only web-1 serves here.
   const ok = (o: { counts: Record<string, number> }) => (o.counts['200 web-1'] ?? 0) === 1;
   /** `skein policy check --from-ip <ip> … web-1` on the same mesh: its verdict, with the exit code to match. */
@@ -180,27 +203,7 @@ describe('ingress into the mesh through a real Envoy sidecar', { skip, timeout: 
       backends: [{ name: 'web', port: { number: HTTP_PORT, protocol: 'http' } }],
       sources: [{ kind: 'IPRange', name: `${ingressIp}/32` }],
     });
-    await mesh.apply('networking.k8s.io', 'v1', 'ingresses', {
-      apiVersion: 'networking.k8s.io/v1',
-      kind: 'Ingress',
-      metadata: { name: 'web', namespace: mesh.namespace },
-      spec: {
-        rules: [
-          {
-            host: 'shop.example.com',
-            http: {
-              paths: [
-                {
-                  path: '/books',
-                  pathType: 'Prefix',
-                  backend: { service: { name: 'web', port: { number: HTTP_PORT } } },
-                },
-              ],
-            },
-          },
-        ],
-      },
-    });
+    await webIngress(['/books']);
     // An IngressBackend alone admits every path; the two objects reach the
     // sidecar through separate watchers, so wait until both are in force.
     await eventually(
@@ -232,6 +235,37 @@ describe('ingress into the mesh through a real Envoy sidecar', { skip, timeout: 
       ],
       ['ALLOWED', 'ALLOWED', 'DENIED', 'DENIED', 'DENIED', 'DENIED'],
     );
+  });
+
+  test("an Ingress path added reaches the ingress controller's open connection: the policy is on the route config, no chain is drained", async () => {
+    // An ingress controller keeps its connections to a backend open. The chain's policy
+    // lives on its route config (rds-ingress.<port>.http), so an edit of the paths is an
+    // RDS update that the next request on the same connection meets; were it in the
+    // chain, the open connection would keep the old policy until Envoy drained it.
+    const ingressPod = edge.get('ingress')?.pod;
+    assert.ok(ingressPod);
+    const result = ingressPod
+      .execText('app', [
+        process.execPath,
+        '-e',
+        KEEPALIVE_UNTIL_ALLOWED('shop.example.com', `http://${backend.net.ip}:${HTTP_PORT}/admin`),
+      ])
+      .then(firstJsonLine);
+    // The script's first calls are denied on its connection before the path exists.
+    await sleep(2000);
+    await webIngress(['/books', '/admin']);
+    try {
+      const r = (await result) as { seen?: { status: number | string; ms: number }[]; connections?: number };
+      const statuses = (r.seen ?? []).map((x) => x.status);
+      assert.equal(statuses[0], 403, JSON.stringify(r));
+      assert.equal(statuses.at(-1), 200, JSON.stringify(r));
+      assert.equal(r.connections, 1, `one connection throughout: ${JSON.stringify(r)}`);
+    } finally {
+      await webIngress(['/books']);
+    }
+    await eventually('/admin denied again', async () => {
+      assert.equal((await call('ingress', '/admin')).counts['403'], 1);
+    });
   });
 
   test('https: mTLS from a third-party edge Envoy with the client certificate skein issued', async () => {

@@ -7,6 +7,7 @@ import type {
   MeshView,
   ProxyContext,
 } from '../../catalog/types.js';
+import type { RouteAction } from '../api/envoy.js';
 import { inboundRouteConfigName, inboundServiceRouteConfigName, localClusterName } from '../names.js';
 import { compare } from './outbound.js';
 
@@ -64,6 +65,14 @@ export function inboundPorts(proxy: Pick<ProxyContext, 'services'>): InboundPort
 export function inboundRulesOf(mesh: MeshView, p: InboundPort): readonly InboundRule[] {
   if (p.servicePorts.length === 1) return mesh.inboundRules(p.service.key, p.port.port);
   return p.servicePorts.flatMap((port) => mesh.inboundRules(p.service.key, port));
+}
+
+/** The route to the app behind an inbound port (127.0.0.1:<targetPort>). */
+export function localAppRoute(p: InboundPort): RouteAction {
+  const route: RouteAction = { cluster: p.localCluster };
+  // gRPC streams outlive Envoy's 15 s default route timeout: 0 disables it.
+  if (p.port.protocol === 'grpc') route.timeout = { seconds: 0 };
+  return route;
 }
 
 export function isHttpLike(port: MeshServicePort): boolean {

@@ -13,7 +13,7 @@ import { at, byNameIn, list, named, names } from '../../../test/support/envoy/pi
 import { upstreamSetting } from '../../../test/support/envoy/upstream.js';
 import { policyProblems } from '../../catalog/view.js';
 import type { AnyObject } from '../../model/objects.js';
-import type { ProtoValue } from '../types.js';
+import type { ProtoValue, Resource } from '../types.js';
 
 const setting = upstreamSetting;
 
@@ -145,13 +145,16 @@ test('traffic from outside the mesh meets the same limits: ingress and permissiv
     rateLimit: { local: { tcp: { connections: 3, unit: 'minute' }, http: { requests: 9, unit: 'second' } } },
     httpRoutes: [{ path: '/skein.Warehouse/Get', rateLimit: { local: { requests: 1, unit: 'second' } } }],
   });
-  const check = (chain: ProtoValue, http: boolean) => {
+  const check = (chain: ProtoValue, http: boolean, routes: readonly Resource[]) => {
     const filters = filterNames(chain);
     assert.equal(filters[0], 'envoy.filters.network.local_ratelimit', JSON.stringify(filters));
     if (!http) return;
     const hcm = at(chain, 'filters', 1, 'typed_config');
     assert.equal(names(list(hcm, 'http_filters')).at(-2), 'envoy.filters.http.local_ratelimit');
-    const vhost = at(hcm, 'route_config', 'virtual_hosts', 0);
+    // Ingress chains get their routes over RDS, permissive plaintext chains inline.
+    const rdsName = at(hcm, 'rds', 'route_config_name');
+    const config = rdsName === undefined ? at(hcm, 'route_config') : named(routes, String(rdsName));
+    const vhost = at(config, 'virtual_hosts', 0);
     assert.equal(
       at(
         vhost,
@@ -166,13 +169,14 @@ test('traffic from outside the mesh meets the same limits: ingress and permissiv
       safe_regex: { regex: '(?:/skein.Warehouse/Get).*' },
     });
   };
-  const ingress = inbound([...ingressObjects(), both], 'bookwarehouse-1').listener;
-  const ingressChains = list(ingress, 'filter_chains').filter((c) =>
+  const ingress = inbound([...ingressObjects(), both], 'bookwarehouse-1');
+  const ingressChains = list(ingress.listener, 'filter_chains').filter((c) =>
     String(at(c, 'name')).startsWith('ingress_'),
   );
   assert.ok(ingressChains.length > 0);
-  for (const c of ingressChains) check(c, true);
-  const permissive = inbound([...bookstoreObjects({ permissive: true }), both], 'bookwarehouse-1').listener;
-  check(byNameIn(list(permissive, 'filter_chains'), 'inbound-plaintext_14001'), true);
-  check(byNameIn(list(permissive, 'filter_chains'), 'inbound-plaintext_13306'), false);
+  for (const c of ingressChains) check(c, true, ingress.routes);
+  const permissive = inbound([...bookstoreObjects({ permissive: true }), both], 'bookwarehouse-1');
+  const plaintext = (name: string) => byNameIn(list(permissive.listener, 'filter_chains'), name);
+  check(plaintext('inbound-plaintext_14001'), true, permissive.routes);
+  check(plaintext('inbound-plaintext_13306'), false, permissive.routes);
 });

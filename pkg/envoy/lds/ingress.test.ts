@@ -15,6 +15,8 @@ import { buildMeshView, ingressPorts, policyProblems } from '../../catalog/view.
 import { DEFAULT_MESH_NAME } from '../../mesh/constants.js';
 import type { AnyObject } from '../../model/objects.js';
 import { deriveEndpointSlices } from '../../registry/local/endpoints.js';
+import { RbacAction } from '../common/enums.js';
+import { sidecarRdsGenerator } from '../rds/sidecar.js';
 import { sdsGenerator } from '../sds/sds.js';
 import { sidecarLdsGenerator } from './sidecar.js';
 
@@ -30,17 +32,39 @@ function inboundChains(objects: AnyObject[], pod: PodName) {
   );
   return list(named(out, 'inbound-listener'), 'filter_chains');
 }
-function rbacOf(chain: ReturnType<typeof byNameIn>) {
+/**
+ * The ingress chain's RBAC policy: the chain's own filter denies all, and its
+ * route config's virtual host carries the policy (RBACPerRoute), so an edit
+ * reaches open connections over RDS.
+ */
+function rbacOf(objects: AnyObject[], pod: PodName, chain: ReturnType<typeof byNameIn>) {
   const hcm = at(
     byNameIn(list(chain, 'filters'), 'envoy.filters.network.http_connection_manager'),
     'typed_config',
   );
-  return at(byNameIn(list(hcm, 'http_filters'), 'envoy.filters.http.rbac'), 'typed_config', 'rules');
+  assert.deepEqual(
+    at(byNameIn(list(hcm, 'http_filters'), 'envoy.filters.http.rbac'), 'typed_config', 'rules'),
+    {
+      action: RbacAction.ALLOW,
+      policies: {},
+    },
+  );
+  assert.equal(at(hcm, 'route_config'), undefined);
+  const mesh = meshOf(objects);
+  const name = String(at(hcm, 'rds', 'route_config_name'));
+  const routes = sidecarRdsGenerator.generate(
+    proxyFor(mesh, pod),
+    { mesh, secrets: fakeSecrets('all') },
+    new Set([name]),
+  );
+  const vhost = at(named(routes, name), 'virtual_hosts', 0);
+  return at(vhost, 'typed_per_filter_config', 'envoy.filters.http.rbac', 'rbac', 'rules');
 }
 
 test('http IngressBackend + Ingress: a plaintext chain from the sources, the Ingress host/paths in RBAC', () => {
   const chains = inboundChains(ingressObjects(), 'bookstore-v1-1');
   const chain = byNameIn(chains, 'ingress_14001_http');
+  assert.equal(at(chain, 'filters', 0, 'typed_config', 'rds', 'route_config_name'), 'rds-ingress.14001.http');
   assert.deepEqual(at(chain, 'filter_chain_match'), {
     destination_port: { value: 14001 },
     transport_protocol: 'raw_buffer',
@@ -50,7 +74,11 @@ test('http IngressBackend + Ingress: a plaintext chain from the sources, the Ing
     ],
   });
   assert.equal(at(chain, 'transport_socket'), undefined);
-  const policy = at(rbacOf(chain), 'policies', 'IngressBackend bookstore/shop');
+  const policy = at(
+    rbacOf(ingressObjects(), 'bookstore-v1-1', chain),
+    'policies',
+    'IngressBackend bookstore/shop',
+  );
   const perms = JSON.stringify(at(policy, 'permissions'));
   // Host with any port, Prefix element-wise (/books or /books/…), Exact /about.
   assert.match(perms, /"\(\?i\)shop\\\\.example\\\\.com\(:\[0-9\]\+\)\?"/);
@@ -79,7 +107,11 @@ test('https IngressBackend: the backend cert, the client cert required and check
     at(tls, 'common_tls_context', 'validation_context_sds_secret_config', 'name'),
     'root-cert-for-mtls-ingress:bookwarehouse/bookwarehouse',
   );
-  const policy = at(rbacOf(chain), 'policies', 'IngressBackend bookwarehouse/api');
+  const policy = at(
+    rbacOf(ingressObjects(), 'bookwarehouse-1', chain),
+    'policies',
+    'IngressBackend bookwarehouse/api',
+  );
   const who = JSON.stringify(at(policy, 'principals'));
   assert.match(who, /"and_ids"/);
   // Exactly the SAN, nothing appended (OSM's trust-domain bug).
@@ -193,6 +225,46 @@ test('an unchanged ingress answer is the same object in the next view; an Ingres
   assert.notEqual(ingressPorts(v2).get('bookstore/bookstore-v1|14001'), a1);
   assert.equal(ingressPorts(v2).get('bookstore/bookstore-v1|14001')?.routes, 'all');
   assert.equal(ingressPorts(v2).get('bookwarehouse/bookwarehouse|14001'), w1);
+});
+
+test('an Ingress edit that keeps the sources changes the route config, not the inbound listener (no chain drained)', () => {
+  const store = storeOf(ingressObjects());
+  const generate = (mesh: ReturnType<typeof viewOf>) => {
+    const proxy = proxyFor(mesh, 'bookstore-v1-1');
+    const ctx = { mesh, secrets: fakeSecrets('all') };
+    return {
+      listener: named(sidecarLdsGenerator.generate(proxy, ctx, undefined), 'inbound-listener'),
+      route: named(
+        sidecarRdsGenerator.generate(proxy, ctx, new Set(['rds-ingress.14001.http'])),
+        'rds-ingress.14001.http',
+      ),
+    };
+  };
+  const v1 = viewOf(store);
+  const before = generate(v1);
+  store.upsert(
+    ingress('bookstore', 'shop', {
+      rules: [
+        {
+          http: {
+            paths: [
+              {
+                path: '/',
+                pathType: 'Prefix',
+                backend: { service: { name: 'bookstore-v1', port: { number: 14001 } } },
+              },
+            ],
+          },
+        },
+      ],
+    }),
+  );
+  const after = generate(buildMeshView(store, { meshName: DEFAULT_MESH_NAME, previous: v1 }));
+  assert.equal(after.listener, before.listener, 'the same inbound listener message');
+  assert.notDeepEqual(after.route, before.route);
+  // Before: the Ingress paths; after: every path (Prefix `/`).
+  assert.match(JSON.stringify(before.route), /"prefix":"\/books\/"/);
+  assert.match(JSON.stringify(after.route), /"permissions":\[\{"any":true\}\]/);
 });
 
 test('ingress compiled once while its inputs stand: an unrelated change reuses the table, a source Service moving recompiles it', () => {

@@ -14,16 +14,13 @@ import type {
   CommonTlsContext,
   FilterChain,
   FilterChainMatch,
-  HttpConnectionManager,
-  HttpFilter,
   Listener$Filter,
   LocalReplyConfig,
-  RouteAction,
   SdsSecretConfig,
   TransportSocket,
 } from '../api/envoy.js';
 import { ComparisonOp } from '../common/enums.js';
-import { type InboundPort, isHttpLike } from '../common/inbound.js';
+import { type InboundPort, isHttpLike, localAppRoute } from '../common/inbound.js';
 import type { IngressChainInput } from '../common/ingress.js';
 import {
   hasHttpLimits,
@@ -36,44 +33,19 @@ import {
   inboundPlaintextChainName,
   ingressFilterChainName,
   ingressRootSecretName,
+  ingressRouteConfigName,
   OWN_SERVICE_CERT,
 } from '../names.js';
-import { cidrRange, ingressRbacFilter } from '../rbac/ingress.js';
+import { cidrRange } from '../rbac/ingress.js';
+import { INBOUND_HTTP_RBAC_FILTER } from '../rbac/rbac.js';
+import { httpConnectionManager, rds } from './hcm.js';
 
-function inlineRoutes(
-  name: string,
-  p: InboundPort,
-  limits: LocalRateLimits | undefined,
-): Pick<HttpConnectionManager, 'route_config'> {
-  const toApp = (): RouteAction => {
-    const route: RouteAction = { cluster: p.localCluster };
-    // gRPC streams outlive Envoy's 15 s default route timeout: 0 disables it.
-    if (p.port.protocol === 'grpc') route.timeout = { seconds: 0 };
-    return route;
-  };
+/** Permissive mode's plaintext chain: inline routes to the app with the service's HTTP rate limits. */
+function plaintextHcm(name: string, p: InboundPort, limits: LocalRateLimits | undefined): Listener$Filter {
   // The service's HTTP rate limits count traffic from outside the mesh too (common/ratelimit.ts).
-  return { route_config: { name, virtual_hosts: [limitedVirtualHost(name, name, toApp, limits)] } };
-}
-
-/** The chain's filters: the connection bucket first, then the HCM (local_ratelimit after `httpFilters`). */
-function hcmFilters(
-  name: string,
-  p: InboundPort,
-  httpFilters: HttpFilter[],
-  limits: LocalRateLimits | undefined,
-  extra: { local_reply_config?: LocalReplyConfig } = {},
-): Listener$Filter[] {
-  const filters = hasHttpLimits(limits) ? [...httpFilters, httpLocalRateLimitFilter(name)] : httpFilters;
-  const hcm: Listener$Filter = {
-    name: ExtName.HttpConnectionManager,
-    typed_config: typed(AnyType.HttpConnectionManager, {
-      stat_prefix: name,
-      ...inlineRoutes(name, p, limits),
-      http_filters: [...filters, { name: ExtName.Router, typed_config: typed(AnyType.Router) }],
-      ...extra,
-    }),
-  };
-  return limits?.tcp ? [networkLocalRateLimitFilter(name, limits.tcp), hcm] : [hcm];
+  const vhost = limitedVirtualHost(name, name, () => localAppRoute(p), limits);
+  const filters = hasHttpLimits(limits) ? [httpLocalRateLimitFilter(name)] : [];
+  return httpConnectionManager(name, { route_config: { name, virtual_hosts: [vhost] } }, filters);
 }
 
 function sds(name: string): SdsSecretConfig {
@@ -115,7 +87,15 @@ const INGRESS_DENIED_REPLY: LocalReplyConfig = {
   ],
 };
 
-/** One chain per input: its sources in the match, the HTTP policy in RBAC, the app behind it. */
+/**
+ * One chain per input: its sources in the match, the app and the HTTP policy
+ * on its route config (rds/ingress.ts). The chain's RBAC filter denies all by
+ * itself and the route config's RBACPerRoute replaces that, so an
+ * IngressBackend or Ingress edit that keeps the sources is an RDS update, which
+ * reaches the connections already open (a changed chain would keep serving
+ * them on the old policy until Envoy drained them). A change of the sources,
+ * the protocol or skipClientCertValidation changes the chain.
+ */
 export function ingressChain(
   own: Identity,
   input: IngressChainInput,
@@ -129,15 +109,21 @@ export function ingressChain(
     transport_protocol: https ? 'tls' : 'raw_buffer',
     source_prefix_ranges: ingress.cidrs.map(cidrRange),
   };
+  // local_ratelimit after RBAC, always there (it does nothing without a bucket
+  // on the route config), so a limit added later is an RDS update too.
+  const hcm = httpConnectionManager(
+    name,
+    rds(ingressRouteConfigName(p.port.targetPort, ingress.protocol)),
+    [INBOUND_HTTP_RBAC_FILTER, httpLocalRateLimitFilter(name)],
+    { local_reply_config: INGRESS_DENIED_REPLY },
+  );
   // On a target port shared by two services the mesh chains carry the SNI;
   // the ingress chain then stays without it (clients sending another name or
   // none reach it).
   const chain: FilterChain = {
     name,
     filter_chain_match: match,
-    filters: hcmFilters(name, p, [ingressRbacFilter(ingress)], limits, {
-      local_reply_config: INGRESS_DENIED_REPLY,
-    }),
+    filters: limits?.tcp ? [networkLocalRateLimitFilter(name, limits.tcp), hcm] : [hcm],
   };
   if (https) chain.transport_socket = ingressTlsSocket(own, ingress.skipClientCertValidation);
   return chain;
@@ -161,17 +147,15 @@ export function permissivePlaintextChains(
     const name = inboundPlaintextChainName(t);
     // The chain serves the first service on the port (by key): its limits.
     const limits = limitsOf(p);
-    const tcp: Listener$Filter[] = [
-      ...(limits?.tcp ? [networkLocalRateLimitFilter(name, limits.tcp)] : []),
-      {
-        name: ExtName.TcpProxy,
-        typed_config: typed(AnyType.TcpProxy, { stat_prefix: name, cluster: p.localCluster }),
-      },
-    ];
+    const tcpLimit = limits?.tcp ? [networkLocalRateLimitFilter(name, limits.tcp)] : [];
+    const tcpProxy: Listener$Filter = {
+      name: ExtName.TcpProxy,
+      typed_config: typed(AnyType.TcpProxy, { stat_prefix: name, cluster: p.localCluster }),
+    };
     out.push({
       name,
       filter_chain_match: { destination_port: { value: t }, transport_protocol: 'raw_buffer' },
-      filters: isHttpLike(p.port) ? hcmFilters(name, p, [], limits) : tcp,
+      filters: isHttpLike(p.port) ? [...tcpLimit, plaintextHcm(name, p, limits)] : [...tcpLimit, tcpProxy],
     });
   }
   return out;

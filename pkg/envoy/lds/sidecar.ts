@@ -350,9 +350,13 @@ function inboundListenerOf(mesh: MeshView, proxy: ProxyContext): Listener | unde
     parts.push(upstreamSettingOf(mesh, p.service.key)?.rateLimit ?? NONE);
   }
   const ingress = ingressInputs(mesh, ports);
-  // Which ports have ingress answers, and the answers themselves (same objects while unchanged).
-  for (const i of ingress) parts.push(i.ingress);
-  const ingressKey = ingress.map((i) => `${i.port.service.key}|${i.port.port.targetPort}`).join(',');
+  // Which ports have ingress chains and what the chains read of the answer; its
+  // policy is on the chain's route config (lds/ingress.ts).
+  const ingressKey = ingress
+    .map(({ port: p, ingress: i }) =>
+      [p.service.key, p.port.targetPort, i.protocol, i.skipClientCertValidation, i.cidrs.join(' ')].join('|'),
+    )
+    .join(',');
   const key = `${identityKey(proxy.identity)}|${mesh.trustDomain}|${mesh.permissive}|${ingressKey}`;
   return inboundListeners.get(parts, key, () => inboundListener(mesh, proxy, ports, ingress));
 }

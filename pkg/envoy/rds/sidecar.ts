@@ -4,7 +4,8 @@
 // headless ones; `rds-inbound.<targetPort>[.<svc>]` forwards to the local app,
 // carries the SMI policy for the RBAC filter in front of it (rbac/rbac.ts: on
 // the route config, so a change reaches open connections) and the service's
-// local rate-limit buckets (common/ratelimit.ts).
+// local rate-limit buckets (common/ratelimit.ts); `rds-ingress.<targetPort>.<protocol>`
+// does the same for an ingress chain with the IngressBackends' policy (ingress.ts).
 
 import type { LocalRateLimits } from '../../catalog/ratelimit.js';
 import type { RetryRule } from '../../catalog/retry.js';
@@ -20,6 +21,7 @@ import {
   inboundRulesOf,
   isHttpLike,
 } from '../common/inbound.js';
+import { ingressInputs } from '../common/ingress.js';
 import { IdentityMemo, NONE } from '../common/memo.js';
 import {
   byName,
@@ -33,9 +35,10 @@ import { routeRetryPolicy } from '../common/retry.js';
 import { durationMs } from '../common/upstream.js';
 import { egressRouteConfig, egressRouteConfigName } from '../egress/egress.js';
 import { type EgressPlan, egressPlan, NO_EGRESS } from '../egress/plan.js';
-import { outboundRouteConfigName, outboundServiceRouteConfigName } from '../names.js';
+import { ingressRouteConfigName, outboundRouteConfigName, outboundServiceRouteConfigName } from '../names.js';
 import { inboundRbacPerRoute } from '../rbac/rbac.js';
 import { type Resource, type ResourceGenerator, TypeUrl } from '../types.js';
+import { ingressRouteConfig } from './ingress.js';
 
 /**
  * Host names the app may use for a service, each also with `:<port>`. The
@@ -180,6 +183,7 @@ const outboundConfigs = new IdentityMemo<RouteConfiguration>();
 const outboundServiceConfigs = new IdentityMemo<RouteConfiguration>();
 const inboundConfigs = new IdentityMemo<RouteConfiguration>();
 const egressConfigs = new IdentityMemo<RouteConfiguration>();
+const ingressConfigs = new IdentityMemo<RouteConfiguration>();
 
 /** Route config name → builder, without building anything yet. */
 function routeConfigBuilders(
@@ -226,7 +230,8 @@ function routeConfigBuilders(
       ),
     );
   }
-  for (const p of inboundPorts(proxy)) {
+  const ports = inboundPorts(proxy);
+  for (const p of ports) {
     if (!isHttpLike(p.port)) continue;
     const name = inboundRouteConfigOf(p);
     // The service's own UpstreamTrafficSetting: its rate limits (the same object while unchanged).
@@ -238,6 +243,18 @@ function routeConfigBuilders(
     builders.set(name, () =>
       inboundConfigs.get([p.service, limits ?? NONE, ...rules], key, () =>
         inboundRouteConfig(name, p, limits, inboundRulesOf(mesh, p), mesh.trustDomain),
+      ),
+    );
+  }
+  // Ingress chains' route configs: on the IngressBackend answer (the same object
+  // while unchanged), the service and its rate limits.
+  for (const input of ingressInputs(mesh, ports)) {
+    const { port: p, ingress } = input;
+    const name = ingressRouteConfigName(p.port.targetPort, ingress.protocol);
+    const limits = settings.get(p.service.key)?.rateLimit;
+    builders.set(name, () =>
+      ingressConfigs.get([ingress, p.service, limits ?? NONE], `${name}|${p.port.port}`, () =>
+        ingressRouteConfig(name, input, limits),
       ),
     );
   }
