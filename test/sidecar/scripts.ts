@@ -1,5 +1,6 @@
 // Scripts the sidecar tests run with node inside a pod (RunningPod.execText), each
-// printing one JSON line.
+// printing one JSON line, and what the tests assert on their output.
+import assert from 'node:assert/strict';
 
 /**
  * GETs `url` with Host `host` every 200 ms over one kept-alive connection (an Agent with one
@@ -33,4 +34,16 @@ const get = () => new Promise((resolve) => {
 export function firstJsonLine(text: string): Record<string, unknown> {
   const line = text.split('\n').find((l) => l.startsWith('{')) ?? '{}';
   return JSON.parse(line) as Record<string, unknown>;
+}
+
+/**
+ * KEEPALIVE_UNTIL_ALLOWED's output: denied first, allowed last, and over the one connection
+ * it opened (a policy change that only new connections met would show a second one).
+ */
+export function assertAllowedOnTheOpenConnection(r: Record<string, unknown>): void {
+  const { seen, connections } = r as { seen?: { status: number | string }[]; connections?: number };
+  const statuses = (seen ?? []).map((x) => x.status);
+  assert.equal(statuses[0], 403, JSON.stringify(r));
+  assert.equal(statuses.at(-1), 200, JSON.stringify(r));
+  assert.equal(connections, 1, `one connection throughout: ${JSON.stringify(r)}`);
 }

@@ -199,28 +199,31 @@ test('conflicting IngressBackends: the first by name wins, the other is reported
   assert.ok(ingressPorts(mesh).get('bookwarehouse/bookwarehouse|14001'));
 });
 
+/** Ingress bookstore/shop edited: every path (Prefix `/`), no host, the same backend. */
+function shopOnEveryPath() {
+  return ingress('bookstore', 'shop', {
+    rules: [
+      {
+        http: {
+          paths: [
+            {
+              path: '/',
+              pathType: 'Prefix',
+              backend: { service: { name: 'bookstore-v1', port: { number: 14001 } } },
+            },
+          ],
+        },
+      },
+    ],
+  });
+}
+
 test('an unchanged ingress answer is the same object in the next view; an Ingress edit changes only its backend', () => {
   const store = storeOf(ingressObjects());
   const v1 = viewOf(store);
   const a1 = ingressPorts(v1).get('bookstore/bookstore-v1|14001');
   const w1 = ingressPorts(v1).get('bookwarehouse/bookwarehouse|14001');
-  store.upsert(
-    ingress('bookstore', 'shop', {
-      rules: [
-        {
-          http: {
-            paths: [
-              {
-                path: '/',
-                pathType: 'Prefix',
-                backend: { service: { name: 'bookstore-v1', port: { number: 14001 } } },
-              },
-            ],
-          },
-        },
-      ],
-    }),
-  );
+  store.upsert(shopOnEveryPath());
   const v2 = buildMeshView(store, { meshName: DEFAULT_MESH_NAME, previous: v1 });
   assert.notEqual(ingressPorts(v2).get('bookstore/bookstore-v1|14001'), a1);
   assert.equal(ingressPorts(v2).get('bookstore/bookstore-v1|14001')?.routes, 'all');
@@ -242,23 +245,7 @@ test('an Ingress edit that keeps the sources changes the route config, not the i
   };
   const v1 = viewOf(store);
   const before = generate(v1);
-  store.upsert(
-    ingress('bookstore', 'shop', {
-      rules: [
-        {
-          http: {
-            paths: [
-              {
-                path: '/',
-                pathType: 'Prefix',
-                backend: { service: { name: 'bookstore-v1', port: { number: 14001 } } },
-              },
-            ],
-          },
-        },
-      ],
-    }),
-  );
+  store.upsert(shopOnEveryPath());
   const after = generate(buildMeshView(store, { meshName: DEFAULT_MESH_NAME, previous: v1 }));
   assert.equal(after.listener, before.listener, 'the same inbound listener message');
   assert.notDeepEqual(after.route, before.route);
