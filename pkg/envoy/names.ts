@@ -113,6 +113,10 @@ export function ingressRouteConfigName(targetPort: number, protocol: 'http' | 'h
 export function inboundPlaintextChainName(targetPort: number): string {
   return `inbound-plaintext_${targetPort}`;
 }
+/** The route config of a permissive plaintext chain: the app and the service's rate limits. */
+export function inboundPlaintextRouteConfigName(targetPort: number): string {
+  return `rds-inbound-plaintext.${targetPort}`;
+}
 /** The validation context of ingress client certificates: the mesh CA, no SAN pinned (RBAC decides). */
 export function ingressRootSecretName(identityKey: string): string {
   return `root-cert-for-mtls-ingress:${identityKey}`;

@@ -414,4 +414,31 @@ describe('ingress into the mesh through a real Envoy sidecar', { skip, timeout: 
       ['ALLOWED', 'DENIED'],
     );
   });
+
+  test('permissive mode: a pod outside the mesh reaches the backend in plaintext from any address, no IngressBackend needed', async () => {
+    // The stranger's address is in no IngressBackend: in SMI mode no chain takes it.
+    assert.ok(!ok(await call('stranger', '/admin')), 'SMI mode');
+    await mesh.setPermissive(true);
+    try {
+      await eventually('the stranger is served in permissive mode', async () => {
+        assert.ok(ok(await call('stranger', '/admin')));
+      });
+      // Served by the plaintext chain, whose routes came over RDS (rds-inbound-plaintext.<port>).
+      const stats = await backend.envoyStats('inbound-plaintext_');
+      const served = stats.get(`http.inbound-plaintext_${HTTP_PORT}.downstream_rq_completed`) ?? 0;
+      assert.ok(served >= 1, JSON.stringify([...stats]));
+      const routes = await backend.envoyStats('rds\\.rds-inbound-plaintext');
+      assert.ok(
+        (routes.get(
+          `http.inbound-plaintext_${HTTP_PORT}.rds.rds-inbound-plaintext.${HTTP_PORT}.update_success`,
+        ) ?? 0) >= 1,
+        JSON.stringify([...routes]),
+      );
+    } finally {
+      await mesh.setPermissive(false);
+    }
+    await eventually('the stranger refused again in SMI mode', async () => {
+      assert.ok(!ok(await call('stranger', '/admin')));
+    });
+  });
 });

@@ -67,6 +67,19 @@ export function inboundRulesOf(mesh: MeshView, p: InboundPort): readonly Inbound
   return p.servicePorts.flatMap((port) => mesh.inboundRules(p.service.key, port));
 }
 
+/**
+ * Permissive mode's plaintext chains (lds/ingress.ts): one per target port,
+ * serving the first service on it (by key), whose protocol and limits it takes.
+ */
+export function permissivePlaintextPorts(ports: readonly InboundPort[]): InboundPort[] {
+  const seen = new Set<number>();
+  return ports.filter((p) => {
+    if (seen.has(p.port.targetPort)) return false;
+    seen.add(p.port.targetPort);
+    return true;
+  });
+}
+
 /** The route to the app behind an inbound port (127.0.0.1:<targetPort>). */
 export function localAppRoute(p: InboundPort): RouteAction {
   const route: RouteAction = { cluster: p.localCluster };

@@ -180,3 +180,29 @@ test('traffic from outside the mesh meets the same limits: ingress and permissiv
   check(plaintext('inbound-plaintext_14001'), true, permissive.routes);
   check(plaintext('inbound-plaintext_13306'), false, permissive.routes);
 });
+
+test('permissive mode: an HTTP limit edit changes the plaintext chain’s route config, not the inbound listener', () => {
+  const limited = (requests: number) =>
+    setting('bookwarehouse', 'bookwarehouse', {
+      rateLimit: { local: { http: { requests, unit: 'second' } } },
+    });
+  const a = inbound([...bookstoreObjects({ permissive: true }), limited(9)], 'bookwarehouse-1');
+  const b = inbound([...bookstoreObjects({ permissive: true }), limited(5)], 'bookwarehouse-1');
+  const chain = byNameIn(list(a.listener, 'filter_chains'), 'inbound-plaintext_14001');
+  assert.equal(
+    at(chain, 'filters', 0, 'typed_config', 'rds', 'route_config_name'),
+    'rds-inbound-plaintext.14001',
+  );
+  assert.deepEqual(b.listener, a.listener);
+  const bucket = (routes: readonly Resource[]) =>
+    at(
+      named(routes, 'rds-inbound-plaintext.14001'),
+      'virtual_hosts',
+      0,
+      'typed_per_filter_config',
+      'envoy.filters.http.local_ratelimit',
+      'token_bucket',
+      'max_tokens',
+    );
+  assert.deepEqual([bucket(a.routes), bucket(b.routes)], [9, 5]);
+});

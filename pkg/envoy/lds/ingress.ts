@@ -20,17 +20,13 @@ import type {
   TransportSocket,
 } from '../api/envoy.js';
 import { ComparisonOp } from '../common/enums.js';
-import { type InboundPort, isHttpLike, localAppRoute } from '../common/inbound.js';
+import { type InboundPort, isHttpLike, permissivePlaintextPorts } from '../common/inbound.js';
 import type { IngressChainInput } from '../common/ingress.js';
-import {
-  hasHttpLimits,
-  httpLocalRateLimitFilter,
-  limitedVirtualHost,
-  networkLocalRateLimitFilter,
-} from '../common/ratelimit.js';
+import { httpLocalRateLimitFilter, networkLocalRateLimitFilter } from '../common/ratelimit.js';
 import { AnyType, adsConfigSource, ExtName, typed } from '../common/xds.js';
 import {
   inboundPlaintextChainName,
+  inboundPlaintextRouteConfigName,
   ingressFilterChainName,
   ingressRootSecretName,
   ingressRouteConfigName,
@@ -39,14 +35,6 @@ import {
 import { cidrRange } from '../rbac/ingress.js';
 import { INBOUND_HTTP_RBAC_FILTER } from '../rbac/rbac.js';
 import { httpConnectionManager, rds } from './hcm.js';
-
-/** Permissive mode's plaintext chain: inline routes to the app with the service's HTTP rate limits. */
-function plaintextHcm(name: string, p: InboundPort, limits: LocalRateLimits | undefined): Listener$Filter {
-  // The service's HTTP rate limits count traffic from outside the mesh too (common/ratelimit.ts).
-  const vhost = limitedVirtualHost(name, name, () => localAppRoute(p), limits);
-  const filters = hasHttpLimits(limits) ? [httpLocalRateLimitFilter(name)] : [];
-  return httpConnectionManager(name, { route_config: { name, virtual_hosts: [vhost] } }, filters);
-}
 
 function sds(name: string): SdsSecretConfig {
   return { name, sds_config: adsConfigSource() };
@@ -132,31 +120,29 @@ export function ingressChain(
 /**
  * Permissive mode admits every caller, inside the mesh or not: plaintext on
  * each target port goes to the app (an ingress controller needs no
- * IngressBackend then, gRPC included — OSM refused it).
+ * IngressBackend then, gRPC included — OSM refused it). HTTP routes come over
+ * RDS (`rds-inbound-plaintext.<port>`, rds/sidecar.ts) with the service's rate
+ * limits, and local_ratelimit is always in the chain, so a limit edit reaches
+ * the open connections as on the mesh's chains.
  */
 export function permissivePlaintextChains(
   ports: readonly InboundPort[],
   limitsOf: (p: InboundPort) => LocalRateLimits | undefined,
 ): FilterChain[] {
-  const out: FilterChain[] = [];
-  const seen = new Set<number>();
-  for (const p of ports) {
+  return permissivePlaintextPorts(ports).map((p) => {
     const t = p.port.targetPort;
-    if (seen.has(t)) continue;
-    seen.add(t);
     const name = inboundPlaintextChainName(t);
-    // The chain serves the first service on the port (by key): its limits.
-    const limits = limitsOf(p);
-    const tcpLimit = limits?.tcp ? [networkLocalRateLimitFilter(name, limits.tcp)] : [];
-    const tcpProxy: Listener$Filter = {
-      name: ExtName.TcpProxy,
-      typed_config: typed(AnyType.TcpProxy, { stat_prefix: name, cluster: p.localCluster }),
-    };
-    out.push({
+    const tcp = limitsOf(p)?.tcp;
+    const app: Listener$Filter = isHttpLike(p.port)
+      ? httpConnectionManager(name, rds(inboundPlaintextRouteConfigName(t)), [httpLocalRateLimitFilter(name)])
+      : {
+          name: ExtName.TcpProxy,
+          typed_config: typed(AnyType.TcpProxy, { stat_prefix: name, cluster: p.localCluster }),
+        };
+    return {
       name,
       filter_chain_match: { destination_port: { value: t }, transport_protocol: 'raw_buffer' },
-      filters: isHttpLike(p.port) ? [...tcpLimit, plaintextHcm(name, p, limits)] : [...tcpLimit, tcpProxy],
-    });
-  }
-  return out;
+      filters: tcp ? [networkLocalRateLimitFilter(name, tcp), app] : [app],
+    };
+  });
 }

@@ -20,6 +20,8 @@ import {
   inboundRouteConfigOf,
   inboundRulesOf,
   isHttpLike,
+  localAppRoute,
+  permissivePlaintextPorts,
 } from '../common/inbound.js';
 import { ingressInputs } from '../common/ingress.js';
 import { IdentityMemo, NONE } from '../common/memo.js';
@@ -35,7 +37,13 @@ import { routeRetryPolicy } from '../common/retry.js';
 import { durationMs } from '../common/upstream.js';
 import { egressRouteConfig, egressRouteConfigName } from '../egress/egress.js';
 import { type EgressPlan, egressPlan, NO_EGRESS } from '../egress/plan.js';
-import { ingressRouteConfigName, outboundRouteConfigName, outboundServiceRouteConfigName } from '../names.js';
+import {
+  inboundPlaintextChainName,
+  inboundPlaintextRouteConfigName,
+  ingressRouteConfigName,
+  outboundRouteConfigName,
+  outboundServiceRouteConfigName,
+} from '../names.js';
 import { inboundRbacPerRoute } from '../rbac/rbac.js';
 import { type Resource, type ResourceGenerator, TypeUrl } from '../types.js';
 import { ingressRouteConfig } from './ingress.js';
@@ -184,6 +192,7 @@ const outboundServiceConfigs = new IdentityMemo<RouteConfiguration>();
 const inboundConfigs = new IdentityMemo<RouteConfiguration>();
 const egressConfigs = new IdentityMemo<RouteConfiguration>();
 const ingressConfigs = new IdentityMemo<RouteConfiguration>();
+const plaintextConfigs = new IdentityMemo<RouteConfiguration>();
 
 /** Route config name → builder, without building anything yet. */
 function routeConfigBuilders(
@@ -246,6 +255,20 @@ function routeConfigBuilders(
       ),
     );
   }
+  // Permissive mode's plaintext chains (lds/ingress.ts): the app and the service's limits.
+  if (mesh.permissive)
+    for (const p of permissivePlaintextPorts(ports)) {
+      if (!isHttpLike(p.port)) continue;
+      const name = inboundPlaintextRouteConfigName(p.port.targetPort);
+      const limits = settings.get(p.service.key)?.rateLimit;
+      const chain = inboundPlaintextChainName(p.port.targetPort);
+      builders.set(name, () =>
+        plaintextConfigs.get([p.service, limits ?? NONE], `${name}|${p.port.port}`, () => ({
+          name,
+          virtual_hosts: [limitedVirtualHost(chain, chain, () => localAppRoute(p), limits)],
+        })),
+      );
+    }
   // Ingress chains' route configs: on the IngressBackend answer (the same object
   // while unchanged), the service and its rate limits.
   for (const input of ingressInputs(mesh, ports)) {
