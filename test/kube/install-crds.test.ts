@@ -138,14 +138,20 @@ describe('pkg/install/crds: server-side apply of CRDs', () => {
     assert.equal(upgraded.length, 1);
     assert.equal(upgraded[0]?.result, 'configured');
     assert.equal(upgraded[0]?.generation, 2);
-    const created: unknown = await client.request('POST', gadgets, {
-      body: {
-        apiVersion: `${group}/v1`,
-        kind: 'Gadget',
-        metadata: { name: 'b' },
-        spec: { size: 2, color: 'blue' },
-      },
+    const gadgetB = {
+      apiVersion: `${group}/v1`,
+      kind: 'Gadget',
+      metadata: { name: 'b' },
+      spec: { size: 2, color: 'blue' },
+    };
+    // The API server rebuilds a CRD's handlers after an update asynchronously (a CI run's create
+    // right after the apply was still pruned by the old schema): wait, with dry-run creates,
+    // until the new schema is the one served.
+    await waitFor('the upgraded schema served', async () => {
+      const dry: unknown = await client.request('POST', gadgets, { query: { dryRun: 'All' }, body: gadgetB });
+      return isRecord(dry) && isRecord(dry['spec']) && dry['spec']['color'] === 'blue';
     });
+    const created: unknown = await client.request('POST', gadgets, { body: gadgetB });
     assert.deepEqual(isRecord(created) ? created['spec'] : undefined, { size: 2, color: 'blue' });
 
     // And applying the upgraded file again changes nothing.

@@ -95,7 +95,6 @@ describe('UpstreamTrafficSetting through real Envoy sidecars', { skip, timeout: 
     // Without a setting, 10 concurrent calls to a 1 s backend all succeed (Envoy's defaults are 1024).
     const free = await caller.http(url('slow'), 10, { parallel: 10 });
     assert.equal(free.counts['200 slow-1'], 10, JSON.stringify(free));
-    const overflowBefore = await clusterStat('slow', 'upstream_rq_pending_overflow');
     await setting('slow', {
       connectionSettings: { tcp: { maxConnections: 1 }, http: { maxRequests: 1, maxPendingRequests: 1 } },
     });
@@ -114,7 +113,11 @@ describe('UpstreamTrafficSetting through real Envoy sidecars', { skip, timeout: 
       WARM_MS,
     );
     const tookMs = Date.now() - applied;
-    const overflow = (await clusterStat('slow', 'upstream_rq_pending_overflow')) - overflowBefore;
+    // One more round, wholly after the switch: a round that overlapped it could also hold 503s
+    // of the rebuilt cluster's first moments (a clean-clone run: 8 503s, 6 counted as overflow).
+    const overflowInForce = await clusterStat('slow', 'upstream_rq_pending_overflow');
+    shed = await caller.http(url('slow'), 10, { parallel: 10 });
+    const overflow = (await clusterStat('slow', 'upstream_rq_pending_overflow')) - overflowInForce;
     console.log(
       `circuit breaker: without setting 10/10 ok in ${free.ms} ms; with 1/1/1: ${JSON.stringify(shed.counts)} in ${shed.ms} ms; upstream_rq_pending_overflow +${overflow}; in force ${tookMs} ms after the apply`,
     );
@@ -123,15 +126,11 @@ describe('UpstreamTrafficSetting through real Envoy sidecars', { skip, timeout: 
       (shed.counts['200 slow-1'] ?? 0) <= 2 && (shed.counts['200 slow-1'] ?? 0) >= 1,
       JSON.stringify(shed),
     );
-    // The shedding shows in Envoy's own counter. Not one-for-one: the counter
-    // spans every round since the apply, and a clean-clone run once saw 8 503s
-    // against 7 counted while the rebuilt cluster took over (the cluster now
-    // warms in ~2 s, so rounds overlap the switch); most must be counted.
+    // The shedding shows in the caller's Envoy's own counter. Not one for one even in a clean
+    // round (4, 5 and 8 counted for 8 503s in local runs): not every 503 is counted on the
+    // caller's cluster, so the counter is checked for being there and not over the 503s.
     const shed503 = shed.counts['503'] ?? 0;
-    assert.ok(
-      overflow >= shed503 - 1 && overflow > 0,
-      `overflow ${overflow} for ${JSON.stringify(shed.counts)}`,
-    );
+    assert.ok(overflow > 0 && overflow <= shed503, `overflow ${overflow} for ${JSON.stringify(shed.counts)}`);
     assert.match(shed.bodies['503'] ?? '', /overflow/);
   });
 
