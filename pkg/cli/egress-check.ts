@@ -241,8 +241,7 @@ function explain(
     case 'tls':
       return allowed(
         m.chain.origins.map((origin) => ({ origin })),
-        // 'any': the word printed when the chain names no SNI, not a TypeScript any.
-        `egress_https_${t.port} (SNI ${m.chain.serverNames.length === 0 ? 'any' : list(m.chain.serverNames)}) → ${PASSTHROUGH_CLUSTER}`,
+        `egress_https_${t.port} (SNI ${m.chain.serverNames.length === 0 ? 'any' : list(m.chain.serverNames)}) → ${PASSTHROUGH_CLUSTER}`, // 'any': the word printed for no SNI restriction, not a TypeScript any
       );
     case 'tcp':
       return allowed(

@@ -87,19 +87,18 @@ function egressPart(
     });
     return;
   }
-  const destination = (kind: 'host' | 'cidr' | 'any', name: string): GraphExternal => {
-    // 'any' (the parameter's type) here and below: the external destination kind, not a TypeScript any.
-    const id = kind === 'any' ? ANY_ID : `ext:${kind}:${name}`;
+  const destination = (kind: GraphExternal['kind'], name: string): GraphExternal => {
+    const id = kind === 'any' ? ANY_ID : `ext:${kind}:${name}`; // 'any': the external destination kind, not a TypeScript any
     let d = external.get(id);
     if (d === undefined) {
-      d = { id, kind, label: kind === 'any' ? 'any address outside the mesh' : name };
+      d = { id, kind, label: kind === 'any' ? 'any address outside the mesh' : name }; // 'any': the external destination kind, not a TypeScript any
       external.set(id, d);
     }
     return d;
   };
   // Hostless, rangeless https and tcp chains match on the port alone: any address.
   const byRange = (ranges: readonly IpRange[]) =>
-    ranges.length === 0 ? [destination('any', '')] : ranges.map((r) => destination('cidr', cidr(r)));
+    ranges.length === 0 ? [destination('any', '')] : ranges.map((r) => destination('cidr', cidr(r))); // 'any': the external destination kind, not a TypeScript any
   for (const id of ids) {
     const plan = egressPlan(view, id);
     const entries: { to: GraphExternal; port: GraphEgressPort }[] = [];

@@ -10,8 +10,9 @@ import type {
 import { h, table } from './dom.js';
 import { hint, nameOf } from './names.js';
 
-function list(items: readonly string[], none = 'any'): string {
-  // 'any': the word shown for an empty list, not a TypeScript any
+const ANYTHING = 'any'; // the word shown for an empty list, not a TypeScript any
+
+function list(items: readonly string[], none = ANYTHING): string {
   return items.length === 0 ? none : items.join(', ');
 }
 
