@@ -121,7 +121,7 @@ export function ingressChain(
  * Permissive mode admits every caller, inside the mesh or not: plaintext on
  * each target port goes to the app (an ingress controller needs no
  * IngressBackend then, gRPC included — OSM refused it). HTTP routes come over
- * RDS (`rds-inbound-plaintext.<port>`, rds/sidecar.ts) with the service's rate
+ * RDS (`rds-inbound-plaintext.<port>`, rds/ingress.ts) with the service's rate
  * limits, and local_ratelimit is always in the chain, so a limit edit reaches
  * the open connections as on the mesh's chains.
  */

@@ -5,7 +5,8 @@
 // carries the SMI policy for the RBAC filter in front of it (rbac/rbac.ts: on
 // the route config, so a change reaches open connections) and the service's
 // local rate-limit buckets (common/ratelimit.ts); `rds-ingress.<targetPort>.<protocol>`
-// does the same for an ingress chain with the IngressBackends' policy (ingress.ts).
+// does the same for an ingress chain with the IngressBackends' policy, and
+// `rds-inbound-plaintext.<targetPort>` for permissive mode's plaintext chain (ingress.ts).
 
 import type { LocalRateLimits } from '../../catalog/ratelimit.js';
 import type { RetryRule } from '../../catalog/retry.js';
@@ -38,7 +39,6 @@ import { durationMs } from '../common/upstream.js';
 import { egressRouteConfig, egressRouteConfigName } from '../egress/egress.js';
 import { type EgressPlan, egressPlan, NO_EGRESS } from '../egress/plan.js';
 import {
-  inboundPlaintextChainName,
   inboundPlaintextRouteConfigName,
   ingressRouteConfigName,
   outboundRouteConfigName,
@@ -46,7 +46,7 @@ import {
 } from '../names.js';
 import { inboundRbacPerRoute } from '../rbac/rbac.js';
 import { type Resource, type ResourceGenerator, TypeUrl } from '../types.js';
-import { ingressRouteConfig } from './ingress.js';
+import { ingressRouteConfig, plaintextRouteConfig } from './ingress.js';
 
 /**
  * Host names the app may use for a service, each also with `:<port>`. The
@@ -171,10 +171,13 @@ function inboundRouteConfig(
   rules: readonly InboundRule[],
   trustDomain: string,
 ): RouteConfiguration {
-  const grpc = port.port.protocol === 'grpc';
-  const toApp = () => routeAction({ cluster: port.localCluster }, grpc);
   const prefix = `inbound_${port.service.key}_${port.port.targetPort}`;
-  const vhost = limitedVirtualHost(`inbound|${port.port.targetPort}`, prefix, toApp, limits);
+  const vhost = limitedVirtualHost(
+    `inbound|${port.port.targetPort}`,
+    prefix,
+    () => localAppRoute(port),
+    limits,
+  );
   vhost.typed_per_filter_config = {
     ...vhost.typed_per_filter_config,
     ...inboundRbacPerRoute(rules, trustDomain),
@@ -261,12 +264,10 @@ function routeConfigBuilders(
       if (!isHttpLike(p.port)) continue;
       const name = inboundPlaintextRouteConfigName(p.port.targetPort);
       const limits = settings.get(p.service.key)?.rateLimit;
-      const chain = inboundPlaintextChainName(p.port.targetPort);
       builders.set(name, () =>
-        plaintextConfigs.get([p.service, limits ?? NONE], `${name}|${p.port.port}`, () => ({
-          name,
-          virtual_hosts: [limitedVirtualHost(chain, chain, () => localAppRoute(p), limits)],
-        })),
+        plaintextConfigs.get([p.service, limits ?? NONE], `${name}|${p.port.port}`, () =>
+          plaintextRouteConfig(name, p, limits),
+        ),
       );
     }
   // Ingress chains' route configs: on the IngressBackend answer (the same object
