@@ -13,6 +13,7 @@ import { after, before, describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { ENVOY_READY_PATH, PORT_ENVOY_READINESS } from '../../pkg/injector/constants.js';
+import { LABEL_PROXY_UUID } from '../../pkg/mesh/constants.js';
 import { ENVOY_NEWEST } from '../support/envoy-bin.js';
 import { createNamespace } from '../support/kube.js';
 import { eventually } from '../support/kube-registry-fixture.js';
@@ -532,12 +533,22 @@ describe('skein ingress gateway through real Envoy', { skip, timeout: 480_000 },
       await eventually(
         'the API server admits the pod without the gateway webhook',
         async () => {
-          await mesh.api.request('POST', `/api/v1/namespaces/${mesh.controlPlane}/pods`, {
+          const created = (await mesh.api.request('POST', `/api/v1/namespaces/${mesh.controlPlane}/pods`, {
             body: {
               metadata: { name: 'early-gateway', labels: { 'skein.dev/gateway': 'ingress' } },
               spec: { containers: [{ name: 'envoy', image: envoyImage(ENVOY_NEWEST) }] },
             },
-          });
+          })) as { metadata: { labels?: Record<string, string> } };
+          // The API server reads webhook configurations through a cache: right after the PUT it
+          // may still call the gateway entry (a CI run's pod got its identity). Such a pod is not
+          // the case under test: delete it and create it again.
+          if (created.metadata.labels?.[LABEL_PROXY_UUID] !== undefined) {
+            await mesh.api.request('DELETE', pod, { query: { gracePeriodSeconds: 0 } });
+            await eventually('the identified pod is gone', () =>
+              assert.rejects(mesh.api.request('GET', pod), /not ?found|404/i),
+            );
+            assert.fail('admitted through the gateway webhook still: try again');
+          }
         },
         15_000,
       );
