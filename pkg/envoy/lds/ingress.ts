@@ -35,6 +35,7 @@ import {
 import { cidrRange } from '../rbac/ingress.js';
 import { INBOUND_HTTP_RBAC_FILTER } from '../rbac/rbac.js';
 import { httpConnectionManager, rds } from './hcm.js';
+import { tcpProxy } from './tcp-proxy.js';
 
 function sds(name: string): SdsSecretConfig {
   return { name, sds_config: adsConfigSource() };
@@ -135,10 +136,7 @@ export function permissivePlaintextChains(
     const tcp = limitsOf(p)?.tcp;
     const app: Listener$Filter = isHttpLike(p.port)
       ? httpConnectionManager(name, rds(inboundPlaintextRouteConfigName(t)), [httpLocalRateLimitFilter(name)])
-      : {
-          name: ExtName.TcpProxy,
-          typed_config: typed(AnyType.TcpProxy, { stat_prefix: name, cluster: p.localCluster }),
-        };
+      : tcpProxy(name, { cluster: p.localCluster });
     return {
       name,
       filter_chain_match: { destination_port: { value: t }, transport_protocol: 'raw_buffer' },

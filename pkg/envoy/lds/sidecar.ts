@@ -14,7 +14,6 @@ import type {
   Listener,
   Listener$Filter,
   ListenerFilter,
-  TcpProxy,
 } from '../api/envoy.js';
 import { accessLogSetting, withAccessLogs } from '../common/access-log.js';
 import { TrafficDirection } from '../common/enums.js';
@@ -59,6 +58,7 @@ import { INBOUND_HTTP_RBAC_FILTER, networkRbacFilter } from '../rbac/rbac.js';
 import { type Resource, type ResourceGenerator, TypeUrl } from '../types.js';
 import { httpConnectionManager, rds } from './hcm.js';
 import { ingressChain, permissivePlaintextChains } from './ingress.js';
+import { type TcpTarget, tcpProxy } from './tcp-proxy.js';
 
 // How long the outbound listener's http_inspector may wait for a client's first bytes.
 const LISTENER_FILTERS_TIMEOUT_S = 1;
@@ -82,16 +82,6 @@ const OUTBOUND_DENIED_REPLY = localReplyBody(
   'skein: %REQ(:authority)% is not allowed by the mesh policy for this proxy' +
     ' (SMI mode: no TrafficTarget allows its identity to call this destination)\n',
 );
-
-/** Where a tcp_proxy sends its connections. */
-type TcpTarget = Pick<TcpProxy, 'cluster' | 'weighted_clusters'>;
-
-function tcpProxy(statPrefix: string, target: TcpTarget): Listener$Filter {
-  return {
-    name: ExtName.TcpProxy,
-    typed_config: typed(AnyType.TcpProxy, { stat_prefix: statPrefix, ...target }),
-  };
-}
 
 function tcpTarget(p: OutboundPort): TcpTarget {
   const [only] = p.targets;

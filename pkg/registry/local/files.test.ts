@@ -3,7 +3,7 @@ import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { listManifestFiles, restampHinted } from './files.js';
+import { listManifestFiles, readInOrder, restampHinted } from './files.js';
 
 describe('restampHinted', () => {
   let dir = '';
@@ -49,6 +49,43 @@ describe('restampHinted', () => {
       path.join(dir, 'never-was.yaml'),
     ]) {
       assert.equal(await restampHinted(dir, known, new Set([hint])), undefined, hint);
+    }
+  });
+});
+
+describe('readInOrder', () => {
+  let dir = '';
+  before(async () => {
+    dir = await mkdtemp(path.join(tmpdir(), 'skein-read-'));
+    // Sizes from large to small, so later reads tend to finish first.
+    for (let i = 0; i < 20; i++) await writeFile(path.join(dir, `${i}.yaml`), 'x'.repeat((20 - i) * 10_000));
+  });
+  after(() => rm(dir, { recursive: true, force: true }));
+
+  it('yields every file in the given order, reading ahead or blocking, and a failed read with its error', async () => {
+    const files = Array.from({ length: 20 }, (_, i) => path.join(dir, `${i}.yaml`));
+    files.splice(7, 0, path.join(dir, 'missing.yaml'));
+    for (const blocking of [false, true]) {
+      const got: string[] = [];
+      for await (const r of readInOrder(files, { window: 3, blocking })) {
+        if ('error' in r) {
+          assert.equal(r.file, path.join(dir, 'missing.yaml'));
+          assert.equal((r.error as NodeJS.ErrnoException).code, 'ENOENT');
+          got.push('missing');
+        } else {
+          assert.equal(r.text.length, (20 - Number(path.basename(r.file, '.yaml'))) * 10_000);
+          got.push(path.basename(r.file, '.yaml'));
+        }
+      }
+      assert.deepEqual(
+        got,
+        [
+          ...Array.from({ length: 7 }, (_, i) => String(i)),
+          'missing',
+          ...Array.from({ length: 13 }, (_, i) => String(i + 7)),
+        ],
+        `blocking: ${blocking}`,
+      );
     }
   });
 });

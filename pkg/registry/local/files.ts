@@ -1,5 +1,5 @@
-import type { Dirent } from 'node:fs';
-import { readdir, stat } from 'node:fs/promises';
+import { type Dirent, readFileSync } from 'node:fs';
+import { readdir, readFile, stat } from 'node:fs/promises';
 import path from 'node:path';
 
 export interface FileStamp {
@@ -95,4 +95,51 @@ export async function restampHinted(
     out.set(file, { mtimeMs: st.mtimeMs, size: st.size });
   }
   return out;
+}
+
+/** A file's text, or why it could not be read. */
+export type FileRead = { file: string; text: string } | { file: string; error: unknown };
+
+/**
+ * Reads `files` as UTF-8 and yields them in the given order, with up to
+ * `window` reads in flight. One read is four trips to libuv's thread pool
+ * (open, fstat, read, close); one file at a time, a start that reads 7,500
+ * manifests left the main thread waiting ~1.5 s with the pool mostly idle.
+ * The window bounds the texts held at once. `blocking` reads each file
+ * synchronously instead, a quarter of the main thread's time per file: for a
+ * start, when there is nothing yet to serve. Never rejects: a failed read is
+ * yielded with its error, for the caller to report against that file.
+ */
+export async function* readInOrder(
+  files: readonly string[],
+  { window = 32, blocking = false }: { window?: number; blocking?: boolean } = {},
+): AsyncGenerator<FileRead> {
+  if (blocking) {
+    for (const file of files) yield readNow(file);
+    return;
+  }
+  const reads: (Promise<FileRead> | undefined)[] = [];
+  const start = (i: number): void => {
+    const file = files[i];
+    if (file === undefined) return;
+    reads[i] = readFile(file, 'utf8').then(
+      (text) => ({ file, text }),
+      (error: unknown) => ({ file, error }),
+    );
+  };
+  for (let i = 0; i < window; i++) start(i);
+  for (let i = 0; i < files.length; i++) {
+    const read = reads[i];
+    reads[i] = undefined;
+    start(i + window);
+    if (read) yield await read;
+  }
+}
+
+function readNow(file: string): FileRead {
+  try {
+    return { file, text: readFileSync(file, 'utf8') };
+  } catch (error) {
+    return { file, error };
+  }
 }
