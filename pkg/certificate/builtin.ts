@@ -10,15 +10,8 @@ import { mkdir, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
 import { isIP } from 'node:net';
 import { join } from 'node:path';
 import type * as X509 from '@peculiar/x509';
-import {
-  authorityKeyIdExtension,
-  createEcRoot,
-  issueEcLeaf,
-  keyIdOfSpki,
-  type LeafIssuer,
-  subjectKeyIdOf,
-  subjectNameDer,
-} from './leaf-der.js';
+import { keyIdOfSpki, subjectKeyIdOf, subjectNameDer } from './der-read.js';
+import { authorityKeyIdExtension, createEcRoot, issueEcLeaf, type LeafIssuer } from './leaf-der.js';
 import type { CertificateAuthority, CertificateRequest, IssuedCertificate } from './types.js';
 
 export const DEFAULT_CA_COMMON_NAME = 'skein-ca';

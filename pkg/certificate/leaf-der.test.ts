@@ -4,14 +4,8 @@ import { describe, it } from 'node:test';
 import './reflect-shim.js';
 import * as x509 from '@peculiar/x509';
 import { BuiltinCA } from './builtin.js';
-import {
-  authorityKeyIdExtension,
-  createEcRoot,
-  issueEcLeaf,
-  type LeafIssuer,
-  subjectKeyIdOf,
-  subjectNameDer,
-} from './leaf-der.js';
+import { subjectKeyIdOf, subjectNameDer } from './der-read.js';
+import { authorityKeyIdExtension, createEcRoot, issueEcLeaf, type LeafIssuer } from './leaf-der.js';
 
 async function issuerOf(ca: BuiltinCA): Promise<LeafIssuer> {
   const root = new x509.X509Certificate(ca.rootCertPem);

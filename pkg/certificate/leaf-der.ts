@@ -6,9 +6,10 @@
 // reconnects. The default root is written the same way, so a controller with
 // a P-256 CA never loads @peculiar/x509 (~9 MB of RSS with its ASN.1 schemas);
 // other key types keep the general path in builtin.ts.
-import { createHash, generateKeyPair, type KeyObject, sign } from 'node:crypto';
+import { generateKeyPair, type KeyObject, sign } from 'node:crypto';
 import { isIP } from 'node:net';
 import { promisify } from 'node:util';
+import { keyIdOfSpki } from './der-read.js';
 
 const generateEcKeyPair = promisify(generateKeyPair);
 
@@ -59,75 +60,6 @@ function time(d: Date): Buffer {
   const year = d.getUTCFullYear();
   if (year >= 1950 && year < 2050) return tlv(0x17, Buffer.from(digits.slice(2), 'ascii'));
   return tlv(0x18, Buffer.from(digits, 'ascii'));
-}
-
-// --- DER reading: just enough to lift the issuer's subject and key id out of its certificate ---
-
-/** The element at `at`: where its content starts and where it ends. */
-function element(der: Buffer, at: number): { tag: number; start: number; end: number } {
-  const tag = der[at] ?? 0;
-  let n = der[at + 1] ?? 0;
-  let start = at + 2;
-  if (n & 0x80) {
-    const count = n & 0x7f;
-    n = 0;
-    for (let i = 0; i < count; i++) n = n * 256 + (der[start + i] ?? 0);
-    start += count;
-  }
-  return { tag, start, end: start + n };
-}
-
-/** The complete DER of a certificate's subject Name (the issuer Name of what it signs, byte for byte). */
-export function subjectNameDer(certDer: Buffer): Buffer {
-  const tbs = element(certDer, element(certDer, 0).start);
-  let at = tbs.start;
-  // version [0] (optional), serialNumber, signature, issuer, validity, then subject.
-  if (certDer[at] === 0xa0) at = element(certDer, at).end;
-  for (let i = 0; i < 4; i++) at = element(certDer, at).end;
-  const subject = element(certDer, at);
-  if (subject.tag !== 0x30) throw new Error('malformed CA certificate: no subject Name');
-  return Buffer.from(certDer.subarray(at, subject.end));
-}
-
-/** The TBSCertificate's elements from subjectPublicKeyInfo on (the issuer/subject unique ids and extensions follow). */
-function afterSubject(certDer: Buffer): { at: number; end: number } {
-  const tbs = element(certDer, element(certDer, 0).start);
-  let at = tbs.start;
-  if (certDer[at] === 0xa0) at = element(certDer, at).end;
-  // serialNumber, signature, issuer, validity, subject.
-  for (let i = 0; i < 5; i++) at = element(certDer, at).end;
-  return { at, end: tbs.end };
-}
-
-/** The keyIdentifier of a certificate's SubjectKeyIdentifier extension (RFC 5280 §4.2.1.2), if it has one. */
-export function subjectKeyIdOf(certDer: Buffer): Buffer | undefined {
-  let { at, end } = afterSubject(certDer);
-  at = element(certDer, at).end; // subjectPublicKeyInfo
-  for (; at < end; at = element(certDer, at).end) {
-    const field = element(certDer, at);
-    if (field.tag !== 0xa3) continue; // [3] extensions; [1] and [2] are unique ids
-    const list = element(certDer, field.start);
-    for (let x = list.start; x < list.end; x = element(certDer, x).end) {
-      const ext = element(certDer, x);
-      const id = element(certDer, ext.start);
-      if (!certDer.subarray(ext.start, id.end).equals(EXT_SUBJECT_KEY_ID)) continue;
-      let value = element(certDer, id.end);
-      if (value.tag === 0x01) value = element(certDer, value.end); // the critical flag
-      // extnValue is an OCTET STRING holding the KeyIdentifier, itself an OCTET STRING.
-      const keyId = element(certDer, value.start);
-      return Buffer.from(certDer.subarray(keyId.start, keyId.end));
-    }
-  }
-  return undefined;
-}
-
-/** RFC 5280 §4.2.1.2 method 1: SHA-1 of the subjectPublicKey BIT STRING's bits (after its unused-bits byte). */
-export function keyIdOfSpki(spki: Buffer): Buffer {
-  const spkiSeq = element(spki, 0);
-  const bitString = element(spki, element(spki, spkiSeq.start).end);
-  return createHash('sha1')
-    .update(spki.subarray(bitString.start + 1, bitString.end))
-    .digest();
 }
 
 // --- the certificates ---

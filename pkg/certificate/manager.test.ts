@@ -1,7 +1,9 @@
 import assert from 'node:assert/strict';
-import { X509Certificate } from 'node:crypto';
+import { createPrivateKey, webcrypto, X509Certificate } from 'node:crypto';
 import { once } from 'node:events';
 import { after, before, describe, it } from 'node:test';
+import './reflect-shim.js';
+import * as x509 from '@peculiar/x509';
 import { silentLogger } from '../logger/logger.js';
 import { parseProxyCommonName } from '../mesh/identity.js';
 import { BuiltinCA } from './builtin.js';
@@ -276,5 +278,55 @@ describe('CertificateManager', () => {
     const m = manager(ca, { load: () => Promise.reject(new Error('unreadable')) });
     await m.ensure(bookstore);
     assert.equal(ca.requests.length, 1);
+  });
+
+  it('adopts what an RSA root issued (OpenSSL checks it) and refuses a leaf whose signature was altered', async () => {
+    const alg = {
+      name: 'RSASSA-PKCS1-v1_5',
+      hash: 'SHA-256',
+      publicExponent: new Uint8Array([1, 0, 1]),
+      modulusLength: 2048,
+    };
+    const keys = await webcrypto.subtle.generateKey(alg, true, ['sign', 'verify']);
+    const rootCert = await x509.X509CertificateGenerator.createSelfSigned(
+      {
+        serialNumber: '01',
+        name: 'CN=rsa root, O=elsewhere',
+        notBefore: new Date(Date.now() - HOUR),
+        notAfter: new Date(Date.now() + 24 * HOUR),
+        keys,
+        signingAlgorithm: alg,
+        extensions: [
+          new x509.BasicConstraintsExtension(true, undefined, true),
+          new x509.KeyUsagesExtension(x509.KeyUsageFlags.keyCertSign | x509.KeyUsageFlags.cRLSign, true),
+          await x509.SubjectKeyIdentifierExtension.create(keys.publicKey, false, webcrypto),
+        ],
+      },
+      webcrypto,
+    );
+    const pkcs8 = Buffer.from(await webcrypto.subtle.exportKey('pkcs8', keys.privateKey));
+    const keyPem = createPrivateKey({ key: pkcs8, format: 'der', type: 'pkcs8' }).export({
+      type: 'pkcs8',
+      format: 'pem',
+    });
+    const rsa = await BuiltinCA.fromPem(rootCert.toString('pem'), String(keyPem));
+    const earlier = await manager(new ProbeCA(rsa)).ensure(bookstore);
+    const adopting = new ProbeCA(rsa);
+    const adopted = await manager(adopting, { load: async () => earlier }).ensure(bookstore);
+    assert.equal(adopting.requests.length, 0);
+    assert.equal(adopted.serialNumber, earlier.serialNumber);
+
+    // skein's own ECDSA leaf with one bit of its signature flipped: the DER path refuses it.
+    const good = await manager(new ProbeCA(root)).ensure(bookstore);
+    const der = new X509Certificate(good.certPem).raw;
+    const bad = Buffer.from(der);
+    bad[bad.length - 5] = (bad[bad.length - 5] as number) ^ 0x01;
+    const altered = `-----BEGIN CERTIFICATE-----\n${bad.toString('base64')}\n-----END CERTIFICATE-----\n`;
+    const ca = new ProbeCA(root);
+    const cert = await manager(ca, { load: async () => ({ certPem: altered, keyPem: good.keyPem }) }).ensure(
+      bookstore,
+    );
+    assert.equal(ca.requests.length, 1);
+    assert.notEqual(cert.certPem, altered);
   });
 });

@@ -1,4 +1,4 @@
-import { createPrivateKey, X509Certificate } from 'node:crypto';
+import { createPrivateKey, verify, X509Certificate } from 'node:crypto';
 import { EventEmitter } from 'node:events';
 import type { Logger } from '../logger/logger.js';
 import {
@@ -9,6 +9,7 @@ import {
   serviceIdentityName,
   spiffeId,
 } from '../mesh/identity.js';
+import { ECDSA_WITH_SHA256_DER, type LeafFields, readLeaf, subjectNameDer } from './der-read.js';
 import type { CertificateAuthority, IssuedCertificate, SecretSource } from './types.js';
 
 export interface CertificateManagerOptions {
@@ -99,7 +100,7 @@ export class CertificateManager extends EventEmitter<CertificateManagerEvents> i
   #stopped = false;
   #renewAllAt = Number.NEGATIVE_INFINITY;
   readonly #load: CertificateManagerOptions['load'];
-  #caCert: { bundle: string; cert: X509Certificate } | undefined;
+  #caCert: (IssuingRoot & { bundle: string }) | undefined;
 
   constructor(opts: CertificateManagerOptions) {
     super();
@@ -257,6 +258,17 @@ export class CertificateManager extends EventEmitter<CertificateManagerEvents> i
     return promise;
   }
 
+  /** The root that signs new certificates, parsed once per trust bundle. */
+  #issuingRoot(): IssuingRoot {
+    const bundle = this.#ca.trustBundlePem;
+    // The bundle's first root is the issuing one (rotating-ca.ts); a rotation moves it.
+    if (this.#caCert?.bundle !== bundle) {
+      const cert = new X509Certificate(bundle);
+      this.#caCert = { bundle, cert, nameDer: subjectNameDer(cert.raw) };
+    }
+    return this.#caCert;
+  }
+
   /**
    * Takes over a certificate issued earlier (a previous run of this controller),
    * so a restart does not re-issue every identity's certificate. Only one
@@ -267,23 +279,16 @@ export class CertificateManager extends EventEmitter<CertificateManagerEvents> i
     const trustDomain = this.#trustDomain;
     let cert: IssuedCertificate;
     try {
-      // The bundle's first root is the issuing one (rotating-ca.ts); a rotation moves it.
-      if (this.#caCert?.bundle !== this.#ca.trustBundlePem)
-        this.#caCert = {
-          bundle: this.#ca.trustBundlePem,
-          cert: new X509Certificate(this.#ca.trustBundlePem),
-        };
-      const root = this.#caCert.cert;
-      const x = new X509Certificate(certPem);
+      const root = this.#issuingRoot();
+      const der = pemDer(certPem);
+      const leaf = readLeaf(der);
       const commonName = serviceIdentityName(entry.identity, trustDomain);
       const uri = spiffeId(entry.identity, trustDomain);
-      const sans = (x.subjectAltName ?? '').split(', ');
       if (
-        x.subject !== `CN=${commonName}` ||
-        !sans.includes(`URI:${uri}`) ||
-        !x.checkIssued(root) ||
-        !x.verify(root.publicKey) ||
-        !keyMatches(x, keyPem)
+        leaf.subjectCommonName !== commonName ||
+        !leaf.uriSans.includes(uri) ||
+        !signedBy(leaf, der, root) ||
+        !keyMatches(der, keyPem)
       )
         return undefined;
       cert = {
@@ -291,11 +296,11 @@ export class CertificateManager extends EventEmitter<CertificateManagerEvents> i
         certPem,
         keyPem,
         caPem: this.#ca.trustBundlePem,
-        serialNumber: x.serialNumber.toLowerCase(),
-        notBefore: new Date(x.validFrom),
-        notAfter: new Date(x.validTo),
-        uriSans: sans.filter((n) => n.startsWith('URI:')).map((n) => n.slice(4)),
-        dnsSans: sans.filter((n) => n.startsWith('DNS:')).map((n) => n.slice(4)),
+        serialNumber: leaf.serialNumber,
+        notBefore: leaf.notBefore,
+        notAfter: leaf.notAfter,
+        uriSans: leaf.uriSans,
+        dnsSans: leaf.dnsSans,
       };
     } catch {
       return undefined;
@@ -448,13 +453,41 @@ export class CertificateManager extends EventEmitter<CertificateManagerEvents> i
  * certificate costs microseconds, where parsing the key costs ~0.3 ms (1,000
  * identities at every restart). Keys without one are parsed and checked.
  */
-function keyMatches(cert: X509Certificate, keyPem: string): boolean {
-  const der = Buffer.from(keyPem.replace(/-----[^-]+-----/g, ''), 'base64');
+function keyMatches(certDer: Buffer, keyPem: string): boolean {
+  const der = pemDer(keyPem);
   // ... BIT STRING (0x03), 66 bytes, no unused bits, uncompressed point 0x04 || X || Y (P-256).
   const point = der.subarray(der.length - 65);
   if (der.length > 68 && der[der.length - 68] === 0x03 && der[der.length - 67] === 0x42 && point[0] === 0x04)
-    return cert.raw.includes(point);
-  return cert.checkPrivateKey(createPrivateKey(keyPem));
+    return certDer.includes(point);
+  return new X509Certificate(certDer).checkPrivateKey(createPrivateKey(keyPem));
+}
+
+/** The root certificate that issues, and its subject Name's DER (a leaf's issuer, byte for byte). */
+interface IssuingRoot {
+  cert: X509Certificate;
+  nameDer: Buffer;
+}
+
+/**
+ * Whether `root` signed the leaf. skein's own leaves (ECDSA P-256 with SHA-256,
+ * the issuer Name copied from the root: leaf-der.ts) are checked on their DER
+ * with one signature verification; anything else (an RSA root's leaves, a Name
+ * written differently) through OpenSSL's issuer check and verification.
+ */
+function signedBy(leaf: LeafFields, der: Buffer, root: IssuingRoot): boolean {
+  if (leaf.signatureAlgorithm.equals(ECDSA_WITH_SHA256_DER) && leaf.issuer.equals(root.nameDer))
+    return verify('sha256', leaf.tbs, root.cert.publicKey, leaf.signature);
+  const x = new X509Certificate(der);
+  return x.checkIssued(root.cert) && x.verify(root.cert.publicKey);
+}
+
+/** The DER of a PEM's first block. */
+function pemDer(pem: string): Buffer {
+  const begin = pem.indexOf('-----BEGIN ');
+  const body = pem.indexOf('\n', begin);
+  const end = pem.indexOf('-----END ', body);
+  if (begin < 0 || body < 0 || end < 0) throw new Error('not PEM');
+  return Buffer.from(pem.slice(body + 1, end), 'base64');
 }
 
 /** The CA may shorten a certificate (root expiry), so trust notAfter when it is lower. */
