@@ -5,7 +5,7 @@
 // DiscoveryRequest carries its Node), got 20,000 back and sent a 300-byte ACK; the server's RSS after a full GC,
 // less its RSS before, and the server's CPU time (all its threads) over the same span, each
 // divided by N. The floor under skein's per-proxy memory and CPU (docs/performance.md,
-// "Memory per connected proxy" and "The floor under initial convergence").
+// "The stack's floor per connection, in memory and CPU").
 import { fork } from 'node:child_process';
 import http2 from 'node:http2';
 import net, { type AddressInfo } from 'node:net';
