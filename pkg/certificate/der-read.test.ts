@@ -1,8 +1,9 @@
 import assert from 'node:assert/strict';
-import { verify, webcrypto, X509Certificate } from 'node:crypto';
+import { verify, X509Certificate } from 'node:crypto';
 import { describe, it } from 'node:test';
 import './reflect-shim.js';
 import * as x509 from '@peculiar/x509';
+import { rsaRoot } from '../../test/support/rsa-root.js';
 import { BuiltinCA } from './builtin.js';
 import { ECDSA_WITH_SHA256_DER, MalformedDerError, readLeaf, subjectNameDer } from './der-read.js';
 
@@ -54,30 +55,18 @@ describe('readLeaf', () => {
   });
 
   it('reads a certificate another library wrote: RSA signature, a subject of several attributes, GeneralizedTime', async () => {
-    const alg = {
-      name: 'RSASSA-PKCS1-v1_5',
-      hash: 'SHA-256',
-      publicExponent: new Uint8Array([1, 0, 1]),
-      modulusLength: 2048,
-    };
-    const keys = await webcrypto.subtle.generateKey(alg, true, ['sign', 'verify']);
-    const cert = await x509.X509CertificateGenerator.createSelfSigned(
-      {
-        serialNumber: '00ff01',
-        name: 'CN=other, O=elsewhere',
-        notBefore: new Date('2026-01-01T00:00:00Z'),
-        notAfter: new Date('2051-06-30T12:00:00Z'),
-        keys,
-        signingAlgorithm: alg,
-        extensions: [
-          new x509.SubjectAlternativeNameExtension([
-            { type: 'url', value: 'spiffe://x/y' },
-            { type: 'ip', value: '10.0.0.1' },
-          ]),
-        ],
-      },
-      webcrypto,
-    );
+    const { cert } = await rsaRoot({
+      serialNumber: '00ff01',
+      name: 'CN=other, O=elsewhere',
+      notBefore: new Date('2026-01-01T00:00:00Z'),
+      notAfter: new Date('2051-06-30T12:00:00Z'),
+      extensions: [
+        new x509.SubjectAlternativeNameExtension([
+          { type: 'url', value: 'spiffe://x/y' },
+          { type: 'ip', value: '10.0.0.1' },
+        ]),
+      ],
+    });
     const der = Buffer.from(cert.rawData);
     const leaf = readLeaf(der);
     const want = openssl(new X509Certificate(der));

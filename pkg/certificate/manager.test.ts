@@ -1,9 +1,8 @@
 import assert from 'node:assert/strict';
-import { createPrivateKey, webcrypto, X509Certificate } from 'node:crypto';
+import { X509Certificate } from 'node:crypto';
 import { once } from 'node:events';
 import { after, before, describe, it } from 'node:test';
-import './reflect-shim.js';
-import * as x509 from '@peculiar/x509';
+import { rsaRoot } from '../../test/support/rsa-root.js';
 import { silentLogger } from '../logger/logger.js';
 import { parseProxyCommonName } from '../mesh/identity.js';
 import { BuiltinCA } from './builtin.js';
@@ -281,35 +280,13 @@ describe('CertificateManager', () => {
   });
 
   it('adopts what an RSA root issued (OpenSSL checks it) and refuses a leaf whose signature was altered', async () => {
-    const alg = {
-      name: 'RSASSA-PKCS1-v1_5',
-      hash: 'SHA-256',
-      publicExponent: new Uint8Array([1, 0, 1]),
-      modulusLength: 2048,
-    };
-    const keys = await webcrypto.subtle.generateKey(alg, true, ['sign', 'verify']);
-    const rootCert = await x509.X509CertificateGenerator.createSelfSigned(
-      {
-        serialNumber: '01',
-        name: 'CN=rsa root, O=elsewhere',
-        notBefore: new Date(Date.now() - HOUR),
-        notAfter: new Date(Date.now() + 24 * HOUR),
-        keys,
-        signingAlgorithm: alg,
-        extensions: [
-          new x509.BasicConstraintsExtension(true, undefined, true),
-          new x509.KeyUsagesExtension(x509.KeyUsageFlags.keyCertSign | x509.KeyUsageFlags.cRLSign, true),
-          await x509.SubjectKeyIdentifierExtension.create(keys.publicKey, false, webcrypto),
-        ],
-      },
-      webcrypto,
-    );
-    const pkcs8 = Buffer.from(await webcrypto.subtle.exportKey('pkcs8', keys.privateKey));
-    const keyPem = createPrivateKey({ key: pkcs8, format: 'der', type: 'pkcs8' }).export({
-      type: 'pkcs8',
-      format: 'pem',
+    const { cert: rootCert, keyPem } = await rsaRoot({
+      serialNumber: '01',
+      name: 'CN=rsa root, O=elsewhere',
+      notBefore: new Date(Date.now() - HOUR),
+      notAfter: new Date(Date.now() + 24 * HOUR),
     });
-    const rsa = await BuiltinCA.fromPem(rootCert.toString('pem'), String(keyPem));
+    const rsa = await BuiltinCA.fromPem(rootCert.toString('pem'), keyPem);
     const earlier = await manager(new ProbeCA(rsa)).ensure(bookstore);
     const adopting = new ProbeCA(rsa);
     const adopted = await manager(adopting, { load: async () => earlier }).ensure(bookstore);
