@@ -4,6 +4,7 @@ import { test } from 'node:test';
 import { CHANGE_KINDS } from './changes.js';
 import { busyOsmPort, OSM_BIN } from './osm-peer.js';
 import { runPeerBench } from './peer.js';
+import { formatPeerReport } from './peer-report.js';
 
 // The peer comparison in miniature: the real osm-controller v1.2.4 and skein in
 // Kubernetes mode, one after the other, each serving the same 4 mTLS ADS clients
@@ -52,4 +53,41 @@ test('OSM v1.2.4 and skein both converge the same fleet and push every change ki
     // The new pod's address reached some proxy's EDS (checked by content, not by ACK alone).
     assert.ok((run.changes['endpoint-add']?.contentMs?.n ?? 0) > 0, `${run.name}: no EDS showed the new pod`);
   }
+});
+
+// skein's half alone needs no OSM binary, so it runs with `make test`: the same fleet, changes and
+// storm on the real API server, and the report sets each time beside its bound (issue 17 §4).
+test("skein's half of the peer bench converges, pushes every change kind, survives the storm, and reports each time against its bound", {
+  timeout: 240_000,
+}, async () => {
+  process.env['SKEIN_BENCH_QUIET'] = '1';
+  const r = await runPeerBench({
+    proxies: 4,
+    services: 2,
+    mode: 'smi',
+    changes: 1,
+    workers: 1,
+    fleetTransport: 'h2',
+    quietMs: 200,
+    idleMs: 300,
+    timeoutS: 60,
+    skipStorm: false,
+    only: ['skein'],
+  });
+  const [run] = r.runs;
+  assert.ok(run && r.runs.length === 1 && run.name === 'skein');
+  assert.equal(run.initial.incomplete, 0);
+  for (const kind of CHANGE_KINDS) assert.equal(run.changes[kind]?.noPush, 0, `${kind} reached no proxy`);
+  assert.equal(run.storm?.incomplete, 0, 'every proxy back after the storm');
+  assert.ok(r.loopback.mbPerS > 0);
+  const report = formatPeerReport(r);
+  // Every bound row carries a number for skein: the time over the bytes at loopback speed, above 1.
+  const boundRows = report.split('\n').filter((l) => l.includes('÷ its bound'));
+  assert.equal(boundRows.length, 2 + CHANGE_KINDS.length + 1, report);
+  for (const row of boundRows.slice(0, -1)) {
+    const cells = row.trim().split(/\s{2,}/);
+    const skein = Number(cells[1]);
+    assert.ok(Number.isFinite(skein) && skein >= 1, row);
+  }
+  assert.match(report, /loopback TLS speed, \d+\.\d MB\/s/);
 });

@@ -15,6 +15,7 @@ import { ControllerProcess } from './controller.js';
 import { Fleet } from './fleet.js';
 import type { FleetTransportKind } from './fleet-transport.js';
 import { applyTopology, exportCaSecret, kubeChangeSink, waitForEndpoints } from './kube-topology.js';
+import { type LoopbackThroughput, measureLoopbackTls } from './loopback.js';
 import {
   type ChangeKindResult,
   type ChangeSample,
@@ -100,6 +101,8 @@ export interface PeerBenchResult {
   options: PeerBenchOptions;
   topology: { proxies: number; services: number; namespaces: number; trafficSplits: number };
   runs: PeerRun[];
+  /** Loopback TLS 1.3 throughput, measured before the cluster starts: the bound of every time (§4). */
+  loopback: LoopbackThroughput;
   totalS: number;
 }
 
@@ -203,6 +206,8 @@ async function runOne(
 export async function runPeerBench(o: PeerBenchOptions): Promise<PeerBenchResult> {
   const started = nowMs();
   const root = await mkdtemp(path.join(tmpdir(), 'skein-bench-peer-'));
+  progress('measuring loopback TLS throughput');
+  const loopback = await measureLoopbackTls();
   // OSM watches core/v1 Endpoints: the Endpoints controller runs beside the EndpointSlice one.
   progress('starting the test cluster (etcd, kube-apiserver, kube-controller-manager)');
   const cluster = await TestCluster.start({ controllers: [...DEFAULT_CONTROLLERS, 'endpoints-controller'] });
@@ -293,6 +298,7 @@ export async function runPeerBench(o: PeerBenchOptions): Promise<PeerBenchResult
         trafficSplits: topo.services.filter((s) => s.split).length,
       },
       runs,
+      loopback,
       totalS: round((nowMs() - started) / 1000),
     };
   } finally {
