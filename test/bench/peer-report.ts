@@ -8,6 +8,12 @@ interface Row {
   label: string;
   of: (r: PeerRun) => number | undefined;
   digits?: number;
+  /**
+   * No OSM ÷ skein ratio: a multiple of its own bound says how close each controller came to
+   * the bytes it chose to send, and OSM sends ~3,000 times more per change, so the ratio of two
+   * multiples compares nothing.
+   */
+  noRatio?: true;
 }
 
 function fmt(x: number | undefined, digits = 0): string {
@@ -35,6 +41,7 @@ function rows(lb: LoopbackThroughput): Row[] {
     {
       label: 'initial convergence ÷ its bound (×)',
       of: (r) => multiple(r.initial.convergenceMs, r.initial.bytes, lb),
+      noRatio: true,
     },
     { label: 'idle controller CPU (s)', of: (r) => r.idle.controllerCpuS, digits: 2 },
   ];
@@ -52,6 +59,7 @@ function rows(lb: LoopbackThroughput): Row[] {
       {
         label: `${kind} p50 ÷ its bound (×)`,
         of: (r) => multiple(r.changes[kind]?.convergenceMs.p50, r.changes[kind]?.bytes.mean, lb),
+        noRatio: true,
       },
     );
   }
@@ -62,6 +70,7 @@ function rows(lb: LoopbackThroughput): Row[] {
     {
       label: 'storm: ready → complete ÷ its bound (×)',
       of: (r) => multiple(r.storm?.fromReadyMs, r.storm?.bytes, lb),
+      noRatio: true,
     },
   );
   return out;
@@ -74,7 +83,7 @@ export function formatPeerReport(res: PeerBenchResult): string {
   const body = rows(res.loopback).map((row) => {
     const a = osm ? row.of(osm) : undefined;
     const b = skein ? row.of(skein) : undefined;
-    const ratio = a !== undefined && b !== undefined && b > 0 ? (a / b).toFixed(1) : '-';
+    const ratio = !row.noRatio && a !== undefined && b !== undefined && b > 0 ? (a / b).toFixed(1) : '-';
     return [row.label, ...res.runs.map((r) => fmt(row.of(r), row.digits)), ratio];
   });
   const widths = header.map((h, i) => Math.max(h.length, ...body.map((r) => (r[i] ?? '').length)));
