@@ -157,6 +157,11 @@ export class EnvoyProcess {
     return this.run.output();
   }
 
+  /** The Envoy process's id (its RSS and CPU time are read from /proc). */
+  get pid(): number | undefined {
+    return this.run.child.pid;
+  }
+
   /** `host:port` of the admin interface, once Envoy has written it. */
   async adminAddress(timeoutMs = 10_000): Promise<string> {
     const deadline = Date.now() + timeoutMs;
