@@ -173,3 +173,17 @@ export function perConnection(
 ) {
   return { kb: (after.rss - before.rss) / n / 1024, cpuMs: (after.cpuUs - before.cpuUs) / n / 1000 };
 }
+
+/** A forked server of `transport` and `connections` clients of it: the server's RSS and CPU per connection. */
+export async function measureDirect(transport: Transport, bytes: number, connections: number, pems: Pems) {
+  const server = await forkServer(transport, bytes, pems);
+  const before = await server.report();
+  const keep = await connectAll(transport, server.port, bytes, connections, pems);
+  await new Promise((r) => setTimeout(r, 1000));
+  const after = await server.report();
+  server.kill();
+  closeAll(keep);
+  if (after.connections !== connections)
+    throw new Error(`server holds ${after.connections} of ${connections}`);
+  return perConnection(before, after, connections);
+}

@@ -7,29 +7,7 @@
 // the same span, each divided by N. The floor under skein's per-proxy memory and CPU
 // (docs/performance.md, "The stack's floor per connection, in memory and CPU").
 import { parseArgs } from 'node:util';
-import {
-  closeAll,
-  connectAll,
-  forkServer,
-  type Pems,
-  perConnection,
-  probePems,
-  TRANSPORTS,
-  type Transport,
-} from './probe-client.js';
-
-async function measure(transport: Transport, bytes: number, connections: number, pems: Pems) {
-  const server = await forkServer(transport, bytes, pems);
-  const before = await server.report();
-  const keep = await connectAll(transport, server.port, bytes, connections, pems);
-  await new Promise((r) => setTimeout(r, 1000));
-  const after = await server.report();
-  server.kill();
-  closeAll(keep);
-  if (after.connections !== connections)
-    throw new Error(`server holds ${after.connections} of ${connections}`);
-  return perConnection(before, after, connections);
-}
+import { measureDirect, probePems, TRANSPORTS } from './probe-client.js';
 
 async function main(): Promise<void> {
   const { values } = parseArgs({
@@ -45,7 +23,7 @@ async function main(): Promise<void> {
   for (const bytes of values.bytes.split(',').map(Number)) {
     const row = [String(bytes)];
     for (const t of TRANSPORTS) {
-      const m = await measure(t, bytes, connections, pems);
+      const m = await measureDirect(t, bytes, connections, pems);
       row.push(m.kb.toFixed(1), m.cpuMs.toFixed(2));
     }
     rows.push(row);
