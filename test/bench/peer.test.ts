@@ -3,7 +3,7 @@ import { existsSync } from 'node:fs';
 import { test } from 'node:test';
 import { CHANGE_KINDS } from './changes.js';
 import { busyOsmPort, OSM_BIN } from './osm-peer.js';
-import { runPeerBench } from './peer.js';
+import { type PeerBenchOptions, type PeerBenchResult, runPeerBench } from './peer.js';
 import { formatPeerReport } from './peer-report.js';
 
 // The peer comparison in miniature: the real osm-controller v1.2.4 and skein in
@@ -19,12 +19,10 @@ async function skipReason(): Promise<string | false> {
   return busy === undefined ? false : `port ${busy} is in use; osm-controller needs it`;
 }
 
-test('OSM v1.2.4 and skein both converge the same fleet and push every change kind', {
-  skip: await skipReason(),
-  timeout: 240_000,
-}, async () => {
+/** The peer bench in miniature: 4 proxies, 2 services, every change kind once. */
+function runSmallPeerBench(extra: Pick<PeerBenchOptions, 'skipStorm' | 'only'>): Promise<PeerBenchResult> {
   process.env['SKEIN_BENCH_QUIET'] = '1';
-  const r = await runPeerBench({
+  return runPeerBench({
     proxies: 4,
     services: 2,
     mode: 'smi',
@@ -34,8 +32,15 @@ test('OSM v1.2.4 and skein both converge the same fleet and push every change ki
     quietMs: 200,
     idleMs: 300,
     timeoutS: 60,
-    skipStorm: true,
+    ...extra,
   });
+}
+
+test('OSM v1.2.4 and skein both converge the same fleet and push every change kind', {
+  skip: await skipReason(),
+  timeout: 240_000,
+}, async () => {
+  const r = await runSmallPeerBench({ skipStorm: true });
   assert.deepEqual(
     r.runs.map((run) => run.name),
     ['osm', 'skein'],
@@ -60,20 +65,7 @@ test('OSM v1.2.4 and skein both converge the same fleet and push every change ki
 test("skein's half of the peer bench converges, pushes every change kind, survives the storm, and reports each time against its bound", {
   timeout: 240_000,
 }, async () => {
-  process.env['SKEIN_BENCH_QUIET'] = '1';
-  const r = await runPeerBench({
-    proxies: 4,
-    services: 2,
-    mode: 'smi',
-    changes: 1,
-    workers: 1,
-    fleetTransport: 'h2',
-    quietMs: 200,
-    idleMs: 300,
-    timeoutS: 60,
-    skipStorm: false,
-    only: ['skein'],
-  });
+  const r = await runSmallPeerBench({ skipStorm: false, only: ['skein'] });
   const [run] = r.runs;
   assert.ok(run && r.runs.length === 1 && run.name === 'skein');
   assert.equal(run.initial.incomplete, 0);
