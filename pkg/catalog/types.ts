@@ -46,10 +46,18 @@ export interface SplitBackend {
   weight: number;
 }
 
+/**
+ * Permissive mode's source set in a rule: every identity of the mesh (and, on a
+ * plaintext chain, every caller). The word is also what /debug, the CLI and the
+ * web UI print for it (a string value, not TypeScript's any).
+ */
+export const EVERY_SOURCE = 'any'; // a string value, not TypeScript's any
+export type EverySource = typeof EVERY_SOURCE;
+
 /** Who may reach one port of a destination service, and how. */
 export interface InboundRule {
-  /** Allowed source identities, or 'any' (permissive mode). */
-  sources: Identity[] | 'any'; // 'any': permissive mode's every-source value, not a TypeScript any
+  /** Allowed source identities, or EVERY_SOURCE (permissive mode). */
+  sources: Identity[] | EverySource;
   /**
    * For http/grpc ports: the HTTP matches allowed (ORed), or 'all' when the rule
    * allows every request (permissive mode, or a TCPRoute covering this port).

@@ -37,7 +37,14 @@ import {
 } from './services.js';
 import { mergeSplits, type SplitTable, splitOnPort } from './split.js';
 import { ViewLineage } from './stable.js';
-import type { Endpoint, InboundRule, MeshService, MeshView, SplitBackend } from './types.js';
+import {
+  type Endpoint,
+  EVERY_SOURCE,
+  type InboundRule,
+  type MeshService,
+  type MeshView,
+  type SplitBackend,
+} from './types.js';
 import { compileUpstreamSettings, type UpstreamSetting } from './upstream.js';
 
 export interface BuildMeshViewOptions {
@@ -727,7 +734,7 @@ class CatalogView implements MeshView {
   private computeInbound(key: string, port: number): readonly InboundRule[] {
     const sp = this.service(key)?.ports.find((p) => p.port === port);
     if (!sp) return EMPTY;
-    if (this.permissive) return Object.freeze([{ sources: 'any', http: 'all', origin: 'permissive' }]); // 'any': permissive mode's every-source value, not a TypeScript any
+    if (this.permissive) return Object.freeze([{ sources: EVERY_SOURCE, http: 'all', origin: 'permissive' }]);
     // A TrafficTarget applies to the services backed by pods of its destination
     // identity. Apex identities are not included: traffic to an apex lands on
     // backend pods, whose own rules decide.
@@ -748,7 +755,7 @@ class CatalogView implements MeshView {
     for (const svc of this.services()) {
       for (const sp of svc.ports) {
         for (const rule of this.inboundRules(svc.key, sp.port)) {
-          if (rule.sources === 'any') continue; // 'any': permissive mode's every-source value, not a TypeScript any
+          if (rule.sources === EVERY_SOURCE) continue;
           for (const id of rule.sources) {
             const k = identityKey(id);
             const set = bySource.get(k);

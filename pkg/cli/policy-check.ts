@@ -3,7 +3,7 @@
 // (with which route matches) says so. The answer is read from the same
 // inboundRules the controller turns into the destination proxy's RBAC.
 
-import type { MeshService, MeshView } from '../catalog/types.js';
+import { EVERY_SOURCE, type EverySource, type MeshService, type MeshView } from '../catalog/types.js';
 import { monitoredNamespaces, policyProblems } from '../catalog/view.js';
 import { type Identity, identityKey } from '../mesh/identity.js';
 import type { HTTPMatch, Pod } from '../model/objects.js';
@@ -16,7 +16,7 @@ export interface PortVerdict {
   /** Rules that let the source in: the TrafficTarget (or 'permissive') and what it allows. */
   allowedBy: { origin: string; http: readonly HTTPMatch[] | 'all' }[];
   /** Every rule on the port (for saying who is allowed when the source is not). */
-  rules: { origin: string; sources: string[] | 'any' }[]; // 'any': permissive mode's every-source value, not a TypeScript any
+  rules: { origin: string; sources: string[] | EverySource }[];
 }
 
 export type PolicyVerdict =
@@ -83,11 +83,11 @@ export function checkPolicy(view: MeshView, meshName: string, src: Pod, dst: Pod
         port: p.port,
         protocol: p.protocol,
         allowedBy: rules
-          .filter((r) => r.sources === 'any' || r.sources.some((s) => identityKey(s) === key)) // 'any': permissive mode's every-source value, not a TypeScript any
+          .filter((r) => r.sources === EVERY_SOURCE || r.sources.some((s) => identityKey(s) === key))
           .map((r) => ({ origin: r.origin, http: r.http })),
         rules: rules.map((r) => ({
           origin: r.origin,
-          sources: r.sources === 'any' ? 'any' : r.sources.map(identityKey), // 'any': permissive mode's every-source value, not a TypeScript any
+          sources: r.sources === EVERY_SOURCE ? EVERY_SOURCE : r.sources.map(identityKey),
         })),
       });
     }
@@ -148,7 +148,7 @@ export function policyText(v: PolicyVerdict, src: string, dst: string): string {
     }
     lines.push(`  ${at}: denied: no TrafficTarget allows ${identityKey(v.source)}; allowed are:`);
     for (const r of p.rules)
-      lines.push(`    ${r.sources === 'any' ? 'any identity' : r.sources.join(', ')} by ${r.origin}`); // 'any': permissive mode's every-source value, not a TypeScript any
+      lines.push(`    ${r.sources === EVERY_SOURCE ? 'any identity' : r.sources.join(', ')} by ${r.origin}`);
   }
   return `${lines.join('\n')}\n`;
 }

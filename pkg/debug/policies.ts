@@ -1,15 +1,15 @@
 import type { IpRange } from '../catalog/egress.js';
 import type { IngressPolicy, IngressRoute } from '../catalog/ingress.js';
 import type { RetryRule } from '../catalog/retry.js';
-import type { MeshView } from '../catalog/types.js';
+import { EVERY_SOURCE, type EverySource, type MeshView } from '../catalog/types.js';
 import { egressPassthrough, egressSources, gatewayPlan, ingressPorts, retryTables } from '../catalog/view.js';
 import { egressPlan } from '../envoy/egress/plan.js';
 import { identityKey } from '../mesh/identity.js';
 import type { HTTPMatch } from '../model/objects.js';
 
 export interface DebugRule {
-  /** `<namespace>/<serviceAccount>` of each allowed source, or 'any' (permissive). */
-  sources: string[] | 'any'; // 'any': permissive mode's every-source value, not a TypeScript any
+  /** `<namespace>/<serviceAccount>` of each allowed source, or EVERY_SOURCE (permissive). */
+  sources: string[] | EverySource;
   http: HTTPMatch[] | 'all';
   /** The SMI object behind the edge, e.g. `TrafficTarget bookstore/bookbuyer-access-bookstore`. */
   origin: string;
@@ -174,7 +174,7 @@ export function buildPolicies(view: MeshView): DebugPolicies {
         ...(p.name !== undefined ? { name: p.name } : {}),
         protocol: p.protocol,
         rules: view.inboundRules(svc.key, p.port).map((r) => ({
-          sources: r.sources === 'any' ? 'any' : r.sources.map(identityKey), // 'any': permissive mode's every-source value, not a TypeScript any
+          sources: r.sources === EVERY_SOURCE ? EVERY_SOURCE : r.sources.map(identityKey),
           http: r.http,
           origin: r.origin,
         })),

@@ -3,6 +3,14 @@
 // imports nothing: the page is type-checked without Node's types.
 
 /** One proxy's overall state: the worst of its per-type states, or DISCONNECTED. */
+/**
+ * Permissive mode's source set, as the graph carries it: catalog's EVERY_SOURCE
+ * (catalog/types.ts), restated because the web bundle imports this file alone.
+ */
+export const EVERY_SOURCE = 'any'; // a string value, not TypeScript's any
+/** The external destination kind for any address outside the mesh (a string value, not TypeScript's any). */
+export const ANY_ADDRESS = 'any'; // a string value, not TypeScript's any
+
 export type ProxyState = 'SYNCED' | 'STALE' | 'NACKED' | 'DISCONNECTED';
 
 /** Per xDS type, as `/debug/proxies` reports it. */
@@ -35,8 +43,8 @@ export interface GraphProxy {
 }
 
 export interface GraphRule {
-  /** `<namespace>/<serviceAccount>` of each allowed source, or 'any' (permissive). */
-  sources: string[] | 'any'; // 'any': permissive mode's every-source value, not a TypeScript any
+  /** `<namespace>/<serviceAccount>` of each allowed source, or EVERY_SOURCE (permissive). */
+  sources: string[] | typeof EVERY_SOURCE;
   /** e.g. `GET /buy`, or `all requests`. */
   routes: string[];
   /** `TrafficTarget <ns>/<name>`, or 'permissive'. */
@@ -92,7 +100,7 @@ export interface GraphIdentity {
 export interface GraphExternal {
   /** `ext:host:<host>`, `ext:cidr:<cidr>`, or `ext:any` */
   id: string;
-  kind: 'host' | 'cidr' | 'any'; // 'any': an external destination kind (any address outside the mesh), not a TypeScript any
+  kind: 'host' | 'cidr' | typeof ANY_ADDRESS;
   label: string;
   /**
    * ext:any only, when every destination outside the mesh passes through (so

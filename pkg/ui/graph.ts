@@ -7,16 +7,17 @@ import { PUSH_ORDER, TypeUrl } from '../envoy/types.js';
 import { identityKey, type ProxyIdentity } from '../mesh/identity.js';
 import type { EdgeSummary } from '../stats/collector.js';
 import type { StreamStatus } from '../xds/server/types.js';
-import type {
-  GraphEdge,
-  GraphIdentity,
-  GraphProblem,
-  GraphProxy,
-  GraphService,
-  GraphTraffic,
-  GraphTypeStatus,
-  MeshGraph,
-  ProxyState,
+import {
+  EVERY_SOURCE,
+  type GraphEdge,
+  type GraphIdentity,
+  type GraphProblem,
+  type GraphProxy,
+  type GraphService,
+  type GraphTraffic,
+  type GraphTypeStatus,
+  type MeshGraph,
+  type ProxyState,
 } from './graph-types.js';
 import { outsideGraph } from './outside.js';
 import { routeSummary } from './summary.js';
@@ -129,7 +130,8 @@ export function buildGraph(src: GraphSources): MeshGraph {
   for (const dst of services.values()) {
     for (const port of dst.ports) {
       for (const rule of port.rules) {
-        if (rule.sources === 'any') continue; // 'any': permissive mode's every-source value (said once, not drawn), not a TypeScript any
+        // Permissive mode's rule is said once, not drawn.
+        if (rule.sources === EVERY_SOURCE) continue;
         for (const source of rule.sources) {
           for (const from of sourceNodes(source)) {
             const id = `allow:${from}->${dst.id}`;

@@ -9,13 +9,14 @@ import type { MeshView } from '../catalog/types.js';
 import { egressPassthrough, egressRulesOf, egressSources, ingressPorts } from '../catalog/view.js';
 import { egressPlan } from '../envoy/egress/plan.js';
 import { identityKey } from '../mesh/identity.js';
-import type {
-  GraphEdge,
-  GraphEgressPort,
-  GraphExternal,
-  GraphIngressPort,
-  GraphIngressSource,
-  GraphProblem,
+import {
+  ANY_ADDRESS,
+  type GraphEdge,
+  type GraphEgressPort,
+  type GraphExternal,
+  type GraphIngressPort,
+  type GraphIngressSource,
+  type GraphProblem,
 } from './graph-types.js';
 import { ingressRouteSummary, objectName, routeSummary } from './summary.js';
 
@@ -34,7 +35,7 @@ export interface OutsideGraph {
   edges: GraphEdge[];
 }
 
-const ANY_ID = 'ext:any'; // the id of the any-address external node, not a TypeScript any
+const ANY_ID = `ext:${ANY_ADDRESS}`;
 
 function cidr(r: IpRange): string {
   return `${r.address}/${r.prefixLen}`;
@@ -80,7 +81,7 @@ function egressPart(
     for (const id of ids) for (const r of egressRulesOf(view, id)) moot.add(objectName(r.origin));
     external.set(ANY_ID, {
       id: ANY_ID,
-      kind: 'any', // 'any': the external destination kind, not a TypeScript any
+      kind: ANY_ADDRESS,
       label: 'any destination outside the mesh',
       passthrough: reason,
       moot: [...moot].sort(),
@@ -88,17 +89,17 @@ function egressPart(
     return;
   }
   const destination = (kind: GraphExternal['kind'], name: string): GraphExternal => {
-    const id = kind === 'any' ? ANY_ID : `ext:${kind}:${name}`; // 'any': the external destination kind, not a TypeScript any
+    const id = kind === ANY_ADDRESS ? ANY_ID : `ext:${kind}:${name}`;
     let d = external.get(id);
     if (d === undefined) {
-      d = { id, kind, label: kind === 'any' ? 'any address outside the mesh' : name }; // 'any': the external destination kind, not a TypeScript any
+      d = { id, kind, label: kind === ANY_ADDRESS ? 'any address outside the mesh' : name };
       external.set(id, d);
     }
     return d;
   };
   // Hostless, rangeless https and tcp chains match on the port alone: any address.
   const byRange = (ranges: readonly IpRange[]) =>
-    ranges.length === 0 ? [destination('any', '')] : ranges.map((r) => destination('cidr', cidr(r))); // 'any': the external destination kind, not a TypeScript any
+    ranges.length === 0 ? [destination(ANY_ADDRESS, '')] : ranges.map((r) => destination('cidr', cidr(r)));
   for (const id of ids) {
     const plan = egressPlan(view, id);
     const entries: { to: GraphExternal; port: GraphEgressPort }[] = [];

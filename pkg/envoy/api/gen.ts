@@ -160,7 +160,7 @@ function renderEnum(e: protobuf.Enum, name: string): string {
 
 /** A same-line note for field names a reader could take for TypeScript (RBAC's match-all `any`). */
 function fieldNote(name: string): string {
-  return name === 'any' ? ' // the proto field `any` (match everything), not a TypeScript any' : '';
+  return name === 'any' ? ' // the proto field `any` (match everything), not a TypeScript any' : ''; // `any`: that proto field's name
 }
 
 function renderMessage(t: protobuf.Type, name: string, names: ReadonlyMap<Named, string>): string {

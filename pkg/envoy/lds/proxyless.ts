@@ -8,7 +8,7 @@
 //   for an IngressBackend's sources when one names the port
 //   (proxyless-ingress.ts).
 import type { IngressPort } from '../../catalog/ingress.js';
-import type { InboundRule, MeshView, ProxyContext } from '../../catalog/types.js';
+import { EVERY_SOURCE, type InboundRule, type MeshView, type ProxyContext } from '../../catalog/types.js';
 import type { FilterChain, HttpFilter, Listener, TransportSocket, TypedAny } from '../api/envoy.js';
 import { IdentityMemo, NONE } from '../common/memo.js';
 import { byName } from '../common/outbound.js';
@@ -194,7 +194,7 @@ export function unresolvedClientListener(name: string, why: string): Listener {
 const clientListenerMemo = new IdentityMemo<Listener>();
 const serverListenerMemo = new IdentityMemo<Listener>();
 const PERMISSIVE_RULES: readonly InboundRule[] = Object.freeze([
-  { sources: 'any', http: 'all', origin: 'permissive' }, // 'any': permissive mode's every-source value, not a TypeScript any
+  { sources: EVERY_SOURCE, http: 'all', origin: 'permissive' },
 ]);
 const NO_RULES: readonly InboundRule[] = Object.freeze([]);
 

@@ -1,6 +1,6 @@
 // SMI policy as Envoy RBAC (envoy.config.rbac.v3.RBAC), enforced at the
 // destination: SMI mode is deny-by-default (SMI traffic-access-control spec: traffic is denied unless a TrafficTarget allows it).
-import type { InboundRule } from '../../catalog/types.js';
+import { EVERY_SOURCE, type InboundRule } from '../../catalog/types.js';
 import { spiffeId } from '../../mesh/identity.js';
 import type { HTTPMatch } from '../../model/objects.js';
 import type {
@@ -41,9 +41,9 @@ export const EVERY_PEER: Principal = Object.freeze({ any: true }); // proto fiel
 export const EVERY_REQUEST: Permission = Object.freeze({ any: true }); // proto field, not a TypeScript any
 
 function principals(rule: InboundRule, trustDomain: string): Principal[] {
-  // 'any' (permissive): the DownstreamTlsContext already demands a client
+  // EVERY_SOURCE (permissive): the DownstreamTlsContext already demands a client
   // certificate from the mesh CA, so any authenticated peer is a mesh member.
-  if (rule.sources === 'any') return [EVERY_PEER]; // 'any': permissive mode's every-source value, not a TypeScript any
+  if (rule.sources === EVERY_SOURCE) return [EVERY_PEER];
   // Exact SPIFFE ids, never regexes: one identity cannot match another's id.
   return rule.sources.map((id) => ({
     authenticated: { principal_name: { exact: spiffeId(id, trustDomain) } },

@@ -2,7 +2,7 @@
 // inbound mTLS uses and the trust bundle of its outbound mTLS (names.ts). A proxy only ever gets its own
 // identity's key: OWN_SERVICE_CERT is answered with the identity of the
 // stream's client certificate, and names for other identities never.
-import type { InboundRule, ProxyContext } from '../../catalog/types.js';
+import { EVERY_SOURCE, type InboundRule, type ProxyContext } from '../../catalog/types.js';
 import { gatewayPlan } from '../../catalog/view.js';
 import { identityKey, spiffeId } from '../../mesh/identity.js';
 import type { Secret, SubjectAltNameMatcher } from '../api/envoy.js';
@@ -63,7 +63,7 @@ export function inboundSanMatchers(trustDomain: string): SubjectAltNameMatcher[]
 function inboundTcpSanMatchers(rules: readonly InboundRule[], trustDomain: string): SubjectAltNameMatcher[] {
   const ids = new Set<string>();
   for (const rule of rules) {
-    if (rule.sources === 'any') return inboundSanMatchers(trustDomain); // 'any': permissive mode's every-source value, not a TypeScript any
+    if (rule.sources === EVERY_SOURCE) return inboundSanMatchers(trustDomain);
     for (const id of rule.sources) ids.add(spiffeId(id, trustDomain));
   }
   if (ids.size === 0) return [uriSan({ exact: `spiffe://${trustDomain}/skein/no-allowed-caller` })];

@@ -1,4 +1,11 @@
-import type { GraphEdge, GraphIdentity, GraphProxy, GraphService, MeshGraph } from '../graph-types.js';
+import {
+  EVERY_SOURCE,
+  type GraphEdge,
+  type GraphIdentity,
+  type GraphProxy,
+  type GraphService,
+  type MeshGraph,
+} from '../graph-types.js';
 import { h, table } from './dom.js';
 import { hint, nameOf } from './names.js';
 import {
@@ -103,7 +110,12 @@ function policySection(g: MeshGraph, s: GraphService): Node[] {
             h(
               'div',
               { class: 'rule' },
-              h('div', {}, 'from ', h('b', {}, r.sources === 'any' ? 'any' : r.sources.join(', '))), // 'any': permissive mode's every-source value, not a TypeScript any
+              h(
+                'div',
+                {},
+                'from ',
+                h('b', {}, r.sources === EVERY_SOURCE ? EVERY_SOURCE : r.sources.join(', ')),
+              ),
               h('div', {}, `routes: ${r.routes.join('; ')}`),
               h('div', { class: 'origin' }, r.origin),
             ),

@@ -1,4 +1,5 @@
 import type cytoscape from 'cytoscape';
+import { ANY_ADDRESS } from '../graph-types.js';
 
 // Colours match app.css (the legend): green synced, amber stale, red nacked, grey disconnected.
 export const STATE_COLOURS = {
@@ -152,7 +153,7 @@ export const graphStyle: cytoscape.StylesheetJson = [
     },
   },
   {
-    selector: 'node[kind = "external"][externalKind = "any"]', // 'any': the external node for any outside address, not a TypeScript any
+    selector: `node[kind = "external"][externalKind = "${ANY_ADDRESS}"]`,
     style: { 'border-style': 'dashed', 'font-style': 'italic' },
   },
   {
