@@ -50,6 +50,7 @@ function expect(der: Buffer, at: number, tag: number, limit: number, what: strin
 
 /** The TBSCertificate's fields in order (RFC 5280 §4.1), each as its element. */
 interface TbsFields {
+  cert: DerElement;
   tbs: DerElement;
   serial: DerElement;
   signature: DerElement;
@@ -79,7 +80,7 @@ function tbsFields(der: Buffer): TbsFields {
     if (field.tag === 0xa3) extensions = expect(der, field.start, 0x30, field.end, 'extensions');
     at = field.end;
   }
-  return { tbs, serial, signature, issuer, validity, subject, spki, extensions };
+  return { cert, tbs, serial, signature, issuer, validity, subject, spki, extensions };
 }
 
 /** The complete DER of each extension's extnValue content, by the extnID's complete DER. */
@@ -153,10 +154,11 @@ export interface LeafFields {
 /** A leaf's fields (RFC 5280 §4.1); throws MalformedDerError on anything it cannot read. */
 export function readLeaf(der: Buffer): LeafFields {
   const f = tbsFields(der);
-  const cert = element(der, 0);
-  const algorithm = expect(der, f.tbs.end, 0x30, cert.end, 'signatureAlgorithm');
-  const value = expect(der, algorithm.end, 0x03, cert.end, 'signatureValue');
-  if (value.end !== cert.end || der[value.start] !== 0) throw new MalformedDerError('signatureValue');
+  const algorithm = expect(der, f.tbs.end, 0x30, f.cert.end, 'signatureAlgorithm');
+  const value = expect(der, algorithm.end, 0x03, f.cert.end, 'signatureValue');
+  // A BIT STRING's first content byte counts its unused bits: none in a signature.
+  if (value.end !== f.cert.end || value.start >= value.end || der[value.start] !== 0)
+    throw new MalformedDerError('signatureValue');
   const validity = f.validity;
   const notBefore = element(der, validity.start, validity.end);
   const notAfter = element(der, notBefore.end, validity.end);
@@ -227,4 +229,13 @@ function subjectAltNames(der: Buffer, extensions: DerElement): { uriSans: string
     }
   }
   return { uriSans, dnsSans };
+}
+
+/** The DER of a PEM text's first block (a certificate file may carry its chain after it). */
+export function pemDer(pem: string): Buffer {
+  const begin = pem.indexOf('-----BEGIN ');
+  const body = pem.indexOf('\n', begin);
+  const end = pem.indexOf('-----END ', body);
+  if (begin < 0 || body < 0 || end < 0) throw new MalformedDerError('not PEM');
+  return Buffer.from(pem.slice(body + 1, end), 'base64');
 }

@@ -9,7 +9,7 @@ import {
   serviceIdentityName,
   spiffeId,
 } from '../mesh/identity.js';
-import { ECDSA_WITH_SHA256_DER, type LeafFields, readLeaf, subjectNameDer } from './der-read.js';
+import { ECDSA_WITH_SHA256_DER, type LeafFields, pemDer, readLeaf, subjectNameDer } from './der-read.js';
 import type { CertificateAuthority, IssuedCertificate, SecretSource } from './types.js';
 
 export interface CertificateManagerOptions {
@@ -479,15 +479,6 @@ function signedBy(leaf: LeafFields, der: Buffer, root: IssuingRoot): boolean {
     return verify('sha256', leaf.tbs, root.cert.publicKey, leaf.signature);
   const x = new X509Certificate(der);
   return x.checkIssued(root.cert) && x.verify(root.cert.publicKey);
-}
-
-/** The DER of a PEM's first block. */
-function pemDer(pem: string): Buffer {
-  const begin = pem.indexOf('-----BEGIN ');
-  const body = pem.indexOf('\n', begin);
-  const end = pem.indexOf('-----END ', body);
-  if (begin < 0 || body < 0 || end < 0) throw new Error('not PEM');
-  return Buffer.from(pem.slice(body + 1, end), 'base64');
 }
 
 /** The CA may shorten a certificate (root expiry), so trust notAfter when it is lower. */
